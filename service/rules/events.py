@@ -1,0 +1,217 @@
+"""The table's events: frozen, versioned facts. Commands decide them; `evolve` applies them.
+
+Each event class has a `TYPE` (its name in the log) and a `VERSION`. Events hold everything
+needed to replay without re-deciding: a deal records the cards it dealt, a resolve the chips it
+moved. Some fields are secret while a hand is live (cards, seed, undisclosed decisions); what a
+viewer may see is decided in `views.py`, never by leaving things out of the log.
+
+Times are ISO 8601 strings in UTC with milliseconds (`2026-11-22T15:00:00.000Z`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .serial import from_data, to_data
+
+Cards = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of all events."""
+
+    TYPE: ClassVar[str] = ""
+    VERSION: ClassVar[int] = 1
+
+
+@dataclass(frozen=True)
+class TableCreated(Event):
+    """A table opened with a fully resolved ruleset (as `Ruleset.to_dict`)."""
+
+    TYPE: ClassVar[str] = "table_created"
+    table_id: str
+    rules: dict[str, Any]
+    at: str
+
+
+@dataclass(frozen=True)
+class PlayerSeated(Event):
+    """A player sat down at `seat` and bought `buy_in` chips."""
+
+    TYPE: ClassVar[str] = "player_seated"
+    seat: int
+    player_id: str
+    buy_in: int
+    at: str
+
+
+@dataclass(frozen=True)
+class ChipsAdded(Event):
+    """A seated player topped up their stack by `amount` chips."""
+
+    TYPE: ClassVar[str] = "chips_added"
+    seat: int
+    amount: int
+    at: str
+
+
+@dataclass(frozen=True)
+class PlayerSatOut(Event):
+    """A player chose to sit out: no antes, no cards, until they sit in again."""
+
+    TYPE: ClassVar[str] = "player_sat_out"
+    seat: int
+    at: str
+
+
+@dataclass(frozen=True)
+class PlayerSatIn(Event):
+    """A sitting-out player came back; they are dealt in from the next game."""
+
+    TYPE: ClassVar[str] = "player_sat_in"
+    seat: int
+    at: str
+
+
+@dataclass(frozen=True)
+class PlayerLeft(Event):
+    """A player left the table and was paid out `cash_out` chips (their whole stack)."""
+
+    TYPE: ClassVar[str] = "player_left"
+    seat: int
+    cash_out: int
+    at: str
+
+
+@dataclass(frozen=True)
+class HandDealt(Event):
+    """A hand was dealt: antes collected, cards dealt from a deck derived from `seed`.
+
+    `order` is the declaring order (button's left first, dealer last). `removed` names seats
+    taken out of the game at this deal and why ("cannot_ante", "cannot_cover"). `deck` is what
+    is left of the deck after the deal (carried over when the rules say so). `seed` is secret
+    until the hand is over; `commitment` (its SHA-256) is public from the deal on. `stacked`
+    marks a sandbox deal whose cards were fixed by the caller.
+    """
+
+    TYPE: ClassVar[str] = "hand_dealt"
+    hand: int
+    game: int
+    new_game: bool
+    button: int
+    order: tuple[int, ...]
+    antes: dict[int, int]
+    removed: dict[int, str]
+    cards: dict[int, Cards]
+    kitty: Cards
+    deck: Cards
+    reshuffled: bool
+    seed: str
+    commitment: str
+    client_seed: str
+    stacked: bool
+    deadline: str
+    at: str
+
+
+@dataclass(frozen=True)
+class DecisionMade(Event):
+    """`seat` declared `decision` ("in" / "out").
+
+    `by` says who decided: "player", "platform" (the deadline passed: out, cards mucked) or
+    "auto_in" (the dealer, when everyone before them was out). With simultaneous declaring the
+    decision is secret until the reveal. `deadline` is the next deadline, for sequential turns.
+    """
+
+    TYPE: ClassVar[str] = "decision_made"
+    hand: int
+    seat: int
+    decision: str
+    by: str
+    deadline: str | None
+    at: str
+
+
+@dataclass(frozen=True)
+class DeclarationsRevealed(Event):
+    """Every decision of the hand, shown to all at once; the hand waits for its showdown."""
+
+    TYPE: ClassVar[str] = "declarations_revealed"
+    hand: int
+    decisions: dict[int, str]
+    at: str
+
+
+@dataclass(frozen=True)
+class HandResolved(Event):
+    """The showdown and settlement of a hand.
+
+    `outcome` is one of "nobody_in", "uncontested", "showdown", "kitty_wins", "all_tied".
+    `pot_in_play` is P, the pot the hand was played for. `won` are chips each winner took
+    (from pot and side pot), `matched` the chips each loser paid in, `wimp` the wimp penalty
+    paid; `pot`, `reserve` and `side_pot` are the amounts after settlement. `shown` are the
+    hands turned face up (never a lone winner's, never a mucked hand). `removed` are seats out of
+    the game because they have nothing left. `grace_until` is when players who cannot cover the
+    next match must have topped up (cover rule), or None.
+    """
+
+    TYPE: ClassVar[str] = "hand_resolved"
+    hand: int
+    outcome: str
+    pot_in_play: int
+    in_seats: tuple[int, ...]
+    winners: tuple[int, ...]
+    won: dict[int, int]
+    matched: dict[int, int]
+    wimp: dict[int, int]
+    shown: dict[int, Cards]
+    kitty_shown: Cards
+    pot: int
+    reserve: int
+    side_pot: int
+    game_over: bool
+    button: int
+    removed: dict[int, str]
+    grace_until: str | None
+    at: str
+
+
+@dataclass(frozen=True)
+class HandVoided(Event):
+    """The operator voided the hand (a misdeal): cards return, antes stay in the pot."""
+
+    TYPE: ClassVar[str] = "hand_voided"
+    hand: int
+    reason: str
+    at: str
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.TYPE: cls
+    for cls in (
+        TableCreated,
+        PlayerSeated,
+        ChipsAdded,
+        PlayerSatOut,
+        PlayerSatIn,
+        PlayerLeft,
+        HandDealt,
+        DecisionMade,
+        DeclarationsRevealed,
+        HandResolved,
+        HandVoided,
+    )
+}
+
+
+def event_to_data(event: Event) -> dict[str, Any]:
+    """The event as JSON-ready data: `{"type", "v", "data"}`."""
+    return {"type": event.TYPE, "v": event.VERSION, "data": to_data(event)}
+
+
+def event_from_data(record: dict[str, Any]) -> Event:
+    """Rebuild an event written by `event_to_data` (older versions are upcast by the codec)."""
+    cls = EVENT_TYPES[record["type"]]
+    return from_data(cls, record["data"])

@@ -1,0 +1,228 @@
+"""Rulesets: every house rule in RULES.md as one option, the named presets, and validation.
+
+A `Ruleset` is fully resolved: every option has a value. `resolve_ruleset(preset, overrides)`
+builds one from a preset plus overrides and refuses, with an `InvalidRules` naming the option,
+anything unknown, out of range, or a combination that cannot work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal
+
+from .errors import InvalidRules
+
+AnteRule = Literal["pot_empty", "every_hand", "unless_matched"]
+DeckMode = Literal["fresh_each_hand", "carry_over"]
+DeclareMode = Literal["simultaneous", "sequential"]
+MatchRule = Literal["all_losers", "lowest_loser"]
+CapMode = Literal["none", "cap", "reserve", "max_match"]
+ShortStack = Literal["cover", "table_stakes"]
+WimpInto = Literal["pot", "side_pot"]
+ButtonMoves = Literal["hand", "game"]
+
+DECK_SIZE = 52
+MAX_TIMEOUT_S = 3600
+MAX_CHIPS = 10**12  # a sanity bound on any single amount, far above any real table
+
+
+@dataclass(frozen=True)
+class Ruleset:
+    """One table's complete, validated set of house rules (see RULES.md for each option)."""
+
+    preset: str = "three-card"
+    cards: int = 3
+    ante: int = 1
+    seats: int = 6
+    decision_timeout_s: int = 30
+    ante_rule: AnteRule = "pot_empty"
+    winner_skips_ante: bool = False
+    ante_after_all_out: bool = False
+    kitty: bool = False
+    deck: DeckMode = "fresh_each_hand"
+    declare: DeclareMode = "simultaneous"
+    dealer_auto_in: bool = False
+    straights_and_flushes: bool = True
+    ace_low_straight: bool = True
+    suit_tiebreak: bool = False
+    match: MatchRule = "all_losers"
+    cap_mode: CapMode = "none"
+    cap: int | None = None
+    wimp_penalty: int = 0
+    wimp_into: WimpInto = "pot"
+    short_stack: ShortStack = "table_stakes"
+    cover_grace_s: int = 5
+    button_moves: ButtonMoves = "hand"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ruleset as plain JSON-ready data (every option, resolved)."""
+        return asdict(self)
+
+    @property
+    def cap_amount(self) -> int:
+        """The cap in chips; only meaningful when `cap_mode` is not "none"."""
+        return self.cap or 0
+
+    def max_seats(self) -> int:
+        """How many players one deck can deal to, counting the kitty as a hand."""
+        return DECK_SIZE // self.cards - (1 if self.kitty else 0)
+
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "ante_rule": ("pot_empty", "every_hand", "unless_matched"),
+    "deck": ("fresh_each_hand", "carry_over"),
+    "declare": ("simultaneous", "sequential"),
+    "match": ("all_losers", "lowest_loser"),
+    "cap_mode": ("none", "cap", "reserve", "max_match"),
+    "short_stack": ("cover", "table_stakes"),
+    "wimp_into": ("pot", "side_pot"),
+    "button_moves": ("hand", "game"),
+}
+_BOOLS = {
+    "winner_skips_ante",
+    "ante_after_all_out",
+    "kitty",
+    "dealer_auto_in",
+    "straights_and_flushes",
+    "ace_low_straight",
+    "suit_tiebreak",
+}
+# option -> (minimum, maximum); None as a value is allowed only for `cap`.
+_INTS: dict[str, tuple[int, int]] = {
+    "cards": (2, 5),
+    "ante": (1, MAX_CHIPS),
+    "seats": (2, DECK_SIZE),
+    "decision_timeout_s": (1, MAX_TIMEOUT_S),
+    "cap": (1, MAX_CHIPS),
+    "wimp_penalty": (0, 1000),
+    "cover_grace_s": (0, 600),
+}
+OPTION_NAMES = tuple(f.name for f in fields(Ruleset) if f.name != "preset")
+
+
+def _preset(**options: Any) -> Ruleset:
+    return replace(Ruleset(), **options)
+
+
+PRESETS: dict[str, Ruleset] = {
+    "two-card": _preset(
+        preset="two-card",
+        cards=2,
+        declare="sequential",
+        dealer_auto_in=True,
+        straights_and_flushes=False,
+    ),
+    "three-card": _preset(preset="three-card"),
+    "monte-carlo": _preset(
+        preset="monte-carlo",
+        ante_rule="unless_matched",
+        ante_after_all_out=True,
+        cap_mode="max_match",
+        short_stack="cover",
+    ),
+    "survivor": _preset(
+        preset="survivor",
+        ante_rule="unless_matched",
+        ante_after_all_out=True,
+        cap_mode="max_match",
+        short_stack="cover",
+        match="lowest_loser",
+    ),
+    "kitty": _preset(preset="kitty", cards=5, kitty=True),
+}
+# Seed 002's tables cap the match at 25x-50x the ante; the presets take the top of that range
+# unless the table says otherwise.
+PRESET_CAP_MULTIPLE = {"monte-carlo": 50, "survivor": 50}
+
+
+def _check_value(name: str, value: Any) -> Any:
+    if name in _BOOLS:
+        if not isinstance(value, bool):
+            raise InvalidRules(f"{name} must be true or false", field=name)
+        return value
+    if name in _CHOICES:
+        if value not in _CHOICES[name]:
+            allowed = ", ".join(_CHOICES[name])
+            raise InvalidRules(f"{name} must be one of: {allowed}", field=name)
+        return value
+    if name in _INTS:
+        if name == "cap" and value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidRules(f"{name} must be a whole number", field=name)
+        low, high = _INTS[name]
+        if not low <= value <= high:
+            raise InvalidRules(f"{name} must be between {low} and {high}", field=name)
+        return value
+    raise InvalidRules(f"unknown option {name!r}", field=name)  # pragma: no cover
+
+
+def resolve_ruleset(
+    preset: str = "three-card", overrides: Mapping[str, Any] | None = None
+) -> Ruleset:
+    """The preset with `overrides` applied, validated as a whole."""
+    if preset not in PRESETS:
+        raise InvalidRules(f"unknown preset {preset!r}; one of: {', '.join(PRESETS)}", "preset")
+    overrides = dict(overrides or {})
+    for name in overrides:
+        if name not in OPTION_NAMES:
+            raise InvalidRules(f"unknown option {name!r}", field=name)
+    checked = {name: _check_value(name, value) for name, value in overrides.items()}
+    rules = replace(PRESETS[preset], **checked)
+    if rules.cap is None and preset in PRESET_CAP_MULTIPLE and "cap_mode" not in overrides:
+        rules = replace(rules, cap=PRESET_CAP_MULTIPLE[preset] * rules.ante)
+    validate(rules)
+    return rules
+
+
+def ruleset_from_dict(data: Mapping[str, Any]) -> Ruleset:
+    """Rebuild a stored, fully resolved ruleset (as written by `Ruleset.to_dict`)."""
+    known = {f.name for f in fields(Ruleset)}
+    unknown = set(data) - known
+    if unknown:
+        raise InvalidRules(f"unknown option {sorted(unknown)[0]!r}", field=sorted(unknown)[0])
+    values = {k: (v if k == "preset" else _check_value(k, v)) for k, v in data.items()}
+    rules = Ruleset(**values)
+    validate(rules)
+    return rules
+
+
+def validate(rules: Ruleset) -> None:
+    """Refuse combinations of options that cannot work together."""
+    if rules.cards not in (2, 3, 5):
+        raise InvalidRules("cards must be 2, 3 or 5", field="cards")
+    if rules.seats > rules.max_seats():
+        hands = "players + kitty" if rules.kitty else "players"
+        raise InvalidRules(
+            f"seats: {rules.seats} seats cannot be dealt: ({hands}) x {rules.cards} cards "
+            f"must fit in {DECK_SIZE} cards, so at most {rules.max_seats()} seats",
+            field="seats",
+        )
+    if rules.cards == 2 and rules.straights_and_flushes:
+        raise InvalidRules(
+            "straights_and_flushes: two-card hands have no straights or flushes",
+            field="straights_and_flushes",
+        )
+    if rules.cards == 5 and not rules.straights_and_flushes:
+        raise InvalidRules(
+            "straights_and_flushes: five-card hands always rank straights and flushes",
+            field="straights_and_flushes",
+        )
+    if rules.dealer_auto_in and rules.declare != "sequential":
+        raise InvalidRules(
+            "dealer_auto_in needs declare: sequential (with simultaneous declaring there is "
+            "no dealer's turn to fill)",
+            field="dealer_auto_in",
+        )
+    if rules.winner_skips_ante and rules.ante_rule != "every_hand":
+        raise InvalidRules(
+            "winner_skips_ante applies only with ante_rule: every_hand", field="winner_skips_ante"
+        )
+    if rules.cap_mode == "none":
+        if rules.cap is not None:
+            raise InvalidRules("cap is set but cap_mode is none", field="cap")
+    elif rules.cap is None:
+        raise InvalidRules(f"cap_mode {rules.cap_mode} needs a cap amount", field="cap")
+    if rules.wimp_into == "side_pot" and rules.wimp_penalty == 0:
+        raise InvalidRules("wimp_into: side_pot needs a wimp_penalty above 0", field="wimp_into")

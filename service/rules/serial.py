@@ -1,0 +1,81 @@
+"""Lossless conversion between the rules' dataclasses and JSON-ready data.
+
+JSON has no tuples and only string keys; the dataclasses use both (`dict[int, ...]` keyed by
+seat, `tuple[str, ...]` of cards). `to_data` writes plain data, and `from_data(cls, data)` reads
+it back by following `cls`'s type hints, so `from_data(cls, to_data(x)) == x` for every event and
+state. Converters are built once per class and cached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+Converter = Callable[[Any], Any]
+
+
+def to_data(value: Any) -> Any:
+    """Plain JSON-ready data for a dataclass, mapping, sequence or scalar."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_data(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [to_data(v) for v in value]
+    return value
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _converter(hint: Any) -> Converter:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _dataclass_converter(hint)
+    if origin is dict:
+        key = int if args and args[0] is int else _identity
+        value = _converter(args[1]) if args else _identity
+        return lambda d: {key(k): value(v) for k, v in d.items()}
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            item = _converter(args[0])
+            return lambda seq: tuple(item(v) for v in seq)
+        items = [_converter(a) for a in args]
+        return lambda seq: tuple(c(v) for c, v in zip(items, seq, strict=True))
+    if origin is list:
+        item = _converter(args[0]) if args else _identity
+        return lambda seq: [item(v) for v in seq]
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            conv = _converter(inner[0])
+            return lambda v: None if v is None else conv(v)
+    return _identity
+
+
+_CACHE: dict[type, Converter] = {}
+
+
+def _dataclass_converter(cls: type) -> Converter:
+    if cls in _CACHE:
+        return _CACHE[cls]
+
+    def convert(data: Any) -> Any:
+        return cls(**{name: conv(data[name]) for name, conv in plan if name in data})
+
+    _CACHE[cls] = convert  # registered before building, for self-referencing classes
+    hints = typing.get_type_hints(cls)
+    plan = [(f.name, _converter(hints[f.name])) for f in dataclasses.fields(cls) if f.init]
+    return convert
+
+
+def from_data(cls: type[T], data: Any) -> T:
+    """Rebuild a `cls` instance from `to_data`'s output."""
+    result: T = _dataclass_converter(cls)(data)
+    return result

@@ -1,0 +1,267 @@
+"""The table's state and `evolve`, the only function that changes it.
+
+`evolve(state, event)` applies one event in place and returns the state; `replay(events)` folds
+a log from the empty table. Commands (commands.py) only read a state and return events, so the
+live state and a replay of the log are the same by construction; the tests check it anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from . import events as ev
+from .ruleset import Ruleset, ruleset_from_dict
+from .serial import from_data, to_data
+
+# Seat statuses, as the API shows them.
+ACTIVE = "active"  # dealt into the current game (or into the next one when none is running)
+WAITING = "waiting"  # seated but joins at the next game (joined mid-game, busted, short)
+SITTING_OUT = "sitting_out"  # chose to sit out: no antes, no cards
+LEFT = "left"  # gone, cashed out
+
+# Hand phases. Later variants add "passing" and "drawing" between these two.
+DECLARING = "declaring"
+SHOWDOWN = "showdown"
+
+
+@dataclass
+class Seat:
+    """A seated player and their chips on the table."""
+
+    seat: int
+    player_id: str
+    stack: int
+    status: str
+    joined: int = 0  # the table version of the event that seated this player
+
+
+@dataclass
+class Hand:
+    """The hand in play: its cards, declarations and deadline."""
+
+    number: int
+    game: int
+    phase: str
+    button: int
+    order: list[int]
+    cards: dict[int, tuple[str, ...]]
+    kitty: tuple[str, ...]
+    antes: dict[int, int]
+    decisions: dict[int, str]
+    decided_by: dict[int, str]
+    turn: int
+    deadline: str
+    seed: str
+    commitment: str
+    client_seed: str
+    stacked: bool
+    dealt_at: str
+
+    def on_turn(self) -> int | None:
+        """The seat whose turn it is to declare (sequential declaring), if any."""
+        return self.order[self.turn] if self.turn < len(self.order) else None
+
+    def undecided(self) -> list[int]:
+        """Seats dealt in that have not declared yet, in declaring order."""
+        return [s for s in self.order if s not in self.decisions]
+
+
+@dataclass
+class TableState:
+    """Everything about one table that the rules need to decide the next command."""
+
+    table_id: str = ""
+    rules: Ruleset = field(default_factory=Ruleset)
+    created_at: str = ""
+    version: int = 0
+    seats: dict[int, Seat] = field(default_factory=dict)
+    button: int | None = None
+    game: int = 0
+    game_running: bool = False
+    hands_dealt: int = 0
+    pot: int = 0
+    reserve: int = 0
+    side_pot: int = 0
+    bought_in: int = 0
+    cashed_out: int = 0
+    hand: Hand | None = None
+    deck: tuple[str, ...] = ()
+    last_winners: tuple[int, ...] = ()
+    last_matched: tuple[int, ...] = ()
+    last_all_out: bool = False
+    antes_in_pot: bool = False  # a voided hand's antes stay in the pot: the redeal takes none
+    grace_until: str | None = None
+    sealed_hands: list[int] = field(default_factory=list)  # voided before their reveal
+
+    @property
+    def exists(self) -> bool:
+        """Whether the table has been created."""
+        return self.version > 0
+
+    def chips_on_table(self) -> int:
+        """Stacks + pot + reserve + side pot: always bought in minus cashed out."""
+        stacks = sum(s.stack for s in self.seats.values())
+        return stacks + self.pot + self.reserve + self.side_pot
+
+    def seated(self) -> list[Seat]:
+        """Seats held by a player who has not left, by seat number."""
+        return [s for _, s in sorted(self.seats.items()) if s.status != LEFT]
+
+    def to_data(self) -> dict[str, object]:
+        """The state as JSON-ready data (the snapshot the store keeps)."""
+        data: dict[str, object] = to_data(self)
+        return data
+
+    @staticmethod
+    def from_data(data: dict[str, object]) -> TableState:
+        """Rebuild a state from `to_data`'s output."""
+        return from_data(TableState, data)
+
+
+def _table_created(state: TableState, e: ev.TableCreated) -> None:
+    state.table_id = e.table_id
+    state.rules = ruleset_from_dict(e.rules)
+    state.created_at = e.at
+
+
+def _player_seated(state: TableState, e: ev.PlayerSeated) -> None:
+    status = WAITING if state.game_running else ACTIVE
+    state.seats[e.seat] = Seat(e.seat, e.player_id, e.buy_in, status, joined=state.version + 1)
+    state.bought_in += e.buy_in
+
+
+def _chips_added(state: TableState, e: ev.ChipsAdded) -> None:
+    state.seats[e.seat].stack += e.amount
+    state.bought_in += e.amount
+
+
+def _sat_out(state: TableState, e: ev.PlayerSatOut) -> None:
+    state.seats[e.seat].status = SITTING_OUT
+
+
+def _sat_in(state: TableState, e: ev.PlayerSatIn) -> None:
+    state.seats[e.seat].status = WAITING if state.game_running else ACTIVE
+
+
+def _left(state: TableState, e: ev.PlayerLeft) -> None:
+    seat = state.seats[e.seat]
+    seat.stack -= e.cash_out
+    seat.status = LEFT
+    state.cashed_out += e.cash_out
+
+
+def _dealt(state: TableState, e: ev.HandDealt) -> None:
+    if e.new_game:
+        state.game = e.game
+        state.game_running = True
+    for s in e.removed:
+        state.seats[s].status = WAITING
+    for s in e.order:
+        state.seats[s].status = ACTIVE
+    for s, amount in e.antes.items():
+        state.seats[s].stack -= amount
+        state.pot += amount
+    state.antes_in_pot = False
+    state.button = e.button
+    state.hands_dealt = e.hand
+    state.deck = e.deck
+    state.grace_until = None
+    state.hand = Hand(
+        number=e.hand,
+        game=e.game,
+        phase=DECLARING,
+        button=e.button,
+        order=list(e.order),
+        cards=dict(e.cards),
+        kitty=e.kitty,
+        antes=dict(e.antes),
+        decisions={},
+        decided_by={},
+        turn=0,
+        deadline=e.deadline,
+        seed=e.seed,
+        commitment=e.commitment,
+        client_seed=e.client_seed,
+        stacked=e.stacked,
+        dealt_at=e.at,
+    )
+
+
+def _decided(state: TableState, e: ev.DecisionMade) -> None:
+    hand = state.hand
+    assert hand is not None
+    hand.decisions[e.seat] = e.decision
+    hand.decided_by[e.seat] = e.by
+    if state.rules.declare == "sequential":
+        hand.turn += 1
+    if e.deadline is not None:
+        hand.deadline = e.deadline
+
+
+def _revealed(state: TableState, e: ev.DeclarationsRevealed) -> None:
+    assert state.hand is not None
+    state.hand.phase = SHOWDOWN
+
+
+def _resolved(state: TableState, e: ev.HandResolved) -> None:
+    for s, amount in e.won.items():
+        state.seats[s].stack += amount
+    for s, amount in e.matched.items():
+        state.seats[s].stack -= amount
+    for s, amount in e.wimp.items():
+        state.seats[s].stack -= amount
+    for s in e.removed:
+        state.seats[s].status = WAITING
+    state.pot, state.reserve, state.side_pot = e.pot, e.reserve, e.side_pot
+    state.button = e.button
+    state.last_winners = e.winners
+    state.last_matched = tuple(s for s, amount in e.matched.items() if amount > 0)
+    state.last_all_out = not e.in_seats
+    state.grace_until = e.grace_until
+    if e.game_over:
+        state.game_running = False
+        for seat in state.seats.values():
+            if seat.status == WAITING:
+                seat.status = ACTIVE
+    state.hand = None
+
+
+def _voided(state: TableState, e: ev.HandVoided) -> None:
+    hand = state.hand
+    assert hand is not None
+    if hand.phase == DECLARING:
+        state.sealed_hands.append(hand.number)
+    state.hand = None
+    state.deck = ()  # the cards go back: the next deal shuffles a whole deck
+    state.antes_in_pot = True
+
+
+_APPLY = {
+    ev.TableCreated: _table_created,
+    ev.PlayerSeated: _player_seated,
+    ev.ChipsAdded: _chips_added,
+    ev.PlayerSatOut: _sat_out,
+    ev.PlayerSatIn: _sat_in,
+    ev.PlayerLeft: _left,
+    ev.HandDealt: _dealt,
+    ev.DecisionMade: _decided,
+    ev.DeclarationsRevealed: _revealed,
+    ev.HandResolved: _resolved,
+    ev.HandVoided: _voided,
+}
+
+
+def evolve(state: TableState, event: ev.Event) -> TableState:
+    """Apply one event to `state` (in place) and return it; the version counts events."""
+    _APPLY[type(event)](state, event)  # type: ignore[operator]
+    state.version += 1
+    return state
+
+
+def replay(events: Iterable[ev.Event], state: TableState | None = None) -> TableState:
+    """Fold `events` over `state` (default: the empty table)."""
+    state = state if state is not None else TableState()
+    for event in events:
+        evolve(state, event)
+    return state
