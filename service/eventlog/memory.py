@@ -1,0 +1,131 @@
+"""An in-memory event store with the same semantics as the Redis one.
+
+For unit tests and single-process tools. Thread-safe: one lock guards every operation,
+so each call is atomic like a Lua script on Redis. Nothing is persisted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from service.eventlog.store import (
+    AppendResult,
+    Idempotency,
+    IdempotencyMismatch,
+    Loaded,
+    StoredEvent,
+    VersionConflict,
+    check_append_args,
+    check_read_args,
+)
+
+__all__ = ["InMemoryEventStore"]
+
+
+@dataclass
+class _Table:
+    events: list[bytes] = field(default_factory=list)
+    snapshot: bytes | None = None
+    # idempotency key -> (record, expiry on the store's clock)
+    idempotency: dict[str, tuple[Idempotency, float]] = field(default_factory=dict)
+
+
+class InMemoryEventStore:
+    """:class:`~service.eventlog.store.EventStore` kept in a dict.
+
+    ``clock`` (seconds, monotonic) decides when idempotency records expire; tests pass a
+    fake one to check expiry without sleeping.
+    """
+
+    def __init__(
+        self,
+        idempotency_ttl_s: int = 86_400,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if idempotency_ttl_s <= 0:
+            raise ValueError("idempotency_ttl_s must be positive")
+        self.idempotency_ttl_s = idempotency_ttl_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._tables: dict[str, _Table] = {}
+
+    def load(self, table_id: str) -> Loaded:
+        """The table's version and snapshot (0 and None if unknown)."""
+        with self._lock:
+            table = self._tables.get(table_id)
+            if table is None:
+                return Loaded(version=0, snapshot=None)
+            return Loaded(version=len(table.events), snapshot=table.snapshot)
+
+    def append(
+        self,
+        table_id: str,
+        expected_version: int,
+        events: Sequence[bytes],
+        snapshot: bytes,
+        idempotency: Idempotency | None = None,
+    ) -> AppendResult:
+        """See :meth:`EventStore.append`."""
+        check_append_args(expected_version, events, snapshot)
+        with self._lock:
+            table = self._tables.get(table_id)
+            actual = len(table.events) if table is not None else 0
+            if idempotency is not None and table is not None:
+                stored = self._live_record(table, idempotency.key)
+                if stored is not None:
+                    if stored.request_hash != idempotency.request_hash:
+                        raise IdempotencyMismatch(
+                            idempotency.key,
+                            stored.request_hash,
+                            idempotency.request_hash,
+                            table_id=table_id,
+                        )
+                    return AppendResult(version=actual, replayed=stored)
+            if actual != expected_version:
+                raise VersionConflict(expected_version, actual, table_id=table_id)
+            if table is None:
+                table = self._tables[table_id] = _Table()
+            table.events.extend(bytes(event) for event in events)
+            table.snapshot = bytes(snapshot)
+            if idempotency is not None:
+                expiry = self._clock() + self.idempotency_ttl_s
+                table.idempotency[idempotency.key] = (idempotency, expiry)
+            return AppendResult(version=len(table.events))
+
+    def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        """Events with version > ``after``, oldest first, at most ``limit``."""
+        check_read_args(after, limit)
+        with self._lock:
+            table = self._tables.get(table_id)
+            if table is None:
+                return []
+            stop = len(table.events) if limit is None else min(len(table.events), after + limit)
+            return [
+                StoredEvent(version=index + 1, data=table.events[index])
+                for index in range(after, stop)
+            ]
+
+    def find_idempotent(self, table_id: str, key: str) -> Idempotency | None:
+        """The live idempotency record for ``key``, if any."""
+        with self._lock:
+            table = self._tables.get(table_id)
+            return self._live_record(table, key) if table is not None else None
+
+    def table_ids(self) -> list[str]:
+        """Every table created so far, sorted."""
+        with self._lock:
+            return sorted(self._tables)
+
+    def _live_record(self, table: _Table, key: str) -> Idempotency | None:
+        """The record for ``key`` unless it has expired (expired ones are dropped)."""
+        entry = table.idempotency.get(key)
+        if entry is None:
+            return None
+        record, expiry = entry
+        if self._clock() >= expiry:
+            del table.idempotency[key]
+            return None
+        return record

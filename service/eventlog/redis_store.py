@@ -1,0 +1,273 @@
+"""The event store on Redis: one stream per table, one Lua script per append.
+
+Key layout (``P`` is the prefix, default ``guts``; ``T`` the encoded table id, below)::
+
+    P:{T}:events      stream   the log; entry id "<version>-0", one field "data" = event bytes
+    P:{T}:meta        hash     "version" (decimal) and "snapshot" (bytes); load = one HMGET
+    P:{T}:idem:<key>  hash     "request_hash", "response"; expires after idempotency_ttl_s
+    P:tables          set      every table id ever created (raw ids, UTF-8)
+
+Stream ids encode the version: the event at 1-based position ``n`` has id ``n-0``, so
+``read(after=n)`` is ``XRANGE P:{T}:events n+1 +`` and versions come back from the ids.
+(The ids' millisecond part is therefore *not* a time.) The version itself is kept in the
+meta hash and never derived from ``XLEN``; the append script refuses to write when the
+stream's last id is not ``<version>-0`` (:class:`CorruptLog`). Streams are never trimmed.
+
+Every key of a table carries the hash tag ``{T}``, so the per-table keys share one Redis
+Cluster slot. ``T`` is the table id percent-encoded (RFC 3986 unreserved characters kept),
+so ids with ``{``, ``}``, ``:`` or spaces cannot bleed into the key structure: ``t-1`` is
+stored as ``guts:{t-1}:...``, ``a}b`` as ``guts:{a%7Db}:...`` (and ``""`` as ``guts:{%}:...``).
+
+The global ``P:tables`` set is updated inside the append script (passed in ``KEYS``), so
+creating a table and registering it are one atomic step. Under Redis Cluster that key
+lives in another slot and the script would be refused (CROSSSLOT): the ``SADD`` would
+then have to become a separate step after the script, with audits tolerating a table
+that exists but is not yet listed.
+
+Redis-py retries a command after a connection error or timeout. Appends are safe to
+retry because they are conditional: a retried append that had in fact been applied
+answers with a replay (when an idempotency key was given) or a :class:`VersionConflict`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from urllib.parse import quote
+
+import redis
+
+from service.eventlog.store import (
+    AppendResult,
+    CorruptLog,
+    Idempotency,
+    IdempotencyMismatch,
+    Loaded,
+    StoredEvent,
+    StoreError,
+    StoreUnavailable,
+    VersionConflict,
+    check_append_args,
+    check_read_args,
+)
+
+__all__ = ["RedisEventStore", "table_key_tag"]
+
+# KEYS: events, meta, tables[, idempotency record]
+# ARGV: expected_version, snapshot, table_id, ttl_s, request_hash, response, event...
+_APPEND_LUA = """
+local events_key, meta_key, tables_key, idem_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local expected = tonumber(ARGV[1])
+local actual = tonumber(redis.call('HGET', meta_key, 'version') or '0')
+
+if idem_key then
+  local record = redis.call('HMGET', idem_key, 'request_hash', 'response')
+  if record[1] then
+    if record[1] == ARGV[5] then
+      return {'replayed', actual, record[2]}
+    end
+    return {'mismatch', record[1]}
+  end
+end
+
+if actual ~= expected then
+  return {'conflict', actual}
+end
+
+-- The stream must end exactly at the stored version (empty for a new table).
+local top = redis.call('XREVRANGE', events_key, '+', '-', 'COUNT', 1)[1]
+local top_id = top and top[1] or false
+local want = actual > 0 and string.format('%d-0', actual) or false
+if top_id ~= want then
+  return {'corrupt', top_id or ''}
+end
+
+local version = actual
+for i = 7, #ARGV do
+  version = version + 1
+  redis.call('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
+end
+redis.call('HSET', meta_key, 'version', string.format('%d', version), 'snapshot', ARGV[2])
+if idem_key then
+  redis.call('HSET', idem_key, 'request_hash', ARGV[5], 'response', ARGV[6])
+  redis.call('EXPIRE', idem_key, ARGV[4])
+end
+if expected == 0 then
+  redis.call('SADD', tables_key, ARGV[3])
+end
+return {'ok', version}
+"""
+
+
+def table_key_tag(table_id: str) -> str:
+    """The hash-tag body for ``table_id``: percent-encoded, never containing ``{}:``.
+
+    The empty id becomes ``%`` (no percent-encoding produces a lone ``%``), because Redis
+    ignores an empty hash tag ``{}`` and would scatter the table's keys over slots.
+    """
+    return quote(table_id, safe="") or "%"
+
+
+class RedisEventStore:
+    """:class:`~service.eventlog.store.EventStore` on Redis streams (see the module doc).
+
+    ``client`` must return bytes (``decode_responses=False``). ``prefix`` namespaces every
+    key, so tests and tenants can share a Redis. Idempotency records expire after
+    ``idempotency_ttl_s`` seconds.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str = "guts",
+        idempotency_ttl_s: int = 86_400,
+    ) -> None:
+        if client.get_connection_kwargs().get("decode_responses"):
+            raise ValueError("RedisEventStore needs a client with decode_responses=False")
+        if not prefix or "{" in prefix or "}" in prefix:
+            raise ValueError(f"prefix must be non-empty and brace-free, not {prefix!r}")
+        if idempotency_ttl_s <= 0:
+            raise ValueError("idempotency_ttl_s must be positive")
+        self.client = client
+        self.prefix = prefix
+        self.idempotency_ttl_s = idempotency_ttl_s
+        self._tables_key = f"{prefix}:tables".encode()
+        # register_script hashes locally; the script is sent once (SCRIPT LOAD) on the first
+        # NOSCRIPT reply and called by EVALSHA from then on.
+        self._append_script = client.register_script(_APPEND_LUA)
+
+    # -- keys --------------------------------------------------------------------------
+
+    def _table_prefix(self, table_id: str) -> bytes:
+        return f"{self.prefix}:{{{table_key_tag(table_id)}}}:".encode()
+
+    def events_key(self, table_id: str) -> bytes:
+        """The stream holding the table's log."""
+        return self._table_prefix(table_id) + b"events"
+
+    def meta_key(self, table_id: str) -> bytes:
+        """The hash holding the table's version and snapshot."""
+        return self._table_prefix(table_id) + b"meta"
+
+    def idempotency_key(self, table_id: str, key: str) -> bytes:
+        """The hash holding one idempotency record of the table."""
+        return self._table_prefix(table_id) + b"idem:" + key.encode()
+
+    # -- EventStore --------------------------------------------------------------------
+
+    def load(self, table_id: str) -> Loaded:
+        """The table's version and snapshot in one HMGET (0 and None if unknown)."""
+        with _redis_errors():
+            version, snapshot = self.client.hmget(self.meta_key(table_id), "version", "snapshot")
+        if version is None:
+            return Loaded(version=0, snapshot=None)
+        return Loaded(version=int(version), snapshot=_bytes(snapshot))
+
+    def append(
+        self,
+        table_id: str,
+        expected_version: int,
+        events: Sequence[bytes],
+        snapshot: bytes,
+        idempotency: Idempotency | None = None,
+    ) -> AppendResult:
+        """See :meth:`EventStore.append`: one EVALSHA of the append script."""
+        check_append_args(expected_version, events, snapshot)
+        keys = [self.events_key(table_id), self.meta_key(table_id), self._tables_key]
+        if idempotency is not None:
+            keys.append(self.idempotency_key(table_id, idempotency.key))
+            idem_args = [idempotency.request_hash.encode(), idempotency.response]
+        else:
+            idem_args = [b"", b""]
+        args: list[bytes | int] = [
+            expected_version,
+            snapshot,
+            table_id.encode(),
+            self.idempotency_ttl_s,
+            *idem_args,
+            *events,
+        ]
+        with _redis_errors():
+            reply = self._append_script(keys=keys, args=args)
+        status = reply[0]
+        if status == b"ok":
+            return AppendResult(version=int(reply[1]))
+        if status == b"replayed":
+            assert idempotency is not None
+            record = Idempotency(idempotency.key, idempotency.request_hash, _bytes(reply[2]))
+            return AppendResult(version=int(reply[1]), replayed=record)
+        if status == b"conflict":
+            raise VersionConflict(expected_version, int(reply[1]), table_id=table_id)
+        if status == b"mismatch":
+            assert idempotency is not None
+            raise IdempotencyMismatch(
+                idempotency.key,
+                _bytes(reply[1]).decode(),
+                idempotency.request_hash,
+                table_id=table_id,
+            )
+        if status == b"corrupt":
+            raise CorruptLog(
+                f"table {table_id!r}: the stream ends at {_bytes(reply[1]).decode() or 'nothing'}, "
+                f"not at its stored version {expected_version}; nothing was written"
+            )
+        raise StoreError(f"unexpected reply from the append script: {reply!r}")
+
+    def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        """Events with version > ``after`` (``XRANGE <after+1> + COUNT <limit>``)."""
+        check_read_args(after, limit)
+        if limit == 0:
+            return []
+        with _redis_errors():
+            entries = self.client.xrange(self.events_key(table_id), after + 1, "+", count=limit)
+        events = []
+        for expected, (entry_id, fields) in enumerate(entries or [], start=after + 1):
+            data = (fields or {}).get(b"data")
+            if _version_of(_bytes(entry_id)) != expected or data is None:
+                raise CorruptLog(
+                    f"table {table_id!r}: entry {entry_id!r} where version {expected} belongs"
+                )
+            events.append(StoredEvent(version=expected, data=_bytes(data)))
+        return events
+
+    def find_idempotent(self, table_id: str, key: str) -> Idempotency | None:
+        """The live idempotency record for ``key``, if any (one HMGET)."""
+        with _redis_errors():
+            request_hash, response = self.client.hmget(
+                self.idempotency_key(table_id, key), "request_hash", "response"
+            )
+        if request_hash is None or response is None:
+            return None
+        return Idempotency(
+            key=key, request_hash=_bytes(request_hash).decode(), response=_bytes(response)
+        )
+
+    def table_ids(self) -> list[str]:
+        """Every table ever created, sorted (SMEMBERS of ``P:tables``)."""
+        with _redis_errors():
+            members = self.client.smembers(self._tables_key)
+        return sorted(_bytes(member).decode() for member in members)
+
+
+def _version_of(entry_id: bytes) -> int | None:
+    """The version a stream id ``<version>-0`` encodes, None for any other id."""
+    milliseconds, _, sequence = entry_id.partition(b"-")
+    return int(milliseconds) if sequence == b"0" else None
+
+
+def _bytes(value: object) -> bytes:
+    """``value`` as returned by a bytes client; anything else means a misconfigured client."""
+    if not isinstance(value, bytes):
+        raise StoreError(f"expected bytes from Redis, got {type(value).__name__}")
+    return value
+
+
+@contextlib.contextmanager
+def _redis_errors() -> Iterator[None]:
+    """Turn redis-py errors into the store's: unreachable Redis -> StoreUnavailable."""
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError) as error:
+        raise StoreUnavailable(f"Redis is unreachable: {error}") from error
+    except redis.RedisError as error:
+        raise StoreError(f"Redis refused the command: {error}") from error

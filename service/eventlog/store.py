@@ -1,0 +1,184 @@
+"""The event store protocol, its values and its errors.
+
+A table's log is a sequence of opaque, already-encoded events (bytes). Its *version* is
+the number of events in the log, so the event at 1-based position ``n`` has version
+``n``. Beside the log the store keeps the table's latest snapshot (opaque bytes, written
+with every append) and idempotency records (the first response to a request, replayed
+when the same idempotency key comes again).
+
+The store never decodes events or snapshots and never imports the rules: it checks
+versions, appends, and remembers. Every store implementation runs the one contract
+suite in ``tests/eventlog/test_store_contract.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "AppendResult",
+    "CorruptLog",
+    "EventStore",
+    "IdempotencyMismatch",
+    "Idempotency",
+    "Loaded",
+    "StoreError",
+    "StoredEvent",
+    "StoreUnavailable",
+    "VersionConflict",
+    "check_append_args",
+    "check_read_args",
+]
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """One event of a table's log: its 1-based position and its encoded bytes."""
+
+    version: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Idempotency:
+    """A request's idempotency record.
+
+    ``key`` is the client's Idempotency-Key, ``request_hash`` a digest of the request (the
+    caller computes it), ``response`` the encoded first response, replayed verbatim.
+    """
+
+    key: str
+    request_hash: str
+    response: bytes
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A table's current version and latest snapshot; ``0`` and ``None`` if it does not exist."""
+
+    version: int
+    snapshot: bytes | None
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """The outcome of an append.
+
+    ``version`` is the table's version after the call. ``replayed`` is set (and nothing was
+    written) when the idempotency key had been seen before with the same request hash.
+    """
+
+    version: int
+    replayed: Idempotency | None = None
+
+
+class StoreError(Exception):
+    """Root of the event store's errors."""
+
+
+class VersionConflict(StoreError):
+    """The table is not at the version the caller expected: reload and decide again."""
+
+    def __init__(self, expected: int, actual: int, table_id: str = "") -> None:
+        super().__init__(expected, actual, table_id)  # all args: the error pickles
+        self.expected = expected
+        self.actual = actual
+        self.table_id = table_id
+
+    def __str__(self) -> str:
+        return f"table {self.table_id!r} is at version {self.actual}, not {self.expected}"
+
+
+class IdempotencyMismatch(StoreError):
+    """An idempotency key was reused for a different request (another request hash)."""
+
+    def __init__(self, key: str, stored_hash: str, request_hash: str, table_id: str = "") -> None:
+        super().__init__(key, stored_hash, request_hash, table_id)
+        self.key = key
+        self.stored_hash = stored_hash
+        self.request_hash = request_hash
+        self.table_id = table_id
+
+    def __str__(self) -> str:
+        return (
+            f"idempotency key {self.key!r} of table {self.table_id!r} was used for another request"
+        )
+
+
+class StoreUnavailable(StoreError):
+    """The store's backend cannot be reached.
+
+    After an ``append`` this means the outcome is unknown: retry it with the same
+    ``expected_version`` and idempotency key, and get either a replay or a conflict.
+    """
+
+
+class CorruptLog(StoreError):
+    """The stored log disagrees with the stored version (written outside the store?).
+
+    Nothing is appended to such a table until someone has looked at it.
+    """
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """Append-only, per-table event logs with optimistic concurrency and idempotency."""
+
+    def load(self, table_id: str) -> Loaded:
+        """The table's version and snapshot, in one round trip."""
+        ...
+
+    def append(
+        self,
+        table_id: str,
+        expected_version: int,
+        events: Sequence[bytes],
+        snapshot: bytes,
+        idempotency: Idempotency | None = None,
+    ) -> AppendResult:
+        """Atomically append ``events`` and replace the snapshot, if the table is at
+        ``expected_version`` (0 creates the table).
+
+        With ``idempotency``: a known key with the same request hash returns the current
+        version and the stored record and writes nothing; a known key with another hash
+        raises :class:`IdempotencyMismatch`. Otherwise the record is stored with the events.
+        A stale ``expected_version`` raises :class:`VersionConflict` and writes nothing.
+        """
+        ...
+
+    def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        """Events with version > ``after``, oldest first, at most ``limit`` of them."""
+        ...
+
+    def find_idempotent(self, table_id: str, key: str) -> Idempotency | None:
+        """The live idempotency record for ``key``, if any."""
+        ...
+
+    def table_ids(self) -> list[str]:
+        """Every table ever created, sorted."""
+        ...
+
+
+def check_append_args(expected_version: int, events: Sequence[bytes], snapshot: bytes) -> None:
+    """Reject malformed append arguments before any I/O (shared by every store)."""
+    if isinstance(expected_version, bool) or not isinstance(expected_version, int):
+        raise TypeError(f"expected_version must be an int, not {expected_version!r}")
+    if expected_version < 0:
+        raise ValueError(f"expected_version must be >= 0, not {expected_version}")
+    if not events:
+        raise ValueError("append needs at least one event")
+    for event in events:
+        if not isinstance(event, bytes):
+            raise TypeError(f"events must be bytes, not {type(event).__name__}")
+    if not isinstance(snapshot, bytes):
+        raise TypeError(f"snapshot must be bytes, not {type(snapshot).__name__}")
+
+
+def check_read_args(after: int, limit: int | None) -> None:
+    """Reject malformed read arguments before any I/O (shared by every store)."""
+    if after < 0:
+        raise ValueError(f"after must be >= 0, not {after}")
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0 or None, not {limit}")

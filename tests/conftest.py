@@ -1,0 +1,39 @@
+"""Fixtures shared by the whole suite.
+
+A private redis-server (see ``service.redis_server``) is started once per session on a
+free port, never the machine's 6379, and stopped at the end even when tests fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from service.redis_server import RedisServer
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A redis-server for the whole session (no persistence, temporary directory)."""
+    with RedisServer() as server:
+        assert server.port != 6379
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_server: RedisServer) -> str:
+    """The URL of the session's redis-server."""
+    return redis_server.url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A bytes-returning client on an empty Redis (FLUSHALL before each test)."""
+    client = redis.Redis.from_url(redis_url, decode_responses=False)
+    client.flushall()
+    try:
+        yield client
+    finally:
+        client.close()

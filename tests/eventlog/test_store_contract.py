@@ -1,0 +1,429 @@
+"""The event store contract, run against every store; then what is Redis-specific."""
+
+from __future__ import annotations
+
+import binascii
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from service.eventlog.memory import InMemoryEventStore
+from service.eventlog.redis_store import RedisEventStore
+from service.eventlog.store import (
+    AppendResult,
+    CorruptLog,
+    EventStore,
+    Idempotency,
+    IdempotencyMismatch,
+    Loaded,
+    StoredEvent,
+    StoreUnavailable,
+    VersionConflict,
+)
+
+ODD_TABLE_IDS = [
+    "t1",
+    "t1}:idem:x",
+    "a}b",
+    "a%7Db",
+    "{braces}",
+    "}{",
+    "a:b:events",
+    "with space",
+    "tab\tand\nnewline",
+    "ünïcødé-表",
+    "😀",
+    "",
+    "*?[]",
+    "x" * 300,
+]
+
+
+def events(*names: str) -> list[bytes]:
+    """Encoded stand-ins for events: the store never looks inside."""
+    return [f'{{"type":"{name}"}}'.encode() for name in names]
+
+
+def datas(stored: list[StoredEvent]) -> list[bytes]:
+    return [event.data for event in stored]
+
+
+class TestEventStoreContract:
+    """What every EventStore promises (see service/eventlog/store.py)."""
+
+    def test_create_then_load(self, store: EventStore) -> None:
+        result = store.append("t1", 0, events("table_created"), b"snap-1")
+        assert result == AppendResult(version=1)
+        assert store.load("t1") == Loaded(version=1, snapshot=b"snap-1")
+        assert store.read("t1") == [StoredEvent(1, b'{"type":"table_created"}')]
+
+    def test_load_of_unknown_table_is_version_zero_without_snapshot(
+        self, store: EventStore
+    ) -> None:
+        assert store.load("nope") == Loaded(version=0, snapshot=None)
+        assert store.read("nope") == []
+        assert store.find_idempotent("nope", "k") is None
+        assert store.table_ids() == []
+
+    def test_append_increments_version_by_the_number_of_events(self, store: EventStore) -> None:
+        assert store.append("t1", 0, events("a"), b"s1").version == 1
+        assert store.append("t1", 1, events("b", "c", "d"), b"s4").version == 4
+        assert store.append("t1", 4, events("e", "f"), b"s6").version == 6
+        assert store.load("t1") == Loaded(version=6, snapshot=b"s6")
+        assert [e.version for e in store.read("t1")] == [1, 2, 3, 4, 5, 6]
+        assert datas(store.read("t1")) == events("a", "b", "c", "d", "e", "f")
+
+    def test_empty_snapshot_is_a_snapshot(self, store: EventStore) -> None:
+        store.append("t1", 0, events("a"), b"")
+        assert store.load("t1") == Loaded(version=1, snapshot=b"")
+
+    def test_binary_event_and_snapshot_bytes_round_trip(self, store: EventStore) -> None:
+        blob = bytes(range(256))
+        store.append("t1", 0, [blob, b"\x00", b"\r\n"], blob)
+        assert datas(store.read("t1")) == [blob, b"\x00", b"\r\n"]
+        assert store.load("t1").snapshot == blob
+
+    def test_stale_expected_version_conflicts_and_writes_nothing(self, store: EventStore) -> None:
+        store.append("t1", 0, events("a", "b"), b"s2")
+        with pytest.raises(VersionConflict) as raised:
+            store.append("t1", 1, events("late"), b"stale")
+        assert (raised.value.expected, raised.value.actual) == (1, 2)
+        assert raised.value.table_id == "t1"
+        assert store.load("t1") == Loaded(version=2, snapshot=b"s2")
+        assert datas(store.read("t1")) == events("a", "b")
+
+    def test_expected_version_ahead_of_the_table_conflicts(self, store: EventStore) -> None:
+        store.append("t1", 0, events("a"), b"s1")
+        with pytest.raises(VersionConflict) as raised:
+            store.append("t1", 5, events("b"), b"s")
+        assert (raised.value.expected, raised.value.actual) == (5, 1)
+
+    def test_creating_an_existing_table_conflicts(self, store: EventStore) -> None:
+        store.append("t1", 0, events("a"), b"s1")
+        with pytest.raises(VersionConflict):
+            store.append("t1", 0, events("again"), b"again")
+        assert store.load("t1") == Loaded(version=1, snapshot=b"s1")
+
+    def test_a_batch_is_all_or_nothing(self, store: EventStore) -> None:
+        store.append("t1", 0, events("a"), b"s1")
+        store.append("t1", 1, events("b"), b"s2")
+        with pytest.raises(VersionConflict):
+            store.append("t1", 1, events("x", "y", "z"), b"s4")
+        assert datas(store.read("t1")) == events("a", "b")
+        assert store.load("t1") == Loaded(version=2, snapshot=b"s2")
+
+    def test_appending_to_an_unknown_table_with_a_version_creates_nothing(
+        self, store: EventStore
+    ) -> None:
+        with pytest.raises(VersionConflict) as raised:
+            store.append("ghost", 3, events("a"), b"s")
+        assert raised.value.actual == 0
+        assert store.load("ghost") == Loaded(version=0, snapshot=None)
+        assert store.table_ids() == []
+
+    def test_bad_arguments_are_refused_before_writing(self, store: EventStore) -> None:
+        with pytest.raises(ValueError):
+            store.append("t1", 0, [], b"s")
+        with pytest.raises(ValueError):
+            store.append("t1", -1, events("a"), b"s")
+        with pytest.raises(TypeError):
+            store.append("t1", 0, ["not bytes"], b"s")  # type: ignore[list-item]
+        with pytest.raises(ValueError):
+            store.read("t1", after=-1)
+        with pytest.raises(ValueError):
+            store.read("t1", limit=-1)
+        assert store.table_ids() == []
+
+    def test_repeated_idempotency_key_replays_the_first_response(self, store: EventStore) -> None:
+        first = Idempotency("key-1", "hash-a", b'{"seat":2}')
+        store.append("t1", 0, events("created"), b"s1")
+        assert store.append("t1", 1, events("seated"), b"s2", first) == AppendResult(2)
+        assert store.find_idempotent("t1", "key-1") == first
+
+        again = Idempotency("key-1", "hash-a", b'{"another":"response"}')
+        result = store.append("t1", 1, events("seated"), b"s2-again", again)
+        assert result == AppendResult(version=2, replayed=first)
+        assert store.load("t1") == Loaded(version=2, snapshot=b"s2")
+        assert datas(store.read("t1")) == events("created", "seated")
+
+    def test_replay_wins_over_a_stale_version(self, store: EventStore) -> None:
+        """A retry after a lost reply replays, even though the table has moved on."""
+        record = Idempotency("k", "h", b"first")
+        store.append("t1", 0, events("a"), b"s1", record)
+        store.append("t1", 1, events("b"), b"s2")
+        result = store.append("t1", 0, events("a"), b"s1", record)
+        assert result == AppendResult(version=2, replayed=record)
+
+    def test_same_key_with_another_request_is_refused(self, store: EventStore) -> None:
+        store.append("t1", 0, events("a"), b"s1", Idempotency("k", "hash-a", b"r1"))
+        with pytest.raises(IdempotencyMismatch) as raised:
+            store.append("t1", 1, events("b"), b"s2", Idempotency("k", "hash-b", b"r2"))
+        assert raised.value.key == "k"
+        assert raised.value.stored_hash == "hash-a"
+        assert raised.value.request_hash == "hash-b"
+        assert store.load("t1") == Loaded(version=1, snapshot=b"s1")
+        assert datas(store.read("t1")) == events("a")
+        assert store.find_idempotent("t1", "k") == Idempotency("k", "hash-a", b"r1")
+
+    def test_a_conflicting_append_stores_no_idempotency_record(self, store: EventStore) -> None:
+        store.append("t1", 0, events("a"), b"s1")
+        with pytest.raises(VersionConflict):
+            store.append("t1", 0, events("b"), b"s", Idempotency("k", "h", b"r"))
+        assert store.find_idempotent("t1", "k") is None
+
+    def test_idempotency_keys_belong_to_one_table(self, store: EventStore) -> None:
+        store.append("t1", 0, events("a"), b"s", Idempotency("k", "h1", b"r1"))
+        result = store.append("t2", 0, events("a"), b"s", Idempotency("k", "h2", b"r2"))
+        assert result == AppendResult(version=1)
+        assert store.find_idempotent("t1", "k") == Idempotency("k", "h1", b"r1")
+        assert store.find_idempotent("t2", "k") == Idempotency("k", "h2", b"r2")
+
+    @pytest.mark.parametrize("key", ["k:1", "{k}", "a b", "ключ", "😀", "x" * 255])
+    def test_odd_idempotency_keys(self, store: EventStore, key: str) -> None:
+        record = Idempotency(key, "h", b"r")
+        store.append("t1", 0, events("a"), b"s", record)
+        assert store.find_idempotent("t1", key) == record
+        assert store.append("t1", 0, events("a"), b"s", record).replayed == record
+
+    def test_read_pages_with_after_and_limit(self, store: EventStore) -> None:
+        names = [f"e{n}" for n in range(1, 11)]
+        store.append("t1", 0, events(*names), b"s")
+        assert [e.version for e in store.read("t1", after=0, limit=3)] == [1, 2, 3]
+        assert [e.version for e in store.read("t1", after=3, limit=3)] == [4, 5, 6]
+        assert [e.version for e in store.read("t1", after=9, limit=3)] == [10]
+        assert store.read("t1", after=10) == []
+        assert store.read("t1", after=50, limit=5) == []
+        assert store.read("t1", after=2, limit=0) == []
+        assert datas(store.read("t1", after=7)) == events("e8", "e9", "e10")
+
+        pages, after = [], 0
+        while page := store.read("t1", after=after, limit=4):
+            pages.append([e.version for e in page])
+            after = page[-1].version
+        assert pages == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10]]
+
+    def test_table_ids_lists_created_tables_sorted(self, store: EventStore) -> None:
+        for table_id in ["b", "a", "c"]:
+            store.append(table_id, 0, events("created"), b"s")
+        store.append("a", 1, events("more"), b"s")
+        assert store.table_ids() == ["a", "b", "c"]
+
+    def test_odd_table_ids_are_separate_tables(self, store: EventStore) -> None:
+        for n, table_id in enumerate(ODD_TABLE_IDS):
+            store.append(table_id, 0, events(*[f"e{n}"] * (n + 1)), f"s{n}".encode())
+            record = Idempotency("k", f"h{n}", b"r")
+            store.append(table_id, n + 1, events("last"), f"s{n}".encode(), record)
+        for n, table_id in enumerate(ODD_TABLE_IDS):
+            assert store.load(table_id) == Loaded(version=n + 2, snapshot=f"s{n}".encode())
+            assert datas(store.read(table_id)) == events(*[f"e{n}"] * (n + 1), "last")
+            assert store.find_idempotent(table_id, "k") == Idempotency("k", f"h{n}", b"r")
+        assert store.table_ids() == sorted(ODD_TABLE_IDS)
+
+    def test_two_writers_lose_and_duplicate_nothing(self, store: EventStore) -> None:
+        per_writer = 1_000
+        store.append("t1", 0, events("created"), b"0")
+        errors: list[BaseException] = []
+        conflicts: list[int] = []
+        start = threading.Barrier(2)
+
+        def writer(name: str) -> None:
+            try:
+                start.wait()
+                for n in range(per_writer):
+                    event = f"{name}:{n}".encode()
+                    while True:
+                        version = store.load("t1").version
+                        time.sleep(0)  # deciding takes a while: let the other writer in
+                        try:
+                            store.append("t1", version, [event], str(version + 1).encode())
+                            break
+                        except VersionConflict:
+                            conflicts.append(1)
+            except BaseException as error:  # surfaced by the assertion below
+                errors.append(error)
+
+        threads = [threading.Thread(target=writer, args=(name,)) for name in "AB"]
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # interleave the threads finely, even in memory
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            sys.setswitchinterval(interval)
+        assert errors == []
+        assert conflicts, "the writers never raced: the test proved nothing"
+
+        log = store.read("t1")
+        assert [e.version for e in log] == list(range(1, 2 * per_writer + 2))
+        assert store.load("t1") == Loaded(2 * per_writer + 1, str(2 * per_writer + 1).encode())
+        for name in "AB":
+            mine = [e.data for e in log if e.data.startswith(f"{name}:".encode())]
+            assert mine == [f"{name}:{n}".encode() for n in range(per_writer)]
+
+
+class TestInMemoryEventStore:
+    """What only the in-memory store does."""
+
+    def test_idempotency_records_expire(self) -> None:
+        now = [1000.0]
+        store = InMemoryEventStore(idempotency_ttl_s=60, clock=lambda: now[0])
+        store.append("t1", 0, events("a"), b"s", Idempotency("k", "h", b"r"))
+        now[0] += 59.9
+        assert store.find_idempotent("t1", "k") is not None
+        now[0] += 0.1
+        assert store.find_idempotent("t1", "k") is None
+        assert store.append("t1", 1, events("b"), b"s", Idempotency("k", "h2", b"r2")).version == 2
+
+    def test_is_an_event_store(self) -> None:
+        assert isinstance(InMemoryEventStore(), EventStore)
+
+
+def slot(key: bytes) -> int:
+    """The Redis Cluster slot of ``key`` (CRC16/XMODEM of its hash tag, mod 16384)."""
+    start = key.find(b"{")
+    if start != -1:
+        end = key.find(b"}", start + 1)
+        if end > start + 1:
+            key = key[start + 1 : end]
+    return binascii.crc_hqx(key, 0) % 16384
+
+
+class CommandCounter:
+    """Wraps a client's execute_command to record every command sent."""
+
+    def __init__(self, client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.commands: list[str] = []
+        original: Callable[..., Any] = client.execute_command
+
+        def counting(*args: Any, **options: Any) -> Any:
+            self.commands.append(str(args[0]))
+            return original(*args, **options)
+
+        monkeypatch.setattr(client, "execute_command", counting)
+
+
+class TestRedisEventStore:
+    """What only the Redis store does: key layout, stream ids, round trips."""
+
+    @pytest.fixture
+    def store(self, redis_client: redis.Redis) -> RedisEventStore:
+        return RedisEventStore(redis_client, prefix="test")
+
+    def test_is_an_event_store(self, store: RedisEventStore) -> None:
+        assert isinstance(store, EventStore)
+
+    def test_stream_ids_encode_versions(
+        self, store: RedisEventStore, redis_client: redis.Redis
+    ) -> None:
+        store.append("t1", 0, events("a", "b"), b"s")
+        store.append("t1", 2, events("c"), b"s")
+        entries = redis_client.xrange(b"test:{t1}:events") or []
+        assert [entry_id for entry_id, _ in entries] == [b"1-0", b"2-0", b"3-0"]
+        assert entries[0][1] == {b"data": b'{"type":"a"}'}
+        assert redis_client.hgetall(b"test:{t1}:meta") == {b"version": b"3", b"snapshot": b"s"}
+        assert redis_client.smembers(b"test:tables") == {b"t1"}
+
+    def test_version_is_not_derived_from_xlen(
+        self, store: RedisEventStore, redis_client: redis.Redis
+    ) -> None:
+        store.append("t1", 0, events("a", "b"), b"s2")
+        redis_client.xadd(b"test:{t1}:events", {b"data": b"rogue"})  # written behind our back
+        assert redis_client.xlen(b"test:{t1}:events") == 3
+        assert store.load("t1") == Loaded(version=2, snapshot=b"s2")
+        with pytest.raises(VersionConflict) as raised:
+            store.append("t1", 3, events("c"), b"s3")
+        assert raised.value.actual == 2
+        # The stored version matches, but the stream no longer ends there: refuse to write.
+        with pytest.raises(CorruptLog):
+            store.append("t1", 2, events("c"), b"s3")
+        assert redis_client.xlen(b"test:{t1}:events") == 3
+        assert store.load("t1") == Loaded(version=2, snapshot=b"s2")
+        with pytest.raises(CorruptLog):
+            store.read("t1")
+        assert datas(store.read("t1", limit=2)) == events("a", "b")
+
+    def test_a_stream_without_meta_is_not_a_new_table(
+        self, store: RedisEventStore, redis_client: redis.Redis
+    ) -> None:
+        store.append("t1", 0, events("a"), b"s1")
+        redis_client.delete(b"test:{t1}:meta")
+        assert store.load("t1") == Loaded(version=0, snapshot=None)
+        with pytest.raises(CorruptLog):
+            store.append("t1", 0, events("again"), b"s")
+        assert redis_client.xlen(b"test:{t1}:events") == 1
+
+    @pytest.mark.parametrize("table_id", ODD_TABLE_IDS)
+    def test_keys_of_a_table_share_one_hash_tag(
+        self, store: RedisEventStore, redis_client: redis.Redis, table_id: str
+    ) -> None:
+        store.append(table_id, 0, events("a"), b"s", Idempotency("{k}:x", "h", b"r"))
+        keys = [key for key in redis_client.keys(b"*") if isinstance(key, bytes)]
+        keys.remove(b"test:tables")
+        assert len(keys) == 3
+        assert len({slot(key) for key in keys}) == 1
+        assert slot(store.events_key(table_id)) == slot(keys[0])
+
+    def test_idempotency_records_expire(self, redis_client: redis.Redis) -> None:
+        store = RedisEventStore(redis_client, prefix="test", idempotency_ttl_s=3600)
+        store.append("t1", 0, events("a"), b"s", Idempotency("k", "h", b"r"))
+        assert 3590 <= redis_client.ttl(store.idempotency_key("t1", "k")) <= 3600
+        redis_client.delete(store.idempotency_key("t1", "k"))  # as if expired
+        assert store.find_idempotent("t1", "k") is None
+
+    def test_append_and_load_are_one_round_trip_each(
+        self,
+        store: RedisEventStore,
+        redis_client: redis.Redis,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        store.append("warm-up", 0, events("a"), b"s")  # the first call loads the script
+        counter = CommandCounter(redis_client, monkeypatch)
+        store.append("t1", 0, events("a", "b", "c"), b"s", Idempotency("k", "h", b"r"))
+        assert counter.commands == ["EVALSHA"]
+        store.append("t1", 0, events("a", "b", "c"), b"s", Idempotency("k", "h", b"r"))
+        with pytest.raises(VersionConflict):
+            store.append("t1", 0, events("x"), b"s")
+        store.load("t1")
+        assert counter.commands == ["EVALSHA", "EVALSHA", "EVALSHA", "HMGET"]
+
+    def test_script_is_reloaded_after_script_flush(
+        self, store: RedisEventStore, redis_client: redis.Redis
+    ) -> None:
+        store.append("t1", 0, events("a"), b"s")
+        redis_client.script_flush()
+        assert store.append("t1", 1, events("b"), b"s").version == 2
+
+    def test_prefixes_keep_tenants_apart(self, redis_client: redis.Redis) -> None:
+        one = RedisEventStore(redis_client, prefix="one")
+        two = RedisEventStore(redis_client, prefix="two")
+        one.append("t1", 0, events("a"), b"s")
+        assert two.load("t1") == Loaded(0, None)
+        assert two.table_ids() == []
+        assert two.append("t1", 0, events("b", "c"), b"s").version == 2
+        assert one.table_ids() == two.table_ids() == ["t1"]
+
+    def test_refuses_a_decoding_client(self, redis_url: str) -> None:
+        client = redis.Redis.from_url(redis_url, decode_responses=True)
+        try:
+            with pytest.raises(ValueError, match="decode_responses"):
+                RedisEventStore(client)
+        finally:
+            client.close()
+
+    def test_unreachable_redis_is_store_unavailable(self, redis_client: redis.Redis) -> None:
+        port = redis_client.get_connection_kwargs()["port"]
+        dead = redis.Redis(port=port + 1 if port < 65535 else port - 1, retry=Retry(NoBackoff(), 0))
+        try:
+            with pytest.raises(StoreUnavailable):
+                RedisEventStore(dead).load("t1")
+        finally:
+            dead.close()
