@@ -1,0 +1,196 @@
+"""The Flask app factory: wiring, request logs, metrics, health, the spec and its docs page."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+from flask import Flask, Response, g, request
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+
+from service.config import Settings
+from service.eventlog.redis_store import RedisEventStore
+from service.tables import Tables
+
+from . import errors
+from .auth import Authenticator
+from .json import dumps
+from .views import v1
+
+SPEC_PATH = Path(__file__).resolve().parents[2] / "openapi.yaml"
+log = logging.getLogger("guts.access")
+
+
+@dataclass
+class Services:
+    """What the views need, built once per process."""
+
+    settings: Settings
+    redis: redis.Redis
+    tables: Tables
+    auth: Authenticator
+
+
+def _token_secret(settings: Settings, client: redis.Redis) -> bytes:
+    """GUTS_TOKEN_SECRET, or one kept in Redis so every worker and restart shares it."""
+    if settings.token_secret:
+        return settings.token_secret.encode()
+    key = f"{settings.key_prefix}:token-secret"
+    client.set(key, secrets.token_hex(32), nx=True)
+    value = client.get(key)
+    assert value is not None
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "guts_requests",
+            "HTTP requests by endpoint and status",
+            ["endpoint", "method", "status"],
+            registry=self.registry,
+        )
+        self.commands = Counter(
+            "guts_commands",
+            "Table commands by type and outcome",
+            ["command", "outcome"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "guts_request_seconds",
+            "Request latency by endpoint",
+            ["endpoint"],
+            registry=self.registry,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+        )
+
+    def render(self) -> bytes:
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            from prometheus_client import multiprocess
+
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            return generate_latest(registry)
+        return generate_latest(self.registry)
+
+
+def _configure_logging() -> None:
+    access = logging.getLogger("guts")
+    if not access.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access.addHandler(handler)
+        access.setLevel(logging.INFO)
+        access.propagate = False
+
+
+def create_app(
+    settings: Settings | None = None, *, redis_client: redis.Redis | None = None
+) -> Flask:
+    """Build the app for `settings` (default: from the environment)."""
+    settings = settings or Settings.from_env()
+    if redis_client is None:
+        if not settings.redis_url:
+            raise RuntimeError("REDIS_URL is not set (guts serve starts a Redis of its own)")
+        redis_client = redis.Redis.from_url(settings.redis_url)
+    store = RedisEventStore(
+        redis_client, prefix=settings.key_prefix, idempotency_ttl_s=settings.idempotency_ttl_s
+    )
+    app = Flask("guts")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    auth = Authenticator(
+        settings.operator_keys, settings.auditor_keys, _token_secret(settings, redis_client)
+    )
+    app.extensions["guts"] = Services(settings, redis_client, Tables(store), auth)
+    metrics = _Metrics()
+    app.extensions["guts_metrics"] = metrics
+    _configure_logging()
+    errors.install(app)
+    app.register_blueprint(v1)
+
+    @app.before_request
+    def started() -> None:
+        g.started = time.perf_counter()
+
+    @app.after_request
+    def finished(response: Response) -> Response:
+        elapsed = time.perf_counter() - g.get("started", time.perf_counter())
+        endpoint = request.url_rule.rule if request.url_rule else "unmatched"
+        metrics.requests.labels(endpoint, request.method, str(response.status_code)).inc()
+        metrics.latency.labels(endpoint).observe(elapsed)
+        command = g.get("command")
+        if command:
+            outcome = g.get("outcome") or ("ok" if response.status_code < 400 else "refused")
+            metrics.commands.labels(command.removeprefix("v1."), outcome).inc()
+        view_args = request.view_args or {}
+        record: dict[str, Any] = {
+            "ts": round(time.time(), 3),
+            "method": request.method,
+            "endpoint": endpoint,
+            "status": response.status_code,
+            "ms": round(elapsed * 1000, 2),
+            "table_id": view_args.get("table_id"),
+            "command": command.removeprefix("v1.") if command else None,
+        }
+        log.info(dumps(record).decode())
+        return response
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        try:
+            redis_ok = bool(redis_client.ping())
+        except redis.RedisError:
+            redis_ok = False
+        body = {"status": "ok" if redis_ok else "degraded", "redis": redis_ok}
+        return Response(dumps(body), status=200 if redis_ok else 503, mimetype="application/json")
+
+    @app.get("/metrics")
+    def metrics_view() -> Response:
+        return Response(metrics.render(), mimetype=CONTENT_TYPE_LATEST)
+
+    @app.get("/openapi.yaml")
+    def spec() -> Response:
+        return Response(SPEC_PATH.read_bytes(), mimetype="application/yaml")
+
+    @app.get("/docs")
+    def docs() -> Response:
+        return Response(_docs_page(), mimetype="text/html")
+
+    return app
+
+
+def _docs_page() -> str:
+    """A self-contained page listing every operation of the spec (no CDN, no scripts)."""
+    import html
+
+    import yaml
+
+    spec = yaml.safe_load(SPEC_PATH.read_text())
+    rows = []
+    for path, item in spec.get("paths", {}).items():
+        for method, op in item.items():
+            if method in ("get", "post", "put", "delete", "patch"):
+                rows.append(
+                    f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}"
+                    f"</code></td><td>{html.escape(op.get('summary', ''))}</td></tr>"
+                )
+    title = html.escape(spec.get("info", {}).get("title", "guts"))
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
+        f"<h1>{title}</h1><p>The full contract: <a href='/openapi.yaml'>openapi.yaml</a>.</p>"
+        f"<table border='1' cellpadding='4'>{''.join(rows)}</table></body></html>"
+    )

@@ -1,0 +1,138 @@
+"""Every error becomes an RFC 9457 problem+json response here, and only here.
+
+Details say what was wrong with the request and never echo secrets (cards of other seats,
+seeds, keys, tokens). Unexpected exceptions are logged with a reference and answered 500
+without internals.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from flask import Flask, Response
+from marshmallow import ValidationError
+from werkzeug.exceptions import HTTPException
+
+from service.eventlog.store import StoreError, StoreUnavailable
+from service.rules.errors import (
+    GutsError,
+    InvalidCard,
+    InvalidRules,
+    RuleViolation,
+    UnknownSeat,
+)
+from service.tables import (
+    Contention,
+    IdempotencyReused,
+    PreconditionFailed,
+    TableExists,
+    TableNotFound,
+)
+
+from .auth import Forbidden, Unauthorized
+from .json import dumps
+
+log = logging.getLogger("guts.api")
+PROBLEM = "application/problem+json"
+
+
+def problem(status: int, title: str, detail: str, **extra: Any) -> Response:
+    """A problem+json response."""
+    slug = title.lower().replace(" ", "-")
+    body = {
+        "type": f"https://guts.example/problems/{slug}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        **extra,
+    }
+    response = Response(dumps(body), status=status, mimetype=PROBLEM)
+    if status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="guts"'
+    return response
+
+
+class BadRequest(Exception):
+    """A malformed request outside the schemas (bad JSON, bad header, bad query)."""
+
+    def __init__(self, detail: str, status: int = 400, field: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail, self.status, self.field = detail, status, field
+
+
+class NotFound(Exception):
+    """Something the path names does not exist."""
+
+
+# exception class -> (status, title); the first match in this order wins.
+_GUTS: list[tuple[type[GutsError], int, str]] = [
+    (TableNotFound, 404, "Not Found"),
+    (UnknownSeat, 404, "Not Found"),
+    (TableExists, 409, "Conflict"),
+    (PreconditionFailed, 412, "Precondition Failed"),
+    (IdempotencyReused, 422, "Idempotency Key Reused"),
+    (Contention, 503, "Busy"),
+    (InvalidRules, 422, "Invalid Rules"),
+    (InvalidCard, 422, "Invalid Cards"),
+    (RuleViolation, 409, "Not Allowed Now"),
+]
+
+
+def _guts_error(exc: GutsError) -> Response:
+    status, title = next(
+        ((status, title) for cls, status, title in _GUTS if isinstance(exc, cls)),
+        (422, "Invalid Command"),
+    )
+    extra: dict[str, Any] = {}
+    if exc.field and status == 422:
+        extra["errors"] = {exc.field: [exc.detail]}
+    return problem(status, title, exc.detail, **extra)
+
+
+def install(app: Flask) -> None:
+    """Register the handlers on `app`."""
+
+    @app.errorhandler(GutsError)
+    def guts(exc: GutsError) -> Response:
+        return _guts_error(exc)
+
+    @app.errorhandler(ValidationError)
+    def invalid(exc: ValidationError) -> Response:
+        messages = exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages}
+        return problem(422, "Validation Failed", "the request body is not valid", errors=messages)
+
+    @app.errorhandler(BadRequest)
+    def bad_request(exc: BadRequest) -> Response:
+        extra = {"errors": {exc.field: [exc.detail]}} if exc.field else {}
+        return problem(exc.status, "Bad Request", exc.detail, **extra)
+
+    @app.errorhandler(NotFound)
+    def not_found(exc: NotFound) -> Response:
+        return problem(404, "Not Found", str(exc))
+
+    @app.errorhandler(Unauthorized)
+    def unauthorized(exc: Unauthorized) -> Response:
+        return problem(401, "Unauthorized", str(exc))
+
+    @app.errorhandler(Forbidden)
+    def forbidden(exc: Forbidden) -> Response:
+        return problem(403, "Forbidden", str(exc))
+
+    @app.errorhandler(StoreUnavailable)
+    def unavailable(exc: StoreUnavailable) -> Response:
+        log.error("store unavailable: %s", type(exc).__name__)
+        return problem(503, "Unavailable", "the event store cannot be reached; retry")
+
+    @app.errorhandler(HTTPException)
+    def http(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        return problem(status, exc.name, exc.description or exc.name)
+
+    @app.errorhandler(StoreError)
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> Response:
+        ref = uuid.uuid4().hex[:12]
+        log.exception("unexpected error ref=%s", ref)
+        return problem(500, "Internal Server Error", f"unexpected error (ref {ref})")

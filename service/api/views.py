@@ -1,0 +1,417 @@
+"""The v1 routes: thin. Each loads its body with a schema, asks the rules through `Tables`, and
+returns what the rules' views say the caller may see."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from flask import Blueprint, Response, current_app, g, request
+from marshmallow import Schema
+
+from service.rules import commands
+from service.rules import events as ev
+from service.rules.ruleset import resolve_ruleset
+from service.rules.state import TableState
+from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_view
+from service.tables import Result, Tables
+
+from . import schemas
+from .auth import Forbidden, Principal, may_view, require, require_player_of
+from .errors import BadRequest, NotFound
+from .json import dumps, loads
+
+v1 = Blueprint("v1", __name__, url_prefix="/v1")
+TABLE_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
+
+
+# --- request plumbing -------------------------------------------------------------------------
+
+
+def services() -> Any:
+    return current_app.extensions["guts"]
+
+
+def tables() -> Tables:
+    return services().tables  # type: ignore[no-any-return]
+
+
+def principal() -> Principal:
+    """The authenticated caller (401 when there is none)."""
+    if "principal" not in g:
+        g.principal = services().auth.authenticate(request.headers.get("Authorization"))
+    return g.principal  # type: ignore[no-any-return]
+
+
+def json_response(body: Any, status: int = 200, version: int | None = None) -> Response:
+    response = Response(dumps(body), status=status, mimetype="application/json")
+    if version is not None:
+        response.headers["ETag"] = f'"{version}"'
+    return response
+
+
+def load_body(schema: Schema) -> dict[str, Any]:
+    """The request's JSON body, validated (an empty body is an empty object)."""
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        data: Any = {}
+    else:
+        if not request.mimetype or not request.mimetype.endswith("json"):
+            raise BadRequest("the body must be JSON (Content-Type: application/json)", 415)
+        try:
+            data = loads(raw)
+        except ValueError:
+            raise BadRequest("the body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise BadRequest("the body must be a JSON object", 422)
+    loaded: dict[str, Any] = schema.load(data)
+    return loaded
+
+
+def check_table_id(table_id: str) -> str:
+    if not TABLE_ID.match(table_id):
+        raise NotFound(f"no table {table_id!r}"[:100])
+    return table_id
+
+
+def if_match() -> int | None:
+    raw = request.headers.get("If-Match")
+    if raw is None:
+        return None
+    text = raw.strip().removeprefix("W/").strip('"')
+    if not text.isdigit() or len(text) > 15:
+        raise BadRequest('If-Match must be a table version, such as "17"', field="If-Match")
+    return int(text)
+
+
+def idempotency() -> tuple[str | None, str]:
+    """The Idempotency-Key and a hash of who sent what where (the same key from another caller
+    or with another body is a different request)."""
+    key = request.headers.get("Idempotency-Key")
+    if key is not None and not IDEMPOTENCY_KEY.match(key):
+        raise BadRequest(
+            "Idempotency-Key must be 1-128 visible ASCII characters", field="Idempotency-Key"
+        )
+    digest = hashlib.sha256()
+    for part in (request.method, request.path, request.headers.get("Authorization", "")):
+        digest.update(part.encode() + b"\0")
+    digest.update(request.get_data(cache=True))
+    return key, digest.hexdigest()
+
+
+Decide = Callable[[TableState, datetime], list[ev.Event]]
+Respond = Callable[[TableState, list[ev.Event]], tuple[int, Any]]
+
+
+def run(table_id: str, decide: Decide, respond: Respond, *, create: bool = False) -> Response:
+    """Execute a command and answer with its (possibly replayed) response."""
+    key, request_hash = idempotency()
+    g.command = request.endpoint
+    result: Result = tables().execute(
+        table_id,
+        decide,
+        respond,
+        create=create,
+        if_match=None if create else if_match(),
+        idempotency_key=key,
+        request_hash=request_hash,
+    )
+    g.outcome = "replayed" if result.replayed else "ok"
+    body = result.body
+    version = body.get("version") if isinstance(body, dict) else None
+    response = json_response(body, result.status, version)
+    if result.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
+# --- tables -----------------------------------------------------------------------------------
+
+
+@v1.post("/tables")
+def create_table() -> Response:
+    require(principal(), OPERATOR)
+    body = load_body(schemas.CreateTable())
+    overrides = dict(body["rules"])
+    for name in ("ante", "seats", "decision_timeout_s"):
+        if name in body:
+            if name in overrides and overrides[name] != body[name]:
+                raise BadRequest(f"{name} is given twice with different values", 422, name)
+            overrides[name] = body[name]
+    rules = resolve_ruleset(body["preset"], overrides)
+    table_id = body.get("table_id") or secrets.token_urlsafe(12)
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        return commands.create_table(table_id, rules, now)
+
+    def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+        return 201, {"table_id": table_id, "rules": rules.to_dict(), "version": state.version}
+
+    return run(table_id, decide, respond, create=True)
+
+
+@v1.get("/tables/<table_id>")
+def get_table(table_id: str) -> Response:
+    who = principal()
+    state = tables().load(check_table_id(table_id))
+    view = table_view(state, may_view(who, state))
+    return json_response(view, version=state.version)
+
+
+# --- players ----------------------------------------------------------------------------------
+
+
+@v1.post("/tables/<table_id>/players")
+def seat_player(table_id: str) -> Response:
+    require(principal(), OPERATOR)
+    body = load_body(schemas.SeatPlayer())
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        return commands.seat_player(state, body["player_id"], body["buy_in"], now, body.get("seat"))
+
+    def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+        (seated,) = events
+        assert isinstance(seated, ev.PlayerSeated)
+        holder = state.seats[seated.seat]
+        token = services().auth.issue(state.table_id, seated.seat, holder.joined)
+        body_out = {
+            "seat": seated.seat,
+            "player_id": seated.player_id,
+            "token": token,
+            "stack": holder.stack,
+            "status": holder.status,
+            "version": state.version,
+        }
+        return 201, body_out
+
+    return run(check_table_id(table_id), decide, respond)
+
+
+def _seat_response(state: TableState, seat: int) -> dict[str, Any]:
+    holder = state.seats[seat]
+    return {
+        "seat": seat,
+        "player_id": holder.player_id,
+        "stack": holder.stack,
+        "status": holder.status,
+        "version": state.version,
+    }
+
+
+@v1.post("/tables/<table_id>/players/<int:seat>/chips")
+def top_up(table_id: str, seat: int) -> Response:
+    require(principal(), OPERATOR)
+    body = load_body(schemas.TopUp())
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        return commands.top_up(state, seat, body["amount"], now)
+
+    return run(check_table_id(table_id), decide, lambda s, e: (200, _seat_response(s, seat)))
+
+
+def _operator_or_player(state: TableState, seat: int) -> None:
+    who = principal()
+    if who.role == OPERATOR:
+        return
+    if who.role == AUDITOR:
+        raise Forbidden("auditors are read-only")
+    require_player_of(who, state, seat)
+
+
+def _seat_command(table_id: str, seat: int, command: Callable[..., list[ev.Event]]) -> Response:
+    principal()
+    load_body(schemas.Empty())
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        _operator_or_player(state, seat)
+        return command(state, seat, now)
+
+    return run(check_table_id(table_id), decide, lambda s, e: (200, _seat_response(s, seat)))
+
+
+@v1.post("/tables/<table_id>/players/<int:seat>/sit-out")
+def sit_out(table_id: str, seat: int) -> Response:
+    return _seat_command(table_id, seat, commands.sit_out)
+
+
+@v1.post("/tables/<table_id>/players/<int:seat>/sit-in")
+def sit_in(table_id: str, seat: int) -> Response:
+    return _seat_command(table_id, seat, commands.sit_in)
+
+
+@v1.delete("/tables/<table_id>/players/<int:seat>")
+def leave(table_id: str, seat: int) -> Response:
+    principal()
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        _operator_or_player(state, seat)
+        return commands.leave(state, seat, now)
+
+    def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+        (left,) = events
+        assert isinstance(left, ev.PlayerLeft)
+        return 200, {"seat": seat, "cash_out": left.cash_out, "version": state.version}
+
+    return run(check_table_id(table_id), decide, respond)
+
+
+# --- hands ------------------------------------------------------------------------------------
+
+
+@v1.post("/tables/<table_id>/deal")
+def deal(table_id: str) -> Response:
+    require(principal(), OPERATOR)
+    body = load_body(schemas.Deal())
+    stacked = body.get("stacked_deck")
+    if stacked is not None and not services().settings.sandbox:
+        raise Forbidden("stacked_deck is accepted only when the server runs with GUTS_SANDBOX=1")
+    seed = tables().new_seed()
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        return commands.deal(state, seed, now, body["client_seed"], stacked)
+
+    def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+        (dealt,) = events
+        assert isinstance(dealt, ev.HandDealt)
+        return 201, {
+            "hand": dealt.hand,
+            "game": dealt.game,
+            "deadline": dealt.deadline,
+            "order": list(dealt.order),
+            "commitment": dealt.commitment,
+            "version": state.version,
+        }
+
+    return run(check_table_id(table_id), decide, respond)
+
+
+def _hand_response(state: TableState, events: list[ev.Event]) -> dict[str, Any]:
+    hand = state.hand
+    number = hand.number if hand else state.hands_dealt
+    return {"hand": number, "phase": hand.phase if hand else None, "version": state.version}
+
+
+@v1.post("/tables/<table_id>/declare")
+def declare(table_id: str) -> Response:
+    principal()
+    body = load_body(schemas.Declare())
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        seat = require_player_of(principal(), state)
+        return commands.declare(state, seat, body["decision"], now)
+
+    def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+        first = events[0]
+        assert isinstance(first, ev.DecisionMade)
+        return 200, {
+            **_hand_response(state, events),
+            "seat": first.seat,
+            "decision": first.decision,
+        }
+
+    return run(check_table_id(table_id), decide, respond)
+
+
+@v1.post("/tables/<table_id>/close")
+def close(table_id: str) -> Response:
+    require(principal(), OPERATOR)
+    load_body(schemas.Empty())
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        return commands.close_declarations(state, now)
+
+    return run(check_table_id(table_id), decide, lambda s, e: (200, _hand_response(s, e)))
+
+
+@v1.post("/tables/<table_id>/resolve")
+def resolve(table_id: str) -> Response:
+    require(principal(), OPERATOR)
+    load_body(schemas.Empty())
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        return commands.resolve(state, now)
+
+    def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+        (resolved,) = events
+        outcome = event_view(resolved, state, Viewer(OPERATOR))["data"]
+        return 200, {**outcome, "version": state.version}
+
+    return run(check_table_id(table_id), decide, respond)
+
+
+@v1.post("/tables/<table_id>/void")
+def void(table_id: str) -> Response:
+    require(principal(), OPERATOR)
+    body = load_body(schemas.Void())
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        return commands.void_hand(state, body["reason"], now)
+
+    def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+        (voided,) = events
+        assert isinstance(voided, ev.HandVoided)
+        return 200, {"hand": voided.hand, "phase": None, "version": state.version}
+
+    return run(check_table_id(table_id), decide, respond)
+
+
+# --- the log ----------------------------------------------------------------------------------
+
+
+def _viewer_and_state(table_id: str) -> tuple[Viewer, TableState]:
+    who = principal()
+    state = tables().load(check_table_id(table_id))
+    return may_view(who, state), state
+
+
+@v1.get("/tables/<table_id>/events")
+def events(table_id: str) -> Response:
+    principal()
+    query = schemas.EventsQuery().load(request.args.to_dict())
+    viewer, state = _viewer_and_state(table_id)
+    read = tables().events(table_id, query["after"], query["limit"])
+    items = [{"version": v, **event_view(e, state, viewer)} for v, e in read]
+    next_after = read[-1][0] if read else query["after"]
+    return json_response(
+        {"events": items, "version": state.version, "next_after": next_after}, version=state.version
+    )
+
+
+@v1.get("/tables/<table_id>/hands/<int:hand>")
+def hand_history(table_id: str, hand: int) -> Response:
+    viewer, state = _viewer_and_state(table_id)
+    if hand < 1 or hand > state.hands_dealt:
+        raise NotFound(f"table {table_id} has no hand {hand}")
+    if state.hand is not None and state.hand.number == hand:
+        raise NotFound(f"hand {hand} is still in play; its history is kept once it is over")
+    found = _hand_events(table_id, hand)
+    items = [{"version": v, **event_view(e, state, viewer)} for v, e in found]
+    final = next((e for _, e in found if isinstance(e, ev.HandResolved | ev.HandVoided)), None)
+    status = "complete" if isinstance(final, ev.HandResolved) else "cancelled"
+    return json_response({"hand": hand, "status": status, "events": items}, version=state.version)
+
+
+def _hand_events(table_id: str, hand: int) -> list[tuple[int, ev.Event]]:
+    """The events of one finished hand: from its deal to its resolution or void.
+
+    A linear scan of the log in pages; fine for the history endpoint, which is not on the hot
+    path. (An index by hand would make it one read.)
+    """
+    found: list[tuple[int, ev.Event]] = []
+    after = 0
+    while True:
+        page = tables().events(table_id, after, 1000)
+        if not page:
+            return found
+        for version, event in page:
+            number = getattr(event, "hand", None)
+            if number == hand:
+                found.append((version, event))
+                if isinstance(event, ev.HandResolved | ev.HandVoided):
+                    return found
+        after = page[-1][0]

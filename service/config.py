@@ -1,0 +1,53 @@
+"""Settings, read from the environment once at start-up (see the README's configuration table)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+def _keys(raw: str) -> tuple[str, ...]:
+    return tuple(k.strip() for k in raw.split(",") if k.strip())
+
+
+def _flag(raw: str) -> bool:
+    return raw.strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the service reads from its environment."""
+
+    redis_url: str | None = None
+    operator_keys: tuple[str, ...] = ()
+    auditor_keys: tuple[str, ...] = ()
+    sandbox: bool = False
+    token_secret: str | None = None
+    key_prefix: str = "guts"
+    max_body_bytes: int = 64 * 1024
+    idempotency_ttl_s: int = 24 * 3600
+    host: str = "127.0.0.1"
+    port: int = 8000
+    data_dir: str = "data"
+    web_workers: int = 2
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Settings from `env` (default: the process environment)."""
+        env = os.environ if env is None else env
+        return cls(
+            redis_url=env.get("REDIS_URL") or None,
+            operator_keys=_keys(env.get("GUTS_OPERATOR_KEYS", "")),
+            auditor_keys=_keys(env.get("GUTS_AUDITOR_KEYS", "")),
+            sandbox=_flag(env.get("GUTS_SANDBOX", "")),
+            token_secret=env.get("GUTS_TOKEN_SECRET") or None,
+            key_prefix=env.get("GUTS_KEY_PREFIX", "guts"),
+            max_body_bytes=int(env.get("GUTS_MAX_BODY_BYTES", 64 * 1024)),
+            idempotency_ttl_s=int(env.get("GUTS_IDEMPOTENCY_TTL_S", 24 * 3600)),
+            host=env.get("GUTS_HOST", "127.0.0.1"),
+            port=int(env.get("GUTS_PORT", 8000)),
+            data_dir=env.get("GUTS_DATA_DIR", "data"),
+            web_workers=int(env.get("GUTS_WEB_WORKERS", 2)),
+        )

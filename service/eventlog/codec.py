@@ -1,0 +1,90 @@
+"""Events and snapshots as versioned JSON bytes, with upcasting of older event versions.
+
+An event is stored as `{"type": ..., "v": ..., "data": {...}}`. When an event class's
+`VERSION` goes up, register a function that turns the previous version's `data` into the new
+one (`@upcaster("hand_dealt", 1)`); reading then upcasts step by step, so a log written today
+still replays after the event has changed shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from service.rules.events import EVENT_TYPES, Event, event_from_data, event_to_data
+from service.rules.state import TableState
+
+Upcast = Callable[[dict[str, Any]], dict[str, Any]]
+_UPCASTERS: dict[tuple[str, int], Upcast] = {}
+SNAPSHOT_VERSION = 1
+
+
+class CodecError(ValueError):
+    """Stored bytes that cannot be read as an event or a snapshot."""
+
+
+def upcaster(event_type: str, from_version: int) -> Callable[[Upcast], Upcast]:
+    """Register a function that upgrades `event_type`'s data from `from_version` by one."""
+
+    def register(func: Upcast) -> Upcast:
+        _UPCASTERS[(event_type, from_version)] = func
+        return func
+
+    return register
+
+
+def encode_event(event: Event) -> bytes:
+    """The event as stored."""
+    return orjson.dumps(event_to_data(event))
+
+
+def upcast(record: dict[str, Any]) -> dict[str, Any]:
+    """Bring a stored record up to its event class's current version."""
+    event_type, version = record.get("type"), record.get("v")
+    cls = EVENT_TYPES.get(event_type)  # type: ignore[arg-type]
+    if cls is None or not isinstance(version, int):
+        raise CodecError(f"unknown event {event_type!r} v{version!r}")
+    data = record["data"]
+    while version < cls.VERSION:
+        step = _UPCASTERS.get((cls.TYPE, version))
+        if step is None:
+            raise CodecError(f"no upcaster for {cls.TYPE} v{version}")
+        data = step(data)
+        version += 1
+    if version != cls.VERSION:
+        raise CodecError(f"{cls.TYPE} v{version} is newer than this code (v{cls.VERSION})")
+    return {"type": cls.TYPE, "v": version, "data": data}
+
+
+def decode_record(raw: bytes) -> dict[str, Any]:
+    """The stored record, upcast, as plain data."""
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CodecError(f"not JSON: {exc}") from exc
+    if not isinstance(record, dict):
+        raise CodecError("an event must be a JSON object")
+    return upcast(record)
+
+
+def decode_event(raw: bytes) -> Event:
+    """The event from its stored bytes."""
+    try:
+        return event_from_data(decode_record(raw))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CodecError(f"malformed event: {exc}") from exc
+
+
+def encode_snapshot(state: TableState) -> bytes:
+    """The state as the store keeps it beside the log."""
+    return orjson.dumps({"v": SNAPSHOT_VERSION, "state": state.to_data()})
+
+
+def decode_snapshot(raw: bytes) -> TableState:
+    """The state from a snapshot written by `encode_snapshot`."""
+    record = orjson.loads(raw)
+    if record.get("v") != SNAPSHOT_VERSION:
+        raise CodecError(f"snapshot version {record.get('v')!r} is not {SNAPSHOT_VERSION}")
+    return TableState.from_data(record["state"])

@@ -1,0 +1,152 @@
+"""The application service: load a table, let the rules decide, append the events.
+
+This is the one module that joins the rules, the event store and the clock and randomness the
+rules must not touch. A command is `decide(state, now) -> events`; `Tables.execute` runs it
+against the table's snapshot and appends the events, the new snapshot and the idempotency
+record in one conditional, atomic step. When another command won the race for the version,
+the command is decided again on the new state (bounded), unless the caller pinned a version
+with If-Match.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from service.eventlog.codec import decode_event, decode_snapshot, encode_event, encode_snapshot
+from service.eventlog.store import EventStore, Idempotency, IdempotencyMismatch, VersionConflict
+from service.rules.errors import GutsError
+from service.rules.events import Event
+from service.rules.state import TableState, evolve
+
+Decide = Callable[[TableState, datetime], list[Event]]
+Respond = Callable[[TableState, list[Event]], tuple[int, Any]]
+
+
+class TableNotFound(GutsError):
+    """No table has this id."""
+
+
+class TableExists(GutsError):
+    """A table with this id already exists."""
+
+
+class PreconditionFailed(GutsError):
+    """The caller's If-Match version is not the table's version."""
+
+
+class IdempotencyReused(GutsError):
+    """The Idempotency-Key was used before with a different request."""
+
+
+class Contention(GutsError):
+    """The command lost the version race too many times in a row."""
+
+
+def utc_now() -> datetime:
+    """The wall clock, in UTC."""
+    return datetime.now(UTC)
+
+
+@dataclass
+class Result:
+    """What a command did: the new state and events, and the response (status, body)."""
+
+    status: int
+    body: Any
+    state: TableState | None = None
+    events: list[Event] = field(default_factory=list)
+    replayed: bool = False
+
+
+@dataclass
+class Tables:
+    """Tables kept in an event store; see the module docstring."""
+
+    store: EventStore
+    now: Callable[[], datetime] = utc_now
+    new_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32)
+    max_attempts: int = 50
+
+    def load(self, table_id: str) -> TableState:
+        """The table's current state, from its snapshot (one store round trip)."""
+        loaded = self.store.load(table_id)
+        if loaded.version == 0 or loaded.snapshot is None:
+            raise TableNotFound(f"no table {table_id!r}")
+        return decode_snapshot(loaded.snapshot)
+
+    def events(
+        self, table_id: str, after: int = 0, limit: int | None = None
+    ) -> list[tuple[int, Event]]:
+        """The table's events after version `after`, decoded, with their versions."""
+        return [(e.version, decode_event(e.data)) for e in self.store.read(table_id, after, limit)]
+
+    def execute(
+        self,
+        table_id: str,
+        decide: Decide,
+        respond: Respond,
+        *,
+        create: bool = False,
+        if_match: int | None = None,
+        idempotency_key: str | None = None,
+        request_hash: str = "",
+    ) -> Result:
+        """Decide and append a command; see the module docstring."""
+        if idempotency_key is not None:
+            seen = self.store.find_idempotent(table_id, idempotency_key)
+            if seen is not None:
+                return self._replay(seen, request_hash)
+        for _ in range(self.max_attempts):
+            loaded = self.store.load(table_id)
+            if create and loaded.version:
+                raise TableExists(f"table {table_id!r} already exists")
+            if not create and (loaded.version == 0 or loaded.snapshot is None):
+                raise TableNotFound(f"no table {table_id!r}")
+            state = decode_snapshot(loaded.snapshot) if loaded.snapshot else TableState()
+            if if_match is not None and if_match != state.version:
+                raise PreconditionFailed(f"the table is at version {state.version}, not {if_match}")
+            events = decide(state, self.now())
+            for event in events:
+                evolve(state, event)
+            status, body = respond(state, events)
+            record = None
+            if idempotency_key is not None:
+                response = orjson.dumps({"status": status, "body": body})
+                record = Idempotency(idempotency_key, request_hash, response)
+            try:
+                appended = self.store.append(
+                    table_id,
+                    loaded.version,
+                    [encode_event(e) for e in events],
+                    encode_snapshot(state),
+                    record,
+                )
+            except VersionConflict as conflict:
+                if if_match is not None:
+                    raise PreconditionFailed(
+                        f"the table moved on to version {conflict.actual}"
+                    ) from conflict
+                if create:
+                    raise TableExists(f"table {table_id!r} already exists") from conflict
+                continue
+            except IdempotencyMismatch as exc:
+                raise IdempotencyReused(
+                    "this Idempotency-Key was used with a different request"
+                ) from exc
+            if appended.replayed is not None:
+                return self._replay(appended.replayed, request_hash)
+            return Result(status, body, state, events)
+        raise Contention("the table is too busy right now; try again")
+
+    @staticmethod
+    def _replay(seen: Idempotency, request_hash: str) -> Result:
+        if seen.request_hash != request_hash:
+            raise IdempotencyReused("this Idempotency-Key was used with a different request")
+        stored = orjson.loads(seen.response)
+        return Result(stored["status"], stored["body"], replayed=True)

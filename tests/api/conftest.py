@@ -1,0 +1,107 @@
+"""The API under test: the real app, served over real HTTP from a thread, on the test Redis."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+from werkzeug.serving import make_server
+
+from service.api.app import create_app
+from service.config import Settings
+
+OPERATOR = "op-key-for-tests"
+AUDITOR = "aud-key-for-tests"
+
+
+class Api:
+    """A thin HTTP client: every call returns the `requests.Response`."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.session = requests.Session()
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        token: str | None = OPERATOR,
+        headers: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> requests.Response:
+        sent = dict(headers or {})
+        if token is not None:
+            sent["Authorization"] = f"Bearer {token}"
+        return self.session.request(
+            method, self.base + path, json=body, headers=sent, timeout=30, **kwargs
+        )
+
+    def get(self, path: str, **kw: Any) -> requests.Response:
+        return self.call("GET", path, **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> requests.Response:
+        return self.call("POST", path, body, **kw)
+
+    def delete(self, path: str, **kw: Any) -> requests.Response:
+        return self.call("DELETE", path, **kw)
+
+    # Conveniences for building games.
+    def table(self, preset: str = "three-card", **rules: Any) -> str:
+        response = self.post("/v1/tables", {"preset": preset, "rules": rules})
+        assert response.status_code == 201, response.text
+        return str(response.json()["table_id"])
+
+    def seat(self, table: str, player: str, buy_in: int = 100, **extra: Any) -> dict[str, Any]:
+        body = {"player_id": player, "buy_in": buy_in, **extra}
+        response = self.post(f"/v1/tables/{table}/players", body)
+        assert response.status_code == 201, response.text
+        return dict(response.json())
+
+
+def _settings(redis_url: str, sandbox: bool) -> Settings:
+    return Settings(
+        redis_url=redis_url,
+        operator_keys=(OPERATOR,),
+        auditor_keys=(AUDITOR,),
+        sandbox=sandbox,
+        token_secret="test-token-secret",
+        key_prefix="guts",
+    )
+
+
+def _serve(settings: Settings) -> Iterator[str]:
+    app = create_app(settings)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(5)
+
+
+@pytest.fixture(scope="session")
+def sandbox_url(redis_url: str) -> Iterator[str]:
+    yield from _serve(_settings(redis_url, sandbox=True))
+
+
+@pytest.fixture(scope="session")
+def production_url(redis_url: str) -> Iterator[str]:
+    yield from _serve(_settings(redis_url, sandbox=False))
+
+
+@pytest.fixture
+def api(sandbox_url: str, redis_client: Any) -> Api:
+    """A client of the sandbox server, on an empty Redis."""
+    return Api(sandbox_url)
+
+
+@pytest.fixture
+def production_api(production_url: str, redis_client: Any) -> Api:
+    """A client of a server without GUTS_SANDBOX."""
+    return Api(production_url)
