@@ -1,0 +1,102 @@
+"""Bad input gets a clear 4xx problem+json naming the field, never a 500, never a partial write."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Api
+
+
+def _problem(response, status: int) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["Content-Type"].startswith("application/problem+json")
+    body = response.json()
+    assert {"type", "title", "status", "detail"} <= set(body)
+    assert body["status"] == status
+    return body
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"preset": "three-card", "colour": "red"}, "colour"),
+        ({"preset": "nine-card"}, "preset"),
+        ({"preset": "three-card", "ante": "1"}, "ante"),
+        ({"preset": "three-card", "ante": 0}, "ante"),
+        ({"preset": "three-card", "seats": 40}, "seats"),
+        ({"preset": "three-card", "rules": {"cap_mode": "cap"}}, "cap"),
+        ({"preset": "three-card", "rules": {"wobble": 1}}, "wobble"),
+        ({"preset": "three-card", "rules": "loose"}, "rules"),
+        ({"preset": "three-card", "table_id": "bad id!"}, "table_id"),
+    ],
+)
+def test_bad_table_creation_names_the_field(api: Api, body, field):
+    problem = _problem(api.post("/v1/tables", body), 422)
+    assert field in problem["errors"]
+
+
+def test_bad_json_and_wrong_shapes(api: Api):
+    bad = api.call(
+        "POST", "/v1/tables", headers={"Content-Type": "application/json"}, data=b"{nope"
+    )
+    _problem(bad, 400)
+    _problem(api.post("/v1/tables", [1, 2]), 422)
+    text = api.call("POST", "/v1/tables", headers={"Content-Type": "text/plain"}, data=b"hello")
+    _problem(text, 415)
+
+
+def test_a_huge_body_is_413(api: Api):
+    huge = {"preset": "three-card", "rules": {"x": "y" * 200_000}}
+    _problem(api.post("/v1/tables", huge), 413)
+
+
+def test_bad_cards_in_a_stacked_deck_are_422_and_write_nothing(api: Api):
+    table = api.table("three-card")
+    api.seat(table, "a")
+    api.seat(table, "b")
+    before = api.get(f"/v1/tables/{table}").json()["version"]
+    for stacked in (
+        {"0": ["As", "As", "Kd"]},
+        {"0": ["Xx", "As", "Kd"]},
+        {"0": ["As", "Kd"]},
+        {"5": ["As", "Kd", "Qh"]},
+        {"0": ["As", "Kd", "Qh"], "1": ["As", "2c", "3c"]},
+    ):
+        problem = _problem(api.post(f"/v1/tables/{table}/deal", {"stacked_deck": stacked}), 422)
+        assert problem["errors"]
+    assert api.get(f"/v1/tables/{table}").json()["version"] == before
+
+
+def test_bad_ids_and_unknown_tables_are_404(api: Api):
+    _problem(api.get("/v1/tables/no-such-table"), 404)
+    _problem(api.get("/v1/tables/" + "x" * 100), 404)
+    _problem(api.post("/v1/tables/nope/deal"), 404)
+    table = api.table("three-card")
+    _problem(api.post(f"/v1/tables/{table}/players/3/chips", {"amount": 1}), 404)
+    _problem(api.get(f"/v1/tables/{table}/hands/1"), 404)
+    _problem(api.get("/v1/nowhere"), 404)
+
+
+def test_bad_query_and_headers_are_4xx(api: Api):
+    table = api.table("three-card")
+    _problem(api.get(f"/v1/tables/{table}/events?after=-1"), 422)
+    _problem(api.get(f"/v1/tables/{table}/events?limit=lots"), 422)
+    _problem(api.post(f"/v1/tables/{table}/deal", headers={"If-Match": "soon"}), 400)
+    _problem(api.post(f"/v1/tables/{table}/deal", headers={"Idempotency-Key": "a b"}), 400)
+
+
+def test_a_player_body_with_wrong_types_is_422(api: Api):
+    table = api.table("three-card")
+    problem = _problem(api.post(f"/v1/tables/{table}/players", {"player_id": 7, "buy_in": -3}), 422)
+    assert set(problem["errors"]) == {"player_id", "buy_in"}
+
+
+def test_stacked_deck_is_refused_without_sandbox(production_api: Api):
+    table = production_api.table("three-card")
+    production_api.seat(table, "a")
+    production_api.seat(table, "b")
+    refused = production_api.post(
+        f"/v1/tables/{table}/deal", {"stacked_deck": {"0": ["As", "Kd", "Qh"]}}
+    )
+    _problem(refused, 403)
+    assert production_api.post(f"/v1/tables/{table}/deal", {}).status_code == 201
