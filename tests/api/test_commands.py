@@ -98,11 +98,13 @@ def test_racing_resolves_settle_exactly_once(api: Api):
         barrier = threading.Barrier(2)
         statuses: list[int] = []
 
-        def resolve(table: str = table) -> None:
+        def resolve(table: str, barrier: threading.Barrier, statuses: list[int]) -> None:
             barrier.wait()
             statuses.append(api.post(f"/v1/tables/{table}/resolve").status_code)
 
-        threads = [threading.Thread(target=resolve) for _ in range(2)]
+        threads = [
+            threading.Thread(target=resolve, args=(table, barrier, statuses)) for _ in range(2)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -1,4 +1,4 @@
-"""No secret reaches a player: not another seat's cards, not an undisclosed decision, not the seed."""
+"""No secret reaches a player: no other seat's cards, no undisclosed decision, no seed."""
 
 from __future__ import annotations
 
