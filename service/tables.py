@@ -18,7 +18,13 @@ from typing import Any
 
 import orjson
 
-from service.eventlog.codec import decode_event, decode_snapshot, encode_event, encode_snapshot
+from service.eventlog.codec import (
+    GENESIS,
+    decode_event,
+    decode_snapshot,
+    encode_events,
+    encode_snapshot,
+)
 from service.eventlog.store import EventStore, Idempotency, IdempotencyMismatch, VersionConflict
 from service.rules.errors import GutsError
 from service.rules.events import Event
@@ -78,7 +84,7 @@ class Tables:
         loaded = self.store.load(table_id)
         if loaded.version == 0 or loaded.snapshot is None:
             raise TableNotFound(f"no table {table_id!r}")
-        return decode_snapshot(loaded.snapshot)
+        return decode_snapshot(loaded.snapshot)[0]
 
     def events(
         self, table_id: str, after: int = 0, limit: int | None = None
@@ -108,7 +114,9 @@ class Tables:
                 raise TableExists(f"table {table_id!r} already exists")
             if not create and (loaded.version == 0 or loaded.snapshot is None):
                 raise TableNotFound(f"no table {table_id!r}")
-            state = decode_snapshot(loaded.snapshot) if loaded.snapshot else TableState()
+            state, head = (
+                decode_snapshot(loaded.snapshot) if loaded.snapshot else (TableState(), GENESIS)
+            )
             if if_match is not None and if_match != state.version:
                 raise PreconditionFailed(f"the table is at version {state.version}, not {if_match}")
             events = decide(state, self.now())
@@ -119,13 +127,10 @@ class Tables:
             if idempotency_key is not None:
                 response = orjson.dumps({"status": status, "body": body})
                 record = Idempotency(idempotency_key, request_hash, response)
+            encoded, head = encode_events(events, head)
             try:
                 appended = self.store.append(
-                    table_id,
-                    loaded.version,
-                    [encode_event(e) for e in events],
-                    encode_snapshot(state),
-                    record,
+                    table_id, loaded.version, encoded, encode_snapshot(state, head), record
                 )
             except VersionConflict as conflict:
                 if if_match is not None:

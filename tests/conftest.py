@@ -13,6 +13,8 @@ import redis
 
 from service.redis_server import RedisServer
 
+pytest_plugins = ["tests.apiclient"]
+
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:

@@ -4,6 +4,7 @@ returns what the rules' views say the caller may see."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import secrets
 from collections.abc import Callable
@@ -15,10 +16,12 @@ from marshmallow import Schema
 
 from service.rules import commands
 from service.rules import events as ev
+from service.rules.history import hand_history
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_view
 from service.tables import Result, Tables
+from workers import scheduling
 
 from . import schemas
 from .auth import Forbidden, Principal, may_view, require, require_player_of
@@ -26,6 +29,7 @@ from .errors import BadRequest, NotFound
 from .json import dumps, loads
 
 v1 = Blueprint("v1", __name__, url_prefix="/v1")
+log = logging.getLogger("guts.api")
 TABLE_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
 
@@ -122,6 +126,8 @@ def run(table_id: str, decide: Decide, respond: Respond, *, create: bool = False
         request_hash=request_hash,
     )
     g.outcome = "replayed" if result.replayed else "ok"
+    if result.state is not None and result.events:
+        _after(result)
     body = result.body
     version = body.get("version") if isinstance(body, dict) else None
     response = json_response(body, result.status, version)
@@ -190,6 +196,16 @@ def seat_player(table_id: str) -> Response:
         return 201, body_out
 
     return run(check_table_id(table_id), decide, respond)
+
+
+def _after(result: Result) -> None:
+    """Queue the work the new events call for (deadline closes, automatic resolves). The
+    events are already stored: when this fails, the backstop closes the hand instead."""
+    assert result.state is not None
+    try:
+        scheduling.after_command(services().redis, result.state, result.events)
+    except Exception:  # noqa: BLE001 - never fail a stored command over its follow-up
+        log.exception("could not schedule the follow-up of %s", request.endpoint)
 
 
 def _seat_response(state: TableState, seat: int) -> dict[str, Any]:
@@ -383,17 +399,14 @@ def events(table_id: str) -> Response:
 
 
 @v1.get("/tables/<table_id>/hands/<int:hand>")
-def hand_history(table_id: str, hand: int) -> Response:
+def get_hand(table_id: str, hand: int) -> Response:
     viewer, state = _viewer_and_state(table_id)
     if hand < 1 or hand > state.hands_dealt:
         raise NotFound(f"table {table_id} has no hand {hand}")
     if state.hand is not None and state.hand.number == hand:
         raise NotFound(f"hand {hand} is still in play; its history is kept once it is over")
-    found = _hand_events(table_id, hand)
-    items = [{"version": v, **event_view(e, state, viewer)} for v, e in found]
-    final = next((e for _, e in found if isinstance(e, ev.HandResolved | ev.HandVoided)), None)
-    status = "complete" if isinstance(final, ev.HandResolved) else "cancelled"
-    return json_response({"hand": hand, "status": status, "events": items}, version=state.version)
+    record = hand_history(state, hand, _hand_events(table_id, hand), viewer)
+    return json_response(record, version=state.version)
 
 
 def _hand_events(table_id: str, hand: int) -> list[tuple[int, ev.Event]]:
@@ -415,3 +428,31 @@ def _hand_events(table_id: str, hand: int) -> list[tuple[int, ev.Event]]:
                 if isinstance(event, ev.HandResolved | ev.HandVoided):
                     return found
         after = page[-1][0]
+
+
+# --- audits -----------------------------------------------------------------------------------
+
+
+@v1.post("/tables/<table_id>/audit")
+def start_audit(table_id: str) -> Response:
+    require(principal(), OPERATOR, AUDITOR)
+    load_body(schemas.Empty())
+    tables().load(check_table_id(table_id))  # 404 for an unknown table
+    audit_id = secrets.token_hex(12)
+    scheduling.enqueue_audit(services().redis, audit_id, table_id)
+    response = json_response({"audit_id": audit_id, "table_id": table_id, "status": "queued"}, 202)
+    response.headers["Location"] = f"/v1/audits/{audit_id}"
+    return response
+
+
+@v1.get("/audits/<audit_id>")
+def get_audit(audit_id: str) -> Response:
+    require(principal(), OPERATOR, AUDITOR)
+    record = scheduling.load_audit(services().redis, audit_id) if audit_id.isalnum() else None
+    if record is None:
+        raise NotFound(f"no audit {audit_id!r}"[:80])
+    if record["status"] in ("queued", "running") and scheduling.audit_failed(
+        services().redis, audit_id
+    ):
+        record = {**record, "status": "failed"}
+    return json_response({"audit_id": audit_id, "result": None, **record})

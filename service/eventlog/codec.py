@@ -1,6 +1,9 @@
-"""Events and snapshots as versioned JSON bytes, with upcasting of older event versions.
+"""Events and snapshots as versioned JSON bytes, with upcasting and a tamper-evident hash chain.
 
-An event is stored as `{"type": ..., "v": ..., "data": {...}}`. When an event class's
+An event is stored as `{"type": ..., "v": ..., "data": {...}, "hash": ...}`, where `hash` is
+SHA-256 over the previous event's hash (64 zeros before the first event) followed by the
+event's canonical JSON (`type`, `v`, `data`, keys sorted, no spaces). Editing, dropping or
+reordering any event breaks the chain from that event on. When an event class's
 `VERSION` goes up, register a function that turns the previous version's `data` into the new
 one (`@upcaster("hand_dealt", 1)`); reading then upcasts step by step, so a log written today
 still replays after the event has changed shape.
@@ -8,6 +11,7 @@ still replays after the event has changed shape.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -35,9 +39,28 @@ def upcaster(event_type: str, from_version: int) -> Callable[[Upcast], Upcast]:
     return register
 
 
-def encode_event(event: Event) -> bytes:
-    """The event as stored."""
-    return orjson.dumps(event_to_data(event))
+GENESIS = "0" * 64
+
+
+def canonical(record: dict[str, Any]) -> bytes:
+    """The bytes an event's hash covers: its type, version and data, keys sorted."""
+    body = {"type": record["type"], "v": record["v"], "data": record["data"]}
+    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+
+
+def chain_hash(previous: str, record: dict[str, Any]) -> str:
+    """The hash of `record` following an event whose hash is `previous`."""
+    return hashlib.sha256(previous.encode() + canonical(record)).hexdigest()
+
+
+def encode_events(events: list[Event], head: str) -> tuple[list[bytes], str]:
+    """The events as stored, chained after `head`; returns them and the new head."""
+    encoded = []
+    for event in events:
+        record = event_to_data(event)
+        head = record["hash"] = chain_hash(head, record)
+        encoded.append(orjson.dumps(record))
+    return encoded, head
 
 
 def upcast(record: dict[str, Any]) -> dict[str, Any]:
@@ -55,7 +78,7 @@ def upcast(record: dict[str, Any]) -> dict[str, Any]:
         version += 1
     if version != cls.VERSION:
         raise CodecError(f"{cls.TYPE} v{version} is newer than this code (v{cls.VERSION})")
-    return {"type": cls.TYPE, "v": version, "data": data}
+    return {"type": cls.TYPE, "v": version, "data": data, "hash": record.get("hash")}
 
 
 def decode_record(raw: bytes) -> dict[str, Any]:
@@ -77,14 +100,14 @@ def decode_event(raw: bytes) -> Event:
         raise CodecError(f"malformed event: {exc}") from exc
 
 
-def encode_snapshot(state: TableState) -> bytes:
-    """The state as the store keeps it beside the log."""
-    return orjson.dumps({"v": SNAPSHOT_VERSION, "state": state.to_data()})
+def encode_snapshot(state: TableState, head: str) -> bytes:
+    """The state, and the hash of the last event, as the store keeps them beside the log."""
+    return orjson.dumps({"v": SNAPSHOT_VERSION, "head": head, "state": state.to_data()})
 
 
-def decode_snapshot(raw: bytes) -> TableState:
-    """The state from a snapshot written by `encode_snapshot`."""
+def decode_snapshot(raw: bytes) -> tuple[TableState, str]:
+    """The state and chain head from a snapshot written by `encode_snapshot`."""
     record = orjson.loads(raw)
     if record.get("v") != SNAPSHOT_VERSION:
         raise CodecError(f"snapshot version {record.get('v')!r} is not {SNAPSHOT_VERSION}")
-    return TableState.from_data(record["state"])
+    return TableState.from_data(record["state"]), record["head"]

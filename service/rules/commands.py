@@ -260,6 +260,28 @@ def _check_stacked(
     return fixed
 
 
+def deal_from(
+    deck: Sequence[str],
+    order: Sequence[int],
+    cards: int,
+    kitty: bool,
+    fixed: Mapping[str, Sequence[str]] | None = None,
+) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """Deal `cards` cards one at a time from the top of `deck` to each seat of `order` (and the
+    kitty, last in each round); hands in `fixed` are already complete and are skipped.
+    Returns each hand by position ("0", "3", "kitty") and the rest of the deck."""
+    positions = [str(s) for s in order] + (["kitty"] if kitty else [])
+    fixed = fixed or {}
+    dealt: dict[str, list[str]] = {p: list(fixed.get(p, ())) for p in positions}
+    top = 0
+    for _ in range(cards):
+        for p in positions:
+            if len(dealt[p]) < cards:
+                dealt[p].append(deck[top])
+                top += 1
+    return {p: tuple(hand) for p, hand in dealt.items()}, tuple(deck[top:])
+
+
 def deal(
     state: TableState,
     seed: bytes,
@@ -290,14 +312,7 @@ def deal(
     if fixed:
         taken = {card for cards in fixed.values() for card in cards}
         deck = list(fixed.get("next", ())) + [c for c in deck if c not in taken]
-    positions: list[int | str] = [*order, "kitty"] if rules.kitty else list(order)
-    dealt: dict[int | str, list[str]] = {p: list(fixed.get(str(p), ())) for p in positions}
-    position = 0
-    for _ in range(rules.cards):
-        for p in positions:
-            if len(dealt[p]) < rules.cards:
-                dealt[p].append(deck[position])
-                position += 1
+    dealt, rest = deal_from(deck, order, rules.cards, rules.kitty, fixed)
     new_game = lineup.new_game
     return [
         ev.HandDealt(
@@ -308,9 +323,9 @@ def deal(
             order=tuple(order),
             antes={s: lineup.antes[s] for s in order if lineup.antes[s]},
             removed=lineup.removed,
-            cards={s: tuple(dealt[s]) for s in order},
-            kitty=tuple(dealt["kitty"]) if rules.kitty else (),
-            deck=tuple(deck[position:]),
+            cards={s: dealt[str(s)] for s in order},
+            kitty=dealt.get("kitty", ()),
+            deck=rest,
             reshuffled=reshuffled,
             seed=seed.hex(),
             commitment=seed_commitment(seed),

@@ -149,7 +149,8 @@ class HandResolved(Event):
     """The showdown and settlement of a hand.
 
     `outcome` is one of "nobody_in", "uncontested", "showdown", "kitty_wins", "all_tied".
-    `pot_in_play` is P, the pot the hand was played for. `won` are chips each winner took
+    `pot_in_play` is P, the pot the hand was played for, and `reserve_before` and
+    `side_pot_before` the reserve and side pot at the showdown. `won` are chips each winner took
     (from pot and side pot), `matched` the chips each loser paid in, `wimp` the wimp penalty
     paid; `pot`, `reserve` and `side_pot` are the amounts after settlement. `shown` are the
     hands turned face up (never a lone winner's, never a mucked hand). `removed` are seats out of
@@ -161,6 +162,8 @@ class HandResolved(Event):
     hand: int
     outcome: str
     pot_in_play: int
+    reserve_before: int
+    side_pot_before: int
     in_seats: tuple[int, ...]
     winners: tuple[int, ...]
     won: dict[int, int]

@@ -54,6 +54,7 @@ class Ruleset:
     short_stack: ShortStack = "table_stakes"
     cover_grace_s: int = 5
     button_moves: ButtonMoves = "hand"
+    auto_resolve: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The ruleset as plain JSON-ready data (every option, resolved)."""
@@ -87,6 +88,7 @@ _BOOLS = {
     "straights_and_flushes",
     "ace_low_straight",
     "suit_tiebreak",
+    "auto_resolve",
 }
 # option -> (minimum, maximum); None as a value is allowed only for `cap`.
 _INTS: dict[str, tuple[int, int]] = {
@@ -120,6 +122,7 @@ PRESETS: dict[str, Ruleset] = {
         ante_after_all_out=True,
         cap_mode="max_match",
         short_stack="cover",
+        auto_resolve=True,
     ),
     "survivor": _preset(
         preset="survivor",
@@ -128,6 +131,7 @@ PRESETS: dict[str, Ruleset] = {
         cap_mode="max_match",
         short_stack="cover",
         match="lowest_loser",
+        auto_resolve=True,
     ),
     "kitty": _preset(preset="kitty", cards=5, kitty=True),
 }

@@ -143,6 +143,8 @@ def settle(state: TableState, now: datetime) -> ev.HandResolved:
         hand=hand.number,
         outcome=outcome,
         pot_in_play=pot_in_play,
+        reserve_before=state.reserve,
+        side_pot_before=state.side_pot,
         in_seats=in_seats,
         winners=winners,
         won=won,

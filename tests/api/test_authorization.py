@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import AUDITOR, OPERATOR, Api
+from tests.apiclient import AUDITOR, OPERATOR, Api
 
 CALLERS = ["none", "bad", "operator", "auditor", "seat_player", "other_seat", "other_table"]
 

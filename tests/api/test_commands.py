@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from .conftest import Api
+from tests.apiclient import Api
 
 
 def _table_with_players(api: Api, players: int, **rules) -> tuple[str, dict[int, str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .conftest import Api
+from tests.apiclient import Api
 
 TRIPS = "As Ah Ad"
 PAIR_K = "Ks Kh 2c"

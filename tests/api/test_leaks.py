@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .conftest import AUDITOR, Api
+from tests.apiclient import AUDITOR, Api
 
 HANDS = {"0": ["As", "Ah", "Ad"], "1": ["Ks", "Kh", "2c"], "2": ["Qs", "Qh", "3c"]}
 

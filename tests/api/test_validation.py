@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Api
+from tests.apiclient import Api
 
 
 def _problem(response, status: int) -> dict:

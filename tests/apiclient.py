@@ -1,4 +1,7 @@
-"""The API under test: the real app, served over real HTTP from a thread, on the test Redis."""
+"""The API under test: the real app, served over real HTTP from a thread, on the test Redis.
+
+Loaded as a pytest plugin by tests/conftest.py, so every test package can use `api`.
+"""
 
 from __future__ import annotations
 

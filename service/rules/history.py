@@ -1,0 +1,80 @@
+"""A finished hand's history: one record built from the hand's events, as a viewer may see it.
+
+Players see what they could see at the table (their own cards, the showdown's cards, the
+revealed decisions, the seed once the hand is over); operators and auditors see everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import events as ev
+from .cards import deck_context
+from .state import TableState
+from .views import Viewer, event_view
+
+
+def hand_history(
+    state: TableState, hand: int, found: Sequence[tuple[int, ev.Event]], viewer: Viewer
+) -> dict[str, Any]:
+    """The record of finished hand `hand`, from its events `found` (version, event)."""
+    views = [(v, e, event_view(e, state, viewer)["data"]) for v, e in found]
+    record: dict[str, Any] = {
+        "hand_id": f"{state.table_id}/{hand}",
+        "table_id": state.table_id,
+        "hand": hand,
+        "status": "interrupted",
+        "versions": [found[0][0], found[-1][0]] if found else [],
+        "decisions": {},
+        "outcome": None,
+    }
+    for version, event, data in views:
+        if isinstance(event, ev.HandDealt):
+            antes_total = sum(event.antes.values())
+            record.update(
+                game=event.game,
+                started_at=event.at,
+                button=event.button,
+                order=list(event.order),
+                antes={str(s): a for s, a in event.antes.items()},
+                cards=data["cards"],
+                commitment=event.commitment,
+                client_seed=event.client_seed,
+                deck_context=deck_context(state.table_id, hand, event.client_seed).decode(),
+                stacked=event.stacked,
+                reshuffled=event.reshuffled,
+                deadline=event.deadline,
+            )
+            if "seed" in data:
+                record["seed"] = data["seed"]
+            if "kitty" in data:
+                record["kitty"] = data["kitty"]
+            record["_antes_total"] = antes_total
+        elif isinstance(event, ev.DecisionMade) and "decision" in data:
+            record["decisions"][str(event.seat)] = {
+                "decision": data["decision"],
+                "by": event.by,
+                "at": event.at,
+                "version": version,
+            }
+        elif isinstance(event, ev.HandResolved):
+            record.update(
+                status="complete",
+                ended_at=event.at,
+                outcome={k: v for k, v in data.items() if k not in ("hand", "at")},
+                pot_before=event.pot_in_play - record.pop("_antes_total", 0),
+                pot_in_play=event.pot_in_play,
+                pot_after=event.pot,
+                reserve_before=event.reserve_before,
+                reserve_after=event.reserve,
+                side_pot_before=event.side_pot_before,
+                side_pot_after=event.side_pot,
+            )
+        elif isinstance(event, ev.HandVoided):
+            record.update(status="cancelled", ended_at=event.at, void_reason=event.reason)
+    record.pop("_antes_total", None)
+    record["events"] = [
+        {"version": v, "type": e.TYPE, "v": e.VERSION, "data": data} for v, e, data in views
+    ]
+    return record

@@ -1,0 +1,163 @@
+"""Audits rebuild a table from its log alone and name the first bad event."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+
+from service.eventlog.codec import chain_hash
+from tests.apiclient import AUDITOR, Api
+
+
+def _played_table(api: Api) -> str:
+    """A table with a few complete hands: a showdown with matches, an all-out, a lone win."""
+    table = api.table("three-card")
+    tokens = [api.seat(table, f"p{i}")["token"] for i in range(3)]
+    plays = [
+        ({"1": "As Ah Ad".split(), "2": "Ks Kh 2c".split()}, {1: "in", 2: "in", 0: "out"}),
+        ({}, {0: "out", 1: "out", 2: "out"}),
+        ({}, {0: "in", 1: "out", 2: "out"}),
+        ({}, {0: "in", 1: "in", 2: "in"}),
+    ]
+    for stacked, decisions in plays:
+        dealt = api.post(f"/v1/tables/{table}/deal", {"stacked_deck": stacked} if stacked else {})
+        assert dealt.status_code == 201, dealt.text
+        for seat in dealt.json()["order"]:
+            api.post(
+                f"/v1/tables/{table}/declare", {"decision": decisions[seat]}, token=tokens[seat]
+            )
+        assert api.post(f"/v1/tables/{table}/resolve").status_code == 200
+    return table
+
+
+def _audit(api: Api, run_jobs: Callable[[], None], table: str) -> dict[str, Any]:
+    started = api.post(f"/v1/tables/{table}/audit", token=AUDITOR)
+    assert started.status_code == 202, started.text
+    audit_id = started.json()["audit_id"]
+    assert api.get(f"/v1/audits/{audit_id}", token=AUDITOR).json()["status"] == "queued"
+    run_jobs()
+    report = api.get(f"/v1/audits/{audit_id}", token=AUDITOR).json()
+    assert report["status"] == "finished"
+    return dict(report["result"])
+
+
+def _rewrite(client, table: str, change: Callable[[list[dict]], list[dict]], rechain: bool):
+    """Rewrite the table's stream as someone with Redis access could: read, change, re-add."""
+    key = f"guts:{{{table}}}:events"
+    entries = client.xrange(key)
+    records = [orjson.loads(fields[b"data"]) for _, fields in entries]
+    records = change(records)
+    if rechain:
+        head = "0" * 64
+        for record in records:
+            head = record["hash"] = chain_hash(head, record)
+    client.delete(key)
+    for version, record in enumerate(records, start=1):
+        client.xadd(key, {"data": orjson.dumps(record)}, id=f"{version}-0")
+
+
+def _find(records: list[dict], event_type: str, nth: int = 0) -> int:
+    return [i for i, r in enumerate(records) if r["type"] == event_type][nth]
+
+
+def test_a_clean_table_audits_ok(api: Api, run_jobs):
+    table = _played_table(api)
+    report = _audit(api, run_jobs, table)
+    version = api.get(f"/v1/tables/{table}").json()["version"]
+    assert report["ok"] and report["first_discrepancy"] is None
+    assert report["events_checked"] == report["version"] == version
+
+
+def _change_payout(records):
+    i = _find(records, "hand_resolved")
+    records[i]["data"]["won"]["1"] += 1
+    return records
+
+
+def _edit_card(records):
+    i = _find(records, "hand_dealt", 1)  # a deal from the seeded deck (not stacked)
+    cards = records[i]["data"]["cards"]
+    seat = next(iter(cards))
+    deck = records[i]["data"]["deck"]
+    cards[seat][0], deck[0] = deck[0], cards[seat][0]  # swap with an undealt card
+    return records
+
+
+def _drop(records):
+    del records[_find(records, "decision_made", 2)]
+    return records
+
+
+def _reorder(records):
+    i = _find(records, "hand_dealt", 2)
+    records[i], records[i + 1] = records[i + 1], records[i]
+    return records
+
+
+@pytest.mark.parametrize(
+    ("tamper", "anchor", "problem"),
+    [
+        (_change_payout, ("hand_resolved", 0), "hash chain"),
+        (_edit_card, ("hand_dealt", 1), "hash chain"),
+        (_drop, ("decision_made", 2), "hash chain"),
+        (_reorder, ("hand_dealt", 2), "hash chain"),
+    ],
+)
+def test_tampering_breaks_the_chain_at_the_first_bad_event(
+    api: Api, run_jobs, redis_client, tamper, anchor, problem
+):
+    table = _played_table(api)
+    original = [
+        orjson.loads(f[b"data"]) for _, f in redis_client.xrange(f"guts:{{{table}}}:events")
+    ]
+    bad_version = _find(original, *anchor) + 1
+    _rewrite(redis_client, table, tamper, rechain=False)
+    report = _audit(api, run_jobs, table)
+    assert not report["ok"]
+    assert report["first_discrepancy"]["version"] == bad_version
+    assert problem in report["first_discrepancy"]["problem"]
+
+
+@pytest.mark.parametrize(
+    ("tamper", "anchor", "problem"),
+    [
+        (_change_payout, ("hand_resolved", 0), "settlement differs"),
+        (_edit_card, ("hand_dealt", 1), "not the deck derived from the seed"),
+    ],
+)
+def test_tampering_with_a_recomputed_chain_is_still_caught(
+    api: Api, run_jobs, redis_client, tamper, anchor, problem
+):
+    table = _played_table(api)
+    original = [
+        orjson.loads(f[b"data"]) for _, f in redis_client.xrange(f"guts:{{{table}}}:events")
+    ]
+    _rewrite(redis_client, table, tamper, rechain=True)
+    report = _audit(api, run_jobs, table)
+    assert not report["ok"]
+    assert report["first_discrepancy"]["version"] == _find(original, *anchor) + 1
+    assert problem in report["first_discrepancy"]["problem"]
+
+
+def test_a_tampered_seed_fails_the_commitment(api: Api, run_jobs, redis_client):
+    table = _played_table(api)
+
+    def change_seed(records):
+        i = _find(records, "hand_dealt", 1)
+        records[i]["data"]["seed"] = "00" * 32
+        return records
+
+    _rewrite(redis_client, table, change_seed, rechain=True)
+    report = _audit(api, run_jobs, table)
+    assert "commitment" in report["first_discrepancy"]["problem"]
+
+
+def test_audits_are_for_operators_and_auditors_only(api: Api):
+    table = api.table("three-card")
+    token = api.seat(table, "p0")["token"]
+    assert api.post(f"/v1/tables/{table}/audit", token=token).status_code == 403
+    assert api.post("/v1/tables/none/audit", token=AUDITOR).status_code == 404
+    assert api.get("/v1/audits/unknown", token=AUDITOR).status_code == 404

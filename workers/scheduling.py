@@ -1,0 +1,148 @@
+"""Putting work on the queues: deadline closes, automatic resolves, audits; and the deadline
+index the backstop sweeps.
+
+Every hand that waits for declarations has an entry in a sorted set (`<prefix>:deadlines`,
+table id scored by its deadline in epoch seconds) and a close job scheduled `LEAD_S` before its
+deadline with a deterministic id. The job acts at the deadline itself; the backstop closes
+whatever the scheduler missed.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from datetime import timedelta
+from typing import Any
+
+import orjson
+from redis import Redis
+
+from service.config import Settings
+from service.rules import events as ev
+from service.rules.state import DECLARING, SHOWDOWN, TableState
+from service.rules.times import parse_iso
+
+from .queues import AUDITS, DEADLINES, queue
+
+LEAD_S = 1.0  # the scheduler polls once a second and may run a job up to ~0.9 s early
+AUDIT_TTL_S = 7 * 24 * 3600
+
+
+@functools.cache
+def _prefix() -> str:
+    return Settings.from_env().key_prefix
+
+
+def deadlines_key() -> str:
+    """The sorted set of hands waiting for declarations: table id -> deadline (epoch s)."""
+    return f"{_prefix()}:deadlines"
+
+
+def job_id(kind: str, *parts: object) -> str:
+    """A deterministic RQ job id (RQ allows only letters, digits, _ and -)."""
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:32]
+    return f"{kind}-{digest}"
+
+
+def schedule_close(
+    connection: Redis, table_id: str, hand: int, deadline: str, attempt: str = ""
+) -> None:
+    """Schedule the close of `hand` for `deadline`, and index the deadline for the backstop."""
+    from .jobs import close_job
+
+    due = parse_iso(deadline)
+    connection.zadd(deadlines_key(), {table_id: due.timestamp()})
+    queue(DEADLINES, connection).enqueue_at(
+        due - timedelta(seconds=LEAD_S),
+        close_job,
+        table_id,
+        hand,
+        deadline,
+        job_id=job_id("close", table_id, hand, deadline, attempt),
+        result_ttl=300,
+        failure_ttl=24 * 3600,
+    )
+
+
+def forget_deadline(connection: Redis, table_id: str, deadline: str) -> None:
+    """Drop the table's index entry if it still points at `deadline`."""
+    score = connection.zscore(deadlines_key(), table_id)
+    if score is not None and abs(score - parse_iso(deadline).timestamp()) < 0.001:
+        connection.zrem(deadlines_key(), table_id)
+
+
+def overdue(connection: Redis, now_epoch: float) -> list[tuple[str, float]]:
+    """Tables whose indexed deadline is before `now_epoch`."""
+    found = connection.zrangebyscore(deadlines_key(), "-inf", now_epoch, withscores=True)
+    return [(member.decode() if isinstance(member, bytes) else member, s) for member, s in found]
+
+
+def after_command(connection: Redis, state: TableState, events: list[ev.Event]) -> None:
+    """Queue what a command's events call for: a close at the new deadline, or a resolve."""
+    hand = state.hand
+    if hand is None or not events:
+        return
+    if hand.phase == DECLARING:
+        opened = any(
+            isinstance(e, ev.HandDealt) or (isinstance(e, ev.DecisionMade) and e.deadline)
+            for e in events
+        )
+        if opened:
+            schedule_close(connection, state.table_id, hand.number, hand.deadline)
+    elif hand.phase == SHOWDOWN and any(isinstance(e, ev.DeclarationsRevealed) for e in events):
+        connection.zrem(deadlines_key(), state.table_id)
+        if state.rules.auto_resolve:
+            from .jobs import resolve_job
+
+            queue(DEADLINES, connection).enqueue(
+                resolve_job,
+                state.table_id,
+                hand.number,
+                job_id=job_id("resolve", state.table_id, hand.number),
+                result_ttl=300,
+            )
+
+
+def _audit_key(audit_id: str) -> str:
+    return f"{_prefix()}:audit:{audit_id}"
+
+
+def save_audit(connection: Redis, audit_id: str, record: dict[str, Any]) -> None:
+    """Keep an audit's status and report."""
+    connection.set(_audit_key(audit_id), orjson.dumps(record), ex=AUDIT_TTL_S)
+
+
+def load_audit(connection: Redis, audit_id: str) -> dict[str, Any] | None:
+    """An audit's status and report, or None when unknown (or expired)."""
+    raw = connection.get(_audit_key(audit_id))
+    return None if raw is None else orjson.loads(raw)  # type: ignore[no-any-return]
+
+
+def enqueue_audit(connection: Redis, audit_id: str, table_id: str) -> None:
+    """Queue an audit of `table_id`, reported under `audit_id`."""
+    from .jobs import audit_job
+
+    save_audit(connection, audit_id, {"status": "queued", "table_id": table_id})
+    queue(AUDITS, connection).enqueue(
+        audit_job,
+        audit_id,
+        table_id,
+        job_id=f"audit-{audit_id}",
+        result_ttl=3600,
+        failure_ttl=AUDIT_TTL_S,
+        job_timeout=3600,
+    )
+
+
+def audit_failed(connection: Redis, audit_id: str) -> bool:
+    """Whether the audit's job died without writing its report."""
+    from rq.exceptions import NoSuchJobError
+    from rq.job import Job, JobStatus
+
+    from .queues import SERIALIZER
+
+    try:
+        job = Job.fetch(f"audit-{audit_id}", connection=connection, serializer=SERIALIZER)
+    except NoSuchJobError:
+        return False
+    return job.get_status() in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED)
