@@ -67,11 +67,20 @@ def _dataclass_converter(cls: type) -> Converter:
         return _CACHE[cls]
 
     def convert(data: Any) -> Any:
-        return cls(**{name: conv(data[name]) for name, conv in plan if name in data})
+        values = dict(data)
+        for name, conv in plan:
+            if name in values:
+                values[name] = conv(values[name])
+        return cls(**values)
 
     _CACHE[cls] = convert  # registered before building, for self-referencing classes
     hints = typing.get_type_hints(cls)
-    plan = [(f.name, _converter(hints[f.name])) for f in dataclasses.fields(cls) if f.init]
+    # Only fields that need converting are visited: scalars pass through as they are.
+    plan = [
+        (f.name, conv)
+        for f in dataclasses.fields(cls)
+        if f.init and (conv := _converter(hints[f.name])) is not _identity
+    ]
     return convert
 
 
