@@ -1,0 +1,205 @@
+"""`guts serve` and `guts worker` as real processes: start, answer, stop on SIGTERM, and keep
+the tables across a restart (embedded Redis with its append-only file).
+
+These tests never use the machine's Redis: REDIS_URL is removed from the environment, so
+`guts serve` starts its own redis-server on a free port under the test's data directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from service.redis_server import free_port
+
+REPO = Path(__file__).resolve().parents[1]
+OPERATOR_KEY = "cli-test-operator-key"
+AUDITOR_KEY = "cli-test-auditor-key"
+START_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 15.0
+
+
+def _env(**overrides: str | None) -> dict[str, str]:
+    """This environment without REDIS_URL, with an operator key, and `overrides` (None
+    removes a variable)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "GUNICORN_CMD_ARGS")}
+    env["GUTS_OPERATOR_KEYS"] = OPERATOR_KEY
+    for name, value in overrides.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+class Served:
+    """A running `guts serve`, with its output in files under the test's directory."""
+
+    def __init__(self, data_dir: Path, logs: Path, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.stdout_path = logs / f"serve-{self.port}.out"
+        self.stderr_path = logs / f"serve-{self.port}.err"
+        command = [sys.executable, "-m", "service.cli", "serve", "--port", str(self.port)]
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.process = subprocess.Popen(
+                [*command, "--data-dir", str(data_dir)],
+                cwd=REPO,
+                env=env or _env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+            )
+
+    def output(self) -> str:
+        return self.stdout_path.read_text() + self.stderr_path.read_text()
+
+    def wait_healthy(self) -> dict[str, object]:
+        """Wait for /healthz to answer 200; its body."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, f"guts serve exited:\n{self.output()}"
+            try:
+                response = requests.get(self.base + "/healthz", timeout=2)
+                if response.status_code == 200:
+                    return dict(response.json())
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"guts serve not healthy in {START_TIMEOUT_S} s:\n{self.output()}")
+
+    def redis_port(self) -> int:
+        """The embedded Redis's port, from the line `guts serve` prints once listening."""
+        found = re.search(r"Redis: embedded at redis://127\.0\.0\.1:(\d+)", self.output())
+        assert found, self.output()
+        return int(found.group(1))
+
+    def terminate(self, signum: int = signal.SIGTERM) -> int:
+        """Send `signum`; the exit code (within STOP_TIMEOUT_S)."""
+        self.process.send_signal(signum)
+        return self.process.wait(STOP_TIMEOUT_S)
+
+    def kill(self) -> None:
+        """Last resort after a failed test: stop it, whatever it takes."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def call(
+        self, method: str, path: str, body: Any = None, key: str = OPERATOR_KEY
+    ) -> requests.Response:
+        headers = {"Authorization": f"Bearer {key}"}
+        return requests.request(method, self.base + path, json=body, headers=headers, timeout=10)
+
+
+@pytest.fixture
+def serve() -> Iterator[list[Served]]:
+    """Start `guts serve` by appending to the list: `serve.append(Served(...))`; every one
+    still running at the end is stopped."""
+    started: list[Served] = []
+    yield started
+    for served in started:
+        served.kill()
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _redis_pid(port: int) -> int:
+    import redis
+
+    client = redis.Redis(port=port)
+    try:
+        return int(client.info("server")["process_id"])
+    finally:
+        client.close()
+
+
+def test_serve_runs_everything_stops_on_sigterm_and_keeps_tables(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    first = Served(data_dir, tmp_path)
+    serve.append(first)
+    assert first.wait_healthy() == {"status": "ok", "redis": True}
+    created = first.call("POST", "/v1/tables", {"preset": "three-card"})
+    assert created.status_code == 201, created.text
+    table_id = created.json()["table_id"]
+    assert list((data_dir / "redis").rglob("*.aof")), "no append-only file under the data dir"
+    redis_port = first.redis_port()
+    assert redis_port != 6379
+    redis_pid = _redis_pid(redis_port)
+    assert "GUTS_OPERATOR_KEYS is not set" not in first.output()
+
+    assert first.terminate() == 0, first.output()
+    assert not _alive(redis_pid), "the embedded redis-server outlived guts serve"
+    assert not _port_open(redis_port)
+    assert not _port_open(first.port)
+
+    # Again on the same data dir, this time with an auditor key only.
+    auditor_only = _env(GUTS_OPERATOR_KEYS=None, GUTS_AUDITOR_KEYS=AUDITOR_KEY)
+    second = Served(data_dir, tmp_path, auditor_only)
+    serve.append(second)
+    second.wait_healthy()
+    again = second.call("GET", f"/v1/tables/{table_id}", key=AUDITOR_KEY)
+    assert again.status_code == 200, again.text
+    assert again.json()["table_id"] == table_id
+    assert second.terminate(signal.SIGINT) == 0, second.output()  # a Ctrl-C stops it too
+    assert "GUTS_OPERATOR_KEYS is not set" in second.output()
+    for served in serve:
+        output = served.output()
+        assert OPERATOR_KEY not in output and AUDITOR_KEY not in output, "a key was printed"
+
+
+def test_serve_refuses_zero_web_workers() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "service.cli", "serve", "--workers", "0"],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "--workers" in result.stderr
+
+
+def test_worker_without_redis_url_exits_with_a_clear_message() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "service.cli", "worker"],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode != 0
+    assert "REDIS_URL is not set" in result.stderr
