@@ -85,6 +85,7 @@ counted = 0
 hands = 0
 served = 0
 failures = 0
+first_failure = ""
 local mine = {}
 local current, step, kind, sent_at = 1, 0, nil, 0
 
@@ -141,8 +142,8 @@ function response(status, response_headers, body)
   local ok = status >= 200 and status < 300
   if not ok then
     failures = failures + 1
-    if failures <= 3 then
-      io.stderr:write(kind .. " -> " .. status .. ": " .. string.sub(body or "", 1, 200) .. "\n")
+    if failures == 1 then
+      first_failure = kind .. " -> " .. status .. ": " .. string.sub(body or "", 1, 300)
     end
   end
   if ok and done_at >= CONFIG.t0 and done_at < CONFIG.t1 then
@@ -160,8 +161,10 @@ end
 function done(summary, latency, requests)
   local totals = {hands = 0, served = 0, failures = 0}
   local lines = {}
+  local sample = ""
   for _, thread in ipairs(threads) do
     for name, _ in pairs(totals) do totals[name] = totals[name] + thread:get(name) end
+    if sample == "" then sample = thread:get("first_failure") end
     for _, value in ipairs(thread:get("latencies")) do
       table.insert(lines, string.format("%.6f", value))
     end
@@ -173,6 +176,9 @@ function done(summary, latency, requests)
     totals.hands, totals.served, totals.failures, socket_errors))
   out:write("latencies\n" .. table.concat(lines, "\n") .. "\n")
   out:close()
+  local failure = assert(io.open(CONFIG.out .. ".failure", "w"))
+  failure:write(sample)
+  failure:close()
 end
 """
 
@@ -188,6 +194,7 @@ class Measurement:
     failures: int  # non-2xx responses, whole run
     socket_errors: int
     latencies_s: list[float]  # sorted, of the counted requests
+    failure_sample: str = ""  # the first non-2xx response, if any
 
     @property
     def rate(self) -> float:
@@ -333,6 +340,7 @@ def _read_counts(label: str, path: Path) -> Measurement:
         failures=counts["failures"],
         socket_errors=counts["socket_errors"],
         latencies_s=latencies,
+        failure_sample=Path(f"{path}.failure").read_text(),
     )
 
 
@@ -385,6 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     workdir = Path(tempfile.mkdtemp(prefix="guts-bench-http-"))
+    keep = args.keep
     try:
         with targets(workdir) as (service_url, baseline_url):
             started = time.monotonic()
@@ -392,15 +401,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"set up {TABLES} tables x {SEATS} players in {time.monotonic() - started:.1f} s")
             service = run_wrk("service", service_url, "hands", tables, workdir)
             baseline = run_wrk("baseline", baseline_url, "baseline", [], workdir)
-        return 0 if report(service, baseline) else 1
+        met = report(service, baseline)
+        keep = _show_failures(service, baseline) or keep
+        return 0 if met else 1
     except KeyboardInterrupt:
         print("interrupted; everything it started is stopped", file=sys.stderr)
         return 130
+    except Exception:
+        keep = True
+        raise
     finally:
-        if args.keep:
-            print(f"logs and scripts kept in {workdir}")
+        if keep:
+            print(f"logs (service.log, baseline.log) and scripts kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _show_failures(*measurements: Measurement) -> bool:
+    """Print the first failed response of each run that had some; True if any did."""
+    failed = [m for m in measurements if m.failures]
+    for m in failed:
+        print(f"\n{m.label}: {m.failures} non-2xx responses; the first: {m.failure_sample}")
+    return bool(failed)
 
 
 if __name__ == "__main__":
