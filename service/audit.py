@@ -22,6 +22,7 @@ from service.eventlog.store import EventStore, StoreError
 from service.rules import events as ev
 from service.rules.cards import deck_context, shuffled_deck
 from service.rules.commands import deal_from
+from service.rules.play import draw_from
 from service.rules.events import event_from_data
 from service.rules.settlement import settle
 from service.rules.state import TableState, evolve
@@ -64,6 +65,26 @@ def _check_deal(state: TableState, event: ev.HandDealt) -> None:
         raise ValueError("the dealt cards are not the deck derived from the seed")
 
 
+def _check_cards(
+    state: TableState, event: ev.CommunityCardDealt | ev.CardsDrawn | ev.CardPassed
+) -> None:
+    hand = state.hand
+    if hand is None or hand.number != event.hand:
+        raise ValueError("no such hand in play")
+    if isinstance(event, ev.CommunityCardDealt):
+        if not state.deck or event.card != state.deck[0]:
+            raise ValueError("the community card is not the top of the deck")
+    elif isinstance(event, ev.CardPassed):
+        if event.card not in hand.cards[event.seat]:
+            raise ValueError("the passed card is not in the passer's hand")
+    else:
+        if any(card not in hand.cards[event.seat] for card in event.discarded):
+            raise ValueError("a discarded card is not in the drawer's hand")
+        expected = draw_from(state, len(event.discarded))
+        if expected != (event.drawn, event.deck, event.reshuffled):
+            raise ValueError("the drawn cards are not the top of the deck")
+
+
 def _check_resolution(state: TableState, event: ev.HandResolved) -> None:
     expected = settle(state, parse_iso(event.at))
     if expected != event:
@@ -89,6 +110,8 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> None:
             _check_deal(replay.state, event)
         elif isinstance(event, ev.HandResolved):
             _check_resolution(replay.state, event)
+        elif isinstance(event, ev.CommunityCardDealt | ev.CardsDrawn | ev.CardPassed):
+            _check_cards(replay.state, event)
         elif isinstance(event, ev.DeclarationsRevealed):
             hand = replay.state.hand
             if hand is None or {**hand.decisions} != event.decisions:

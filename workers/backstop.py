@@ -15,7 +15,7 @@ import time
 
 from redis import Redis, RedisError
 
-from service.rules.state import DECLARING
+from service.rules.state import TIMED_PHASES
 from service.rules.times import parse_iso
 from service.tables import TableNotFound
 
@@ -38,7 +38,7 @@ def sweep(connection: Redis, now_epoch: float | None = None) -> int:
             connection.zrem(deadlines_key(), table_id)
             continue
         hand = state.hand
-        if hand is None or hand.phase != DECLARING:
+        if hand is None or hand.phase not in TIMED_PHASES:
             connection.zrem(deadlines_key(), table_id)
             continue
         due = parse_iso(hand.deadline).timestamp()

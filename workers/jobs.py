@@ -23,7 +23,7 @@ from service.eventlog.redis_store import RedisEventStore
 from service.rules import commands
 from service.rules import events as ev
 from service.rules.errors import GutsError, RuleViolation
-from service.rules.state import DECLARING, SHOWDOWN, TableState
+from service.rules.state import SHOWDOWN, TIMED_PHASES, TableState
 from service.rules.times import parse_iso
 from service.tables import Tables, utc_now
 
@@ -68,7 +68,7 @@ def close_hand(connection: Redis, table_id: str, hand: int, deadline: str) -> st
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         if not _still_waiting(state, hand, deadline):
             raise RuleViolation("the hand moved on")
-        return commands.close_declarations(state, now)
+        return commands.close_at_deadline(state, now)
 
     try:
         result = tables.execute(table_id, decide, _no_response)
@@ -85,7 +85,7 @@ def _still_waiting(state: TableState, hand: int, deadline: str) -> bool:
     return (
         current is not None
         and current.number == hand
-        and current.phase == DECLARING
+        and current.phase in TIMED_PHASES
         and current.deadline == deadline
     )
 

@@ -19,7 +19,7 @@ from redis import Redis
 
 from service.config import Settings
 from service.rules import events as ev
-from service.rules.state import DECLARING, SHOWDOWN, TableState
+from service.rules.state import SHOWDOWN, TIMED_PHASES, TableState
 from service.rules.times import parse_iso
 
 from .queues import AUDITS, DEADLINES, queue
@@ -78,18 +78,14 @@ def overdue(connection: Redis, now_epoch: float) -> list[tuple[str, float]]:
 
 
 def after_command(connection: Redis, state: TableState, events: list[ev.Event]) -> None:
-    """Queue what a command's events call for: a close at the new deadline, or a resolve."""
+    """Queue what a command's events call for: a close at a new deadline, or a resolve."""
     hand = state.hand
     if hand is None or not events:
         return
-    if hand.phase == DECLARING:
-        opened = any(
-            isinstance(e, ev.HandDealt) or (isinstance(e, ev.DecisionMade) and e.deadline)
-            for e in events
-        )
-        if opened:
+    if hand.phase in TIMED_PHASES:
+        if any(getattr(e, "deadline", None) for e in events):
             schedule_close(connection, state.table_id, hand.number, hand.deadline)
-    elif hand.phase == SHOWDOWN and any(isinstance(e, ev.DeclarationsRevealed) for e in events):
+    elif hand.phase == SHOWDOWN:
         connection.zrem(deadlines_key(), state.table_id)
         if state.rules.auto_resolve:
             from .jobs import resolve_job

@@ -55,7 +55,23 @@ class Deal(Strict):
 
 
 class Declare(Strict):
-    decision = fields.String(required=True, validate=validate.OneOf(["in", "out"]))
+    """`in` / `out`; at hi-lo tables `high` / `low` / `both` / `out` (the rules check which)."""
+
+    decision = fields.String(
+        required=True, validate=validate.OneOf(["in", "out", "high", "low", "both"])
+    )
+
+
+class PassCard(Strict):
+    card = fields.String(required=True, validate=validate.Length(min=2, max=2))
+
+
+class Draw(Strict):
+    discard = fields.List(
+        fields.String(validate=validate.Length(min=2, max=2)),
+        required=True,
+        validate=validate.Length(max=5),
+    )
 
 
 class Void(Strict):

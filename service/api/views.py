@@ -333,13 +333,53 @@ def declare(table_id: str) -> Response:
     return run(check_table_id(table_id), decide, respond)
 
 
+@v1.post("/tables/<table_id>/pass")
+def pass_card(table_id: str) -> Response:
+    principal()
+    body = load_body(schemas.PassCard())
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        seat = require_player_of(principal(), state)
+        return commands.pass_card(state, seat, body["card"], now)
+
+    def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+        first = events[0]
+        assert isinstance(first, ev.CardPassed)
+        return 200, {**_hand_response(state, events), "seat": first.seat, "card": first.card}
+
+    return run(check_table_id(table_id), decide, respond)
+
+
+@v1.post("/tables/<table_id>/draw")
+def draw(table_id: str) -> Response:
+    principal()
+    body = load_body(schemas.Draw())
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        seat = require_player_of(principal(), state)
+        return commands.draw(state, seat, body["discard"], now)
+
+    def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+        (drawn,) = events
+        assert isinstance(drawn, ev.CardsDrawn)
+        return 200, {
+            **_hand_response(state, events),
+            "seat": drawn.seat,
+            "discarded": list(drawn.discarded),
+            "drawn": list(drawn.drawn),
+            "cards": list(state.hand.cards[drawn.seat]) if state.hand else [],
+        }
+
+    return run(check_table_id(table_id), decide, respond)
+
+
 @v1.post("/tables/<table_id>/close")
 def close(table_id: str) -> Response:
     require(principal(), OPERATOR)
     load_body(schemas.Empty())
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
-        return commands.close_declarations(state, now)
+        return commands.close_at_deadline(state, now)
 
     return run(check_table_id(table_id), decide, lambda s, e: (200, _hand_response(s, e)))
 

@@ -24,6 +24,10 @@ class InvalidCard(GutsError):
     """A card, or a set of cards, is not valid (bad text, duplicate, wrong count)."""
 
 
+class InvalidCommand(GutsError):
+    """A command whose arguments are malformed (not a state problem): a 422, not a 409."""
+
+
 class RuleViolation(GutsError):
     """A command that is well formed but not allowed in the table's current state."""
 

@@ -136,12 +136,80 @@ class DecisionMade(Event):
 
 @dataclass(frozen=True)
 class DeclarationsRevealed(Event):
-    """Every decision of the hand, shown to all at once; the hand waits for its showdown."""
+    """Every decision of the hand, shown to all at once. The hand then waits for its showdown,
+    or, in a draw game, the drawing starts with `deadline` for the first in-player."""
 
     TYPE: ClassVar[str] = "declarations_revealed"
     hand: int
     decisions: dict[int, str]
     at: str
+    deadline: str | None = None
+
+
+@dataclass(frozen=True)
+class CardPassed(Event):
+    """Pass the trash: `seat` chose `card` to pass to the next player on the left (secret:
+    the passes happen all at once, when everyone has chosen). `by` is "player" or
+    "platform" (the deadline passed: the seat's lowest card)."""
+
+    TYPE: ClassVar[str] = "card_passed"
+    hand: int
+    seat: int
+    card: str
+    by: str
+    at: str
+
+
+@dataclass(frozen=True)
+class CardsPassed(Event):
+    """Every chosen card moved to the next seat on the left at once; declaring starts and
+    must be done by `deadline`."""
+
+    TYPE: ClassVar[str] = "cards_passed"
+    hand: int
+    deadline: str
+    at: str
+
+
+@dataclass(frozen=True)
+class CommunityCardDealt(Event):
+    """A community card turned face up after the reveal; every in-player may use it."""
+
+    TYPE: ClassVar[str] = "community_card_dealt"
+    hand: int
+    card: str
+    at: str
+
+
+@dataclass(frozen=True)
+class CardsDrawn(Event):
+    """Draw: `seat` discarded `discarded` and drew `drawn` (secret to others; the counts are
+    public). `deck` is the deck after the draw; `reshuffled` says the discards were shuffled
+    into a new deck because the deck ran short. `deadline` is the next drawer's, if any."""
+
+    TYPE: ClassVar[str] = "cards_drawn"
+    hand: int
+    seat: int
+    discarded: Cards
+    drawn: Cards
+    deck: Cards
+    reshuffled: bool
+    by: str
+    deadline: str | None
+    at: str
+
+
+@dataclass(frozen=True)
+class PotResult:
+    """How one pot settled (the low pot of a hi-lo hand)."""
+
+    outcome: str
+    pot_in_play: int
+    contenders: tuple[int, ...]
+    winners: tuple[int, ...]
+    won: dict[int, int]
+    matched: dict[int, int]
+    pot: int
 
 
 @dataclass(frozen=True)
@@ -155,7 +223,8 @@ class HandResolved(Event):
     paid; `pot`, `reserve` and `side_pot` are the amounts after settlement. `shown` are the
     hands turned face up (never a lone winner's, never a mucked hand). `removed` are seats out of
     the game because they have nothing left. `grace_until` is when players who cannot cover the
-    next match must have topped up (cover rule), or None.
+    next match must have topped up (cover rule), or None. In a hi-lo hand these fields
+    describe the high pot and `low` the low pot.
     """
 
     TYPE: ClassVar[str] = "hand_resolved"
@@ -179,6 +248,7 @@ class HandResolved(Event):
     removed: dict[int, str]
     grace_until: str | None
     at: str
+    low: PotResult | None = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +273,10 @@ EVENT_TYPES: dict[str, type[Event]] = {
         HandDealt,
         DecisionMade,
         DeclarationsRevealed,
+        CardPassed,
+        CardsPassed,
+        CommunityCardDealt,
+        CardsDrawn,
         HandResolved,
         HandVoided,
     )

@@ -29,6 +29,10 @@ def hand_history(
         "decisions": {},
         "outcome": None,
     }
+    if state.rules.pass_the_trash:
+        record["passes"] = {}
+    if state.rules.draw:
+        record["draws"] = {}
     for version, event, data in views:
         if isinstance(event, ev.HandDealt):
             antes_total = sum(event.antes.values())
@@ -58,6 +62,16 @@ def hand_history(
                 "at": event.at,
                 "version": version,
             }
+        elif isinstance(event, ev.CardPassed):
+            record["passes"][str(event.seat)] = {
+                k: v for k, v in data.items() if k in ("card", "by", "at")
+            }
+        elif isinstance(event, ev.CommunityCardDealt):
+            record["community"] = [event.card]
+        elif isinstance(event, ev.CardsDrawn):
+            record["draws"][str(event.seat)] = {
+                k: v for k, v in data.items() if k in ("discarded", "drawn", "by", "at")
+            }
         elif isinstance(event, ev.HandResolved):
             record.update(
                 status="complete",
@@ -71,6 +85,8 @@ def hand_history(
                 side_pot_before=event.side_pot_before,
                 side_pot_after=event.side_pot,
             )
+            if event.low is not None:
+                record.update(low_pot_in_play=event.low.pot_in_play, low_pot_after=event.low.pot)
         elif isinstance(event, ev.HandVoided):
             record.update(status="cancelled", ended_at=event.at, void_reason=event.reason)
     record.pop("_antes_total", None)

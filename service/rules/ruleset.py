@@ -21,6 +21,7 @@ CapMode = Literal["none", "cap", "reserve", "max_match"]
 ShortStack = Literal["cover", "table_stakes"]
 WimpInto = Literal["pot", "side_pot"]
 ButtonMoves = Literal["hand", "game"]
+Wild = Literal["none", "deuces", "one_eyed_jacks"]
 
 DECK_SIZE = 52
 MAX_TIMEOUT_S = 3600
@@ -55,6 +56,12 @@ class Ruleset:
     cover_grace_s: int = 5
     button_moves: ButtonMoves = "hand"
     auto_resolve: bool = False
+    hi_lo: bool = False
+    draw: int = 0
+    community_cards: int = 0
+    pass_the_trash: bool = False
+    no_peek: bool = False
+    wild: Wild = "none"
 
     def to_dict(self) -> dict[str, Any]:
         """The ruleset as plain JSON-ready data (every option, resolved)."""
@@ -66,8 +73,16 @@ class Ruleset:
         return self.cap or 0
 
     def max_seats(self) -> int:
-        """How many players one deck can deal to, counting the kitty as a hand."""
-        return DECK_SIZE // self.cards - (1 if self.kitty else 0)
+        """How many players one deck can deal to, counting the kitty as a hand, the community
+        card, and one full draw (later draws reshuffle the discards when the deck runs short,
+        so a draw can always be served)."""
+        spare = self.community_cards + self.draw
+        return (DECK_SIZE - spare) // self.cards - (1 if self.kitty else 0)
+
+    @property
+    def decisions(self) -> tuple[str, ...]:
+        """What a player may declare under these rules."""
+        return ("out", "high", "low", "both") if self.hi_lo else ("in", "out")
 
 
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -79,6 +94,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "short_stack": ("cover", "table_stakes"),
     "wimp_into": ("pot", "side_pot"),
     "button_moves": ("hand", "game"),
+    "wild": ("none", "deuces", "one_eyed_jacks"),
 }
 _BOOLS = {
     "winner_skips_ante",
@@ -89,6 +105,9 @@ _BOOLS = {
     "ace_low_straight",
     "suit_tiebreak",
     "auto_resolve",
+    "hi_lo",
+    "pass_the_trash",
+    "no_peek",
 }
 # option -> (minimum, maximum); None as a value is allowed only for `cap`.
 _INTS: dict[str, tuple[int, int]] = {
@@ -99,6 +118,8 @@ _INTS: dict[str, tuple[int, int]] = {
     "cap": (1, MAX_CHIPS),
     "wimp_penalty": (0, 1000),
     "cover_grace_s": (0, 600),
+    "draw": (0, 5),
+    "community_cards": (0, 1),
 }
 OPTION_NAMES = tuple(f.name for f in fields(Ruleset) if f.name != "preset")
 
@@ -198,8 +219,10 @@ def validate(rules: Ruleset) -> None:
         raise InvalidRules("cards must be 2, 3 or 5", field="cards")
     if rules.seats > rules.max_seats():
         hands = "players + kitty" if rules.kitty else "players"
+        spare = rules.community_cards + rules.draw
+        plus = f" + {spare} (community card and draw)" if spare else ""
         raise InvalidRules(
-            f"seats: {rules.seats} seats cannot be dealt: ({hands}) x {rules.cards} cards "
+            f"seats: {rules.seats} seats cannot be dealt: ({hands}) x {rules.cards} cards{plus} "
             f"must fit in {DECK_SIZE} cards, so at most {rules.max_seats()} seats",
             field="seats",
         )
@@ -230,3 +253,29 @@ def validate(rules: Ruleset) -> None:
         raise InvalidRules(f"cap_mode {rules.cap_mode} needs a cap amount", field="cap")
     if rules.wimp_into == "side_pot" and rules.wimp_penalty == 0:
         raise InvalidRules("wimp_into: side_pot needs a wimp_penalty above 0", field="wimp_into")
+    _validate_variants(rules)
+
+
+# (option, other option, when both are on, why they cannot be combined)
+_CONFLICTS: list[tuple[str, str, str]] = [
+    ("no_peek", "pass_the_trash", "players cannot choose a card to pass without seeing them"),
+    ("no_peek", "draw", "players cannot choose discards without seeing their cards"),
+    ("draw", "community_cards", "draw games here have no community card"),
+    ("community_cards", "kitty", "the kitty does not play the community card"),
+    ("hi_lo", "kitty", "a kitty has no high or low side to contest"),
+    ("hi_lo", "wimp_penalty", "the wimp rule is not defined for two pots"),
+    ("hi_lo", "dealer_auto_in", "an automatic in does not say high or low"),
+]
+
+
+def _validate_variants(rules: Ruleset) -> None:
+    if rules.draw > rules.cards:
+        raise InvalidRules(f"draw: at most {rules.cards} cards can be drawn", field="draw")
+    for first, second, why in _CONFLICTS:
+        if getattr(rules, first) and getattr(rules, second):
+            raise InvalidRules(f"{first} cannot be combined with {second}: {why}", field=first)
+    if rules.hi_lo and rules.cap_mode == "reserve":
+        raise InvalidRules(
+            "hi_lo cannot be combined with cap_mode reserve: one reserve cannot refill two pots",
+            field="hi_lo",
+        )

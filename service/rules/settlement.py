@@ -9,13 +9,18 @@ only the lowest). Caps, reserve and short stacks then bound what moves.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import combinations
 
 from . import events as ev
-from .ranking import make_evaluator
+from .ranking import low_strength
 from .ruleset import Ruleset
 from .state import LEFT, SITTING_OUT, TableState
 from .times import iso, later
+from .wild import make_wild_evaluator
+
+Score = Callable[[Sequence[str]], int]
 
 NOBODY_IN = "nobody_in"
 UNCONTESTED = "uncontested"
@@ -24,14 +29,36 @@ KITTY_WINS = "kitty_wins"
 ALL_TIED = "all_tied"
 
 
-def evaluator_for(rules: Ruleset) -> Callable[[Sequence[str]], int]:
-    """The hand-strength function the ruleset plays with (higher is better)."""
-    return make_evaluator(
+def evaluator_for(rules: Ruleset, low: bool = False) -> Callable[[Sequence[str]], int]:
+    """The hand-strength function the ruleset plays with (higher is better); wild cards
+    become what makes the best hand (with `low`, the lowest)."""
+    return make_wild_evaluator(
         rules.cards,
+        rules.wild,
         straights_and_flushes=rules.straights_and_flushes,
         ace_low_straight=rules.ace_low_straight,
         suit_tiebreak=rules.suit_tiebreak,
+        low=low,
     )
+
+
+def scorer(rules: Ruleset, community: Sequence[str], low: bool = False) -> Score:
+    """How a hand scores at the showdown, higher is better.
+
+    With a community card a player plays the best `cards`-card hand of their cards and it
+    (for the low pot, the lowest hand). Low scores are negated strengths (`low_strength`), so
+    the best low hand has the highest score too.
+    """
+    strength = evaluator_for(rules, low)
+    if not community:
+        return (lambda cards: low_strength(strength(cards))) if low else strength
+    size = rules.cards
+
+    def best(cards: Sequence[str]) -> int:
+        values = [strength(c) for c in combinations((*cards, *community), size)]
+        return low_strength(min(values)) if low else max(values)
+
+    return best
 
 
 def split(amount: int, winners: Sequence[int]) -> dict[int, int]:
@@ -53,73 +80,87 @@ def _next_button(state: TableState, game_over: bool) -> int:
     return hand.button
 
 
-def settle(state: TableState, now: datetime) -> ev.HandResolved:
-    """The `HandResolved` event for the hand in play (its declarations are complete)."""
+@dataclass
+class _Contest:
+    """One pot's showdown among its contenders: who wins, who loses, who must match."""
+
+    outcome: str
+    winners: tuple[int, ...] = ()
+    losers: list[int] = field(default_factory=list)
+    shown: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+
+def _contest(state: TableState, contenders: tuple[int, ...], score: Score) -> _Contest:
     hand = state.hand
     assert hand is not None
     rules = state.rules
-    strength = evaluator_for(rules)
-    pot_in_play = state.pot
-    stacks = {s: state.seats[s].stack for s in hand.order}
-    in_seats = tuple(s for s in hand.order if hand.decisions.get(s) == "in")
-    owed = (
-        pot_in_play if rules.cap_mode in ("none", "reserve") else min(pot_in_play, rules.cap_amount)
-    )
-    take_limit = min(pot_in_play, rules.cap_amount) if rules.cap_mode == "cap" else pot_in_play
+    if not contenders:
+        return _Contest(NOBODY_IN)
+    if len(contenders) == 1 and not rules.kitty:
+        return _Contest(UNCONTESTED, winners=contenders)
+    scores = {s: score(hand.cards[s]) for s in contenders}
+    shown = {s: hand.cards[s] for s in contenders}
+    best = max(scores.values())
+    if rules.kitty and score(hand.kitty) >= best:  # a tie with the kitty is a loss
+        result = _Contest(KITTY_WINS, losers=list(contenders), shown=shown)
+    else:
+        winners = tuple(s for s in contenders if scores[s] == best)
+        losers = [s for s in contenders if scores[s] != best]
+        result = _Contest(ALL_TIED if not losers else SHOWDOWN, winners, losers, shown)
+    if result.losers and rules.match == "lowest_loser":
+        lowest = min(scores[s] for s in result.losers)
+        result.losers = [s for s in result.losers if scores[s] == lowest]
+    return result
 
-    won: dict[int, int] = {}
-    matched: dict[int, int] = {}
-    wimp: dict[int, int] = {}
-    shown: dict[int, tuple[str, ...]] = {}
-    kitty_shown: tuple[str, ...] = ()
-    winners: tuple[int, ...] = ()
-    taken = 0
-    side_taken = 0
 
-    def pay(seat: int, amount: int) -> int:
-        # A player pays at most what they have on the table (cover makes sure they can).
-        paid = min(amount, stacks[seat])
-        stacks[seat] -= paid
+class _Ledger:
+    """Stacks as settlement moves chips; nobody pays more than they have on the table."""
+
+    def __init__(self, state: TableState) -> None:
+        assert state.hand is not None
+        self.stacks = {s: state.seats[s].stack for s in state.hand.order}
+
+    def pay(self, seat: int, amount: int) -> int:
+        paid = min(amount, self.stacks[seat])
+        self.stacks[seat] -= paid
         return paid
 
-    if not in_seats:
-        outcome = NOBODY_IN
-        if rules.wimp_penalty:
-            shown = {s: hand.cards[s] for s in hand.order}
-            scores = {s: strength(hand.cards[s]) for s in hand.order}
-            best = max(scores.values())
-            for s in hand.order:
-                if scores[s] == best:
-                    wimp[s] = pay(s, rules.wimp_penalty * rules.ante)
-    elif len(in_seats) == 1 and not rules.kitty:
-        outcome = UNCONTESTED
-        winners = in_seats
-    else:
-        scores = {s: strength(hand.cards[s]) for s in in_seats}
-        shown = {s: hand.cards[s] for s in in_seats}
-        best = max(scores.values())
-        kitty_wins = False
-        if rules.kitty:
-            kitty_shown = hand.kitty
-            kitty_wins = strength(hand.kitty) >= best  # a tie with the kitty is a loss
-        if kitty_wins:
-            outcome = KITTY_WINS
-            losers = list(in_seats)
-        else:
-            winners = tuple(s for s in in_seats if scores[s] == best)
-            losers = [s for s in in_seats if scores[s] != best]
-            outcome = ALL_TIED if not losers else SHOWDOWN
-        if losers and rules.match == "lowest_loser":
-            lowest = min(scores[s] for s in losers)
-            losers = [s for s in losers if scores[s] == lowest]
-        for s in losers:
-            matched[s] = pay(s, owed)
 
-    if winners:
-        taken = take_limit
-        side_taken = state.side_pot
-        for s, amount in split(taken + side_taken, winners).items():
-            won[s] = amount
+def _pot_limits(rules: Ruleset, pot: int) -> tuple[int, int]:
+    """(what a winner takes, what a loser pays) for a pot of `pot` under the cap rules."""
+    owed = pot if rules.cap_mode in ("none", "reserve") else min(pot, rules.cap_amount)
+    take = min(pot, rules.cap_amount) if rules.cap_mode == "cap" else pot
+    return take, owed
+
+
+def settle(state: TableState, now: datetime) -> ev.HandResolved:
+    """The `HandResolved` event for the hand in play (its declarations are complete)."""
+    if state.rules.hi_lo:
+        return _settle_hi_lo(state, now)
+    hand = state.hand
+    assert hand is not None
+    rules = state.rules
+    score = scorer(rules, hand.community)
+    pot_in_play = state.pot
+    ledger = _Ledger(state)
+    in_seats = tuple(hand.in_seats())
+    take_limit, owed = _pot_limits(rules, pot_in_play)
+    contest = _contest(state, in_seats, score)
+    wimp: dict[int, int] = {}
+    shown = contest.shown
+    if contest.outcome == NOBODY_IN and rules.wimp_penalty:
+        shown = {s: hand.cards[s] for s in hand.order}
+        scores = {s: score(hand.cards[s]) for s in hand.order}
+        best = max(scores.values())
+        for s in hand.order:
+            if scores[s] == best:
+                wimp[s] = ledger.pay(s, rules.wimp_penalty * rules.ante)
+    matched = {s: ledger.pay(s, owed) for s in contest.losers}
+    won: dict[int, int] = {}
+    taken = side_taken = 0
+    if contest.winners:
+        taken, side_taken = take_limit, state.side_pot
+        won = split(taken + side_taken, contest.winners)
 
     pot = pot_in_play - taken + sum(matched.values())
     side_pot = state.side_pot - side_taken
@@ -132,32 +173,95 @@ def settle(state: TableState, now: datetime) -> ev.HandResolved:
         total = pot + reserve
         pot = min(total, rules.cap_amount)
         reserve = total - pot
-    game_over = pot + reserve + side_pot == 0
-    for s in won:
-        stacks[s] += won[s]
-    removed = {s: "no_chips" for s in hand.order if stacks[s] == 0 and not game_over}
-    grace = (
-        later(now, rules.cover_grace_s) if rules.short_stack == "cover" and not game_over else None
-    )
+    game_over = pot + state.low_pot + reserve + side_pot == 0
+    for s, amount in won.items():
+        ledger.stacks[s] += amount
     return ev.HandResolved(
         hand=hand.number,
-        outcome=outcome,
+        outcome=contest.outcome,
         pot_in_play=pot_in_play,
         reserve_before=state.reserve,
         side_pot_before=state.side_pot,
         in_seats=in_seats,
-        winners=winners,
+        winners=contest.winners,
         won=won,
         matched=matched,
         wimp=wimp,
         shown=shown,
-        kitty_shown=kitty_shown,
+        kitty_shown=hand.kitty if rules.kitty and in_seats else (),
         pot=pot,
         reserve=reserve,
         side_pot=side_pot,
         game_over=game_over,
         button=_next_button(state, game_over),
-        removed=removed,
-        grace_until=grace,
+        removed=_removed(state, ledger, game_over),
+        grace_until=_grace(state, now, game_over),
         at=iso(now),
+    )
+
+
+def _removed(state: TableState, ledger: _Ledger, game_over: bool) -> dict[int, str]:
+    """Players left with nothing are out of the game (they wait for the next one)."""
+    return {s: "no_chips" for s, stack in ledger.stacks.items() if stack == 0 and not game_over}
+
+
+def _grace(state: TableState, now: datetime, game_over: bool) -> str | None:
+    cover = state.rules.short_stack == "cover"
+    return later(now, state.rules.cover_grace_s) if cover and not game_over else None
+
+
+def _settle_hi_lo(state: TableState, now: datetime) -> ev.HandResolved:
+    """Hi-lo: the high pot and the low pot each settle as their own Guts pot among the players
+    who declared for it ("both" contends in each, and matches each pot they lose)."""
+    hand = state.hand
+    assert hand is not None
+    rules = state.rules
+    ledger = _Ledger(state)
+    results: dict[bool, tuple[_Contest, dict[int, int], dict[int, int], int, int]] = {}
+    for low, pot_in_play in ((False, state.pot), (True, state.low_pot)):
+        sides = ("low", "both") if low else ("high", "both")
+        contenders = tuple(s for s in hand.order if hand.decisions.get(s) in sides)
+        contest = _contest(state, contenders, scorer(rules, hand.community, low))
+        take, owed = _pot_limits(rules, pot_in_play)
+        matched = {s: ledger.pay(s, owed) for s in contest.losers}
+        won = split(take, contest.winners) if contest.winners else {}
+        after = pot_in_play - (take if contest.winners else 0) + sum(matched.values())
+        results[low] = (contest, won, matched, after, pot_in_play)
+    high, won, matched, pot, pot_in_play = results[False]
+    low_contest, low_won, low_matched, low_pot, low_in_play = results[True]
+    for amounts in (won, low_won):
+        for s, amount in amounts.items():
+            ledger.stacks[s] += amount
+    game_over = pot + low_pot + state.reserve + state.side_pot == 0
+    low_contenders = tuple(s for s in hand.order if hand.decisions.get(s) in ("low", "both"))
+    return ev.HandResolved(
+        hand=hand.number,
+        outcome=high.outcome,
+        pot_in_play=pot_in_play,
+        reserve_before=state.reserve,
+        side_pot_before=state.side_pot,
+        in_seats=tuple(hand.in_seats()),
+        winners=high.winners,
+        won=won,
+        matched=matched,
+        wimp={},
+        shown={**high.shown, **low_contest.shown},
+        kitty_shown=(),
+        pot=pot,
+        reserve=state.reserve,
+        side_pot=state.side_pot,
+        game_over=game_over,
+        button=_next_button(state, game_over),
+        removed=_removed(state, ledger, game_over),
+        grace_until=_grace(state, now, game_over),
+        at=iso(now),
+        low=ev.PotResult(
+            outcome=low_contest.outcome,
+            pot_in_play=low_in_play,
+            contenders=low_contenders,
+            winners=low_contest.winners,
+            won=low_won,
+            matched=low_matched,
+            pot=low_pot,
+        ),
     )

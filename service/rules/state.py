@@ -20,9 +20,12 @@ WAITING = "waiting"  # seated but joins at the next game (joined mid-game, buste
 SITTING_OUT = "sitting_out"  # chose to sit out: no antes, no cards
 LEFT = "left"  # gone, cashed out
 
-# Hand phases. Later variants add "passing" and "drawing" between these two.
+# Hand phases, in the order a hand goes through them (passing and drawing when the rules say).
+PASSING = "passing"
 DECLARING = "declaring"
+DRAWING = "drawing"
 SHOWDOWN = "showdown"
+TIMED_PHASES = (PASSING, DECLARING, DRAWING)  # phases that wait for players, with a deadline
 
 
 @dataclass
@@ -57,6 +60,20 @@ class Hand:
     client_seed: str
     stacked: bool
     dealt_at: str
+    passes: dict[int, str] = field(default_factory=dict)
+    community: tuple[str, ...] = ()
+    discards: list[str] = field(default_factory=list)
+    drawers: list[int] = field(default_factory=list)
+    drawn: dict[int, int] = field(default_factory=dict)
+
+    def in_seats(self) -> list[int]:
+        """Seats that declared anything but out, in declaring order."""
+        return [s for s in self.order if self.decisions.get(s, "out") != "out"]
+
+    def drawing_turn(self) -> int | None:
+        """The in-player whose turn it is to draw, if any."""
+        pending = [s for s in self.drawers if s not in self.drawn]
+        return pending[0] if pending else None
 
     def on_turn(self) -> int | None:
         """The seat whose turn it is to declare (sequential declaring), if any."""
@@ -81,6 +98,7 @@ class TableState:
     game_running: bool = False
     hands_dealt: int = 0
     pot: int = 0
+    low_pot: int = 0
     reserve: int = 0
     side_pot: int = 0
     bought_in: int = 0
@@ -100,9 +118,9 @@ class TableState:
         return self.version > 0
 
     def chips_on_table(self) -> int:
-        """Stacks + pot + reserve + side pot: always bought in minus cashed out."""
+        """Stacks + pots + reserve + side pot: always bought in minus cashed out."""
         stacks = sum(s.stack for s in self.seats.values())
-        return stacks + self.pot + self.reserve + self.side_pot
+        return stacks + self.pot + self.low_pot + self.reserve + self.side_pot
 
     def seated(self) -> list[Seat]:
         """Seats held by a player who has not left, by seat number."""
@@ -159,9 +177,12 @@ def _dealt(state: TableState, e: ev.HandDealt) -> None:
         state.seats[s].status = WAITING
     for s in e.order:
         state.seats[s].status = ACTIVE
+    hi_lo = state.rules.hi_lo
     for s, amount in e.antes.items():
         state.seats[s].stack -= amount
-        state.pot += amount
+        low = amount // 2 if hi_lo else 0  # hi-lo: the odd chip goes to the high pot
+        state.low_pot += low
+        state.pot += amount - low
     state.antes_in_pot = False
     state.button = e.button
     state.hands_dealt = e.hand
@@ -170,7 +191,7 @@ def _dealt(state: TableState, e: ev.HandDealt) -> None:
     state.hand = Hand(
         number=e.hand,
         game=e.game,
-        phase=DECLARING,
+        phase=PASSING if state.rules.pass_the_trash else DECLARING,
         button=e.button,
         order=list(e.order),
         cards=dict(e.cards),
@@ -200,8 +221,54 @@ def _decided(state: TableState, e: ev.DecisionMade) -> None:
 
 
 def _revealed(state: TableState, e: ev.DeclarationsRevealed) -> None:
+    hand = state.hand
+    assert hand is not None
+    if e.deadline is None:
+        hand.phase = SHOWDOWN
+    else:
+        hand.phase = DRAWING
+        hand.drawers = hand.in_seats()
+        hand.deadline = e.deadline
+
+
+def _card_passed(state: TableState, e: ev.CardPassed) -> None:
     assert state.hand is not None
-    state.hand.phase = SHOWDOWN
+    state.hand.passes[e.seat] = e.card
+
+
+def _cards_passed(state: TableState, e: ev.CardsPassed) -> None:
+    hand = state.hand
+    assert hand is not None
+    order = hand.order
+    kept = {s: [c for c in hand.cards[s] if c != hand.passes[s]] for s in order}
+    for i, seat in enumerate(order):
+        left = order[(i + 1) % len(order)]
+        kept[left].append(hand.passes[seat])
+    hand.cards = {s: tuple(kept[s]) for s in order}
+    hand.phase = DECLARING
+    hand.deadline = e.deadline
+
+
+def _community(state: TableState, e: ev.CommunityCardDealt) -> None:
+    assert state.hand is not None
+    state.hand.community = (*state.hand.community, e.card)
+    state.deck = state.deck[1:]
+
+
+def _drawn(state: TableState, e: ev.CardsDrawn) -> None:
+    hand = state.hand
+    assert hand is not None
+    held = list(hand.cards[e.seat])
+    for card in e.discarded:
+        held.remove(card)
+    hand.cards[e.seat] = (*held, *e.drawn)
+    hand.discards = list(e.discarded) if e.reshuffled else [*hand.discards, *e.discarded]
+    hand.drawn[e.seat] = len(e.drawn)
+    state.deck = e.deck
+    if hand.drawing_turn() is None:
+        hand.phase = SHOWDOWN
+    elif e.deadline is not None:
+        hand.deadline = e.deadline
 
 
 def _resolved(state: TableState, e: ev.HandResolved) -> None:
@@ -211,12 +278,21 @@ def _resolved(state: TableState, e: ev.HandResolved) -> None:
         state.seats[s].stack -= amount
     for s, amount in e.wimp.items():
         state.seats[s].stack -= amount
+    if e.low is not None:
+        for s, amount in e.low.won.items():
+            state.seats[s].stack += amount
+        for s, amount in e.low.matched.items():
+            state.seats[s].stack -= amount
+        state.low_pot = e.low.pot
     for s in e.removed:
         state.seats[s].status = WAITING
     state.pot, state.reserve, state.side_pot = e.pot, e.reserve, e.side_pot
     state.button = e.button
-    state.last_winners = e.winners
-    state.last_matched = tuple(s for s, amount in e.matched.items() if amount > 0)
+    low_winners = e.low.winners if e.low else ()
+    low_matched = e.low.matched if e.low else {}
+    state.last_winners = tuple(dict.fromkeys((*e.winners, *low_winners)))
+    paid = [s for s, a in (*e.matched.items(), *low_matched.items()) if a > 0]
+    state.last_matched = tuple(dict.fromkeys(paid))
     state.last_all_out = not e.in_seats
     state.grace_until = e.grace_until
     if e.game_over:
@@ -230,7 +306,7 @@ def _resolved(state: TableState, e: ev.HandResolved) -> None:
 def _voided(state: TableState, e: ev.HandVoided) -> None:
     hand = state.hand
     assert hand is not None
-    if hand.phase == DECLARING:
+    if hand.phase in (PASSING, DECLARING):
         state.sealed_hands.append(hand.number)
     state.hand = None
     state.deck = ()  # the cards go back: the next deal shuffles a whole deck
@@ -247,6 +323,10 @@ _APPLY = {
     ev.HandDealt: _dealt,
     ev.DecisionMade: _decided,
     ev.DeclarationsRevealed: _revealed,
+    ev.CardPassed: _card_passed,
+    ev.CardsPassed: _cards_passed,
+    ev.CommunityCardDealt: _community,
+    ev.CardsDrawn: _drawn,
     ev.HandResolved: _resolved,
     ev.HandVoided: _voided,
 }

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import events as ev
 from .serial import to_data
-from .state import SHOWDOWN, TableState
+from .state import DECLARING, PASSING, SHOWDOWN, TableState
 
 OPERATOR = "operator"
 AUDITOR = "auditor"
@@ -46,6 +46,18 @@ def _decisions_public(state: TableState, hand: int) -> bool:
     return hand not in state.sealed_hands
 
 
+def _own_cards_hidden(state: TableState, hand: int) -> bool:
+    """No-peek: a player does not see their own cards until the declarations are revealed."""
+    if not state.rules.no_peek or _hand_finished(state, hand):
+        return False
+    assert state.hand is not None
+    return state.hand.phase in (PASSING, DECLARING)
+
+
+def _passes_done(state: TableState, hand: int) -> bool:
+    return _hand_finished(state, hand) or (state.hand is not None and state.hand.phase != PASSING)
+
+
 def table_view(state: TableState, viewer: Viewer) -> dict[str, Any]:
     """The table as `viewer` may see it (the API's table view)."""
     rules = state.rules
@@ -57,6 +69,7 @@ def table_view(state: TableState, viewer: Viewer) -> dict[str, Any]:
         "game": state.game,
         "game_running": state.game_running,
         "pot": state.pot,
+        "low_pot": state.low_pot,
         "reserve": state.reserve,
         "side_pot": state.side_pot,
         "grace_until": state.grace_until,
@@ -83,7 +96,17 @@ def table_view(state: TableState, viewer: Viewer) -> dict[str, Any]:
             hand_view["on_turn"] = hand.on_turn()
         if public:
             hand_view["decisions"] = {str(s): d for s, d in hand.decisions.items()}
-        if viewer.role == PLAYER and viewer.seat in hand.cards:
+        if rules.pass_the_trash:
+            hand_view["passed"] = [s for s in hand.order if s in hand.passes]
+        if hand.community:
+            hand_view["community"] = list(hand.community)
+        if rules.draw:
+            hand_view["drawers"] = list(hand.drawers)
+            hand_view["drawn"] = {str(s): n for s, n in hand.drawn.items()}
+            hand_view["drawing_turn"] = hand.drawing_turn()
+        mine = viewer.role == PLAYER and viewer.seat in hand.cards
+        if mine and not _own_cards_hidden(state, hand.number):
+            assert viewer.seat is not None
             hand_view["cards"] = list(hand.cards[viewer.seat])
         view["hand"] = hand_view
     return view
@@ -98,9 +121,27 @@ def event_view(event: ev.Event, state: TableState, viewer: Viewer) -> dict[str, 
             for key in ("kitty", "deck"):
                 data.pop(key)
             mine = str(viewer.seat)
-            data["cards"] = {mine: data["cards"][mine]} if mine in data["cards"] else {}
+            visible = mine in data["cards"] and not _own_cards_hidden(state, event.hand)
+            data["cards"] = {mine: data["cards"][mine]} if visible else {}
             if not finished:
                 data.pop("seed")
+    elif isinstance(event, ev.CardPassed):
+        full = viewer.privileged and _hand_finished(state, event.hand)
+        own = viewer.role == PLAYER and viewer.seat == event.seat
+        hand = state.hand
+        order = hand.order if hand is not None and hand.number == event.hand else []
+        receiver = order[(order.index(event.seat) + 1) % len(order)] if order else None
+        received = viewer.role == PLAYER and viewer.seat == receiver
+        if not (full or own or (received and _passes_done(state, event.hand))):
+            data.pop("card")
+    elif isinstance(event, ev.CardsDrawn):
+        full = viewer.privileged and _hand_finished(state, event.hand)
+        own = viewer.role == PLAYER and viewer.seat == event.seat
+        if not full:
+            data.pop("deck")
+            if not own:
+                data["discarded"] = len(event.discarded)
+                data["drawn"] = len(event.drawn)
     elif isinstance(event, ev.DecisionMade):
         own = viewer.role == PLAYER and viewer.seat == event.seat
         full = viewer.privileged and _hand_finished(state, event.hand)

@@ -44,6 +44,20 @@ def rulesets(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     o["button_moves"] = draw(st.sampled_from(["hand", "game"]))
     o["suit_tiebreak"] = draw(st.booleans())
     o["ante"] = draw(st.integers(1, 3))
+    # The variants, in the combinations the rules accept.
+    kitty = preset == "kitty"
+    o["wild"] = draw(st.sampled_from(["none", "none", "deuces", "one_eyed_jacks"]))
+    o["no_peek"] = draw(st.booleans())
+    o["pass_the_trash"] = not o["no_peek"] and draw(st.booleans())
+    o["draw"] = 0 if o["no_peek"] else draw(st.integers(0, 2))
+    o["community_cards"] = int(not o["draw"] and not kitty and draw(st.booleans()))
+    o["hi_lo"] = (
+        not kitty
+        and o["wimp_penalty"] == 0
+        and o["cap_mode"] != "reserve"
+        and not o["dealer_auto_in"]
+        and draw(st.booleans())
+    )
     return preset, o
 
 
@@ -69,7 +83,7 @@ def _natural(t: Table) -> str:
     hand = t.state.hand
     if hand is None:
         return "deal"
-    return "resolve" if hand.phase == "showdown" else "declare"
+    return {"passing": "pass", "declaring": "declare", "drawing": "draw"}.get(hand.phase, "resolve")
 
 
 def _step(t: Table, action: str, data: st.DataObject) -> None:
@@ -82,11 +96,23 @@ def _step(t: Table, action: str, data: st.DataObject) -> None:
         undecided = state.hand.undecided()
         if undecided:
             target = state.hand.on_turn() if state.rules.declare == "sequential" else undecided[0]
-            decision = data.draw(st.sampled_from(["in", "in", "out"]))
+            choices = ["high", "low", "both", "out"] if state.rules.hi_lo else ["in", "in", "out"]
+            decision = data.draw(st.sampled_from(choices))
             t.apply(commands.declare(state, target, decision, t.now))
+    elif action == "pass" and state.hand is not None:
+        pending = [s for s in state.hand.order if s not in state.hand.passes]
+        if pending:
+            card = data.draw(st.sampled_from(state.hand.cards[pending[0]]))
+            t.apply(commands.pass_card(state, pending[0], card, t.now))
+    elif action == "draw" and state.hand is not None:
+        drawer = state.hand.drawing_turn()
+        if drawer is not None:
+            held = list(state.hand.cards[drawer])
+            count = data.draw(st.integers(0, state.rules.draw))
+            t.apply(commands.draw(state, drawer, held[:count], t.now))
     elif action == "close":
         t.tick(state.rules.decision_timeout_s)
-        t.apply(commands.close_declarations(state, t.now))
+        t.apply(commands.close_at_deadline(state, t.now))
     elif action == "resolve":
         t.apply(commands.resolve(state, t.now))
     elif action == "void":

@@ -1,0 +1,216 @@
+"""Dealing: who is dealt in and what they ante, the seeded deck, and voiding a hand."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from . import events as ev
+from .cards import deck_context, parse_cards, seed_commitment, shuffled_deck
+from .errors import InvalidCard, RuleViolation
+from .guards import require_table
+from .ruleset import Ruleset
+from .state import ACTIVE, WAITING, TableState
+from .times import iso, later, parse_iso
+
+
+def _ante_due(state: TableState, seat: int, new_game: bool) -> int:
+    rules = state.rules
+    if state.antes_in_pot:
+        return 0
+    if new_game or (rules.ante_after_all_out and state.last_all_out):
+        return rules.ante
+    if rules.ante_rule == "every_hand":
+        skips = rules.winner_skips_ante and seat in state.last_winners
+        return 0 if skips else rules.ante
+    if rules.ante_rule == "unless_matched":
+        return 0 if seat in state.last_matched else rules.ante
+    return 0
+
+
+def match_owed(rules: Ruleset, pot: int) -> int:
+    """What a losing in-player must pay for a pot of `pot` chips under the cap rules."""
+    if rules.cap_mode in ("cap", "max_match"):
+        return min(pot, rules.cap_amount)
+    return pot
+
+
+def _most_owed(state: TableState, antes: list[int]) -> int:
+    """The most a player could have to match after this hand (hi-lo: both pots, as "both")."""
+    if not state.rules.hi_lo:
+        return match_owed(state.rules, state.pot + sum(antes))
+    low = sum(a // 2 for a in antes)  # each ante's odd chip goes to the high pot
+    high = sum(antes) - low
+    return match_owed(state.rules, state.pot + high) + match_owed(state.rules, state.low_pot + low)
+
+
+class _Lineup:
+    """Who is dealt into the next hand, what they ante and who is taken out of the game."""
+
+    def __init__(self, state: TableState, now: datetime, new_game: bool) -> None:
+        self.new_game = new_game
+        wanted = (ACTIVE, WAITING) if new_game else (ACTIVE,)
+        candidates = [s for s in state.seated() if s.status in wanted]
+        self.removed: dict[int, str] = {}
+        self.antes: dict[int, int] = {}
+        for holder in candidates:
+            due = _ante_due(state, holder.seat, new_game)
+            if holder.stack < max(due, 1):
+                self.removed[holder.seat] = "cannot_ante"
+            else:
+                self.antes[holder.seat] = due
+        self.short: list[int] = []
+        if state.rules.short_stack == "cover":
+            owed = _most_owed(state, list(self.antes.values()))
+            self.short = [s for s, due in self.antes.items() if state.seats[s].stack < due + owed]
+            for s in self.short:
+                del self.antes[s]
+                self.removed[s] = "cannot_cover"
+        self.players = sorted(self.antes)
+        # Waiting players who are not dealt in are not "removed": they keep waiting.
+        self.removed = {s: r for s, r in self.removed.items() if state.seats[s].status == ACTIVE}
+
+
+def _lineup(state: TableState, now: datetime) -> _Lineup:
+    lineup = _Lineup(state, now, new_game=not state.game_running)
+    if lineup.short and state.grace_until and now < parse_iso(state.grace_until):
+        seats = ", ".join(str(s) for s in lineup.short)
+        raise RuleViolation(
+            f"seat(s) {seats} cannot cover the pot; they have until {state.grace_until} to top up"
+        )
+    if len(lineup.players) < 2 and not lineup.new_game:
+        # The game cannot go on with fewer than two players: a new game starts around the
+        # pot that is there, and everyone seated and willing is dealt in.
+        lineup = _Lineup(state, now, new_game=True)
+    if len(lineup.players) < 2:
+        raise RuleViolation("at least two players who can pay the ante are needed to deal")
+    return lineup
+
+
+def verify_deal(state: TableState, now: datetime) -> None:
+    """A hand can be dealt when none is in play and two or more players can take part."""
+    require_table(state)
+    if state.hand is not None:
+        raise RuleViolation(f"hand {state.hand.number} is still in play (phase {state.hand.phase})")
+    _lineup(state, now)
+
+
+def _clockwise(seats: Sequence[int], after: int, size: int) -> list[int]:
+    return sorted(seats, key=lambda s: (s - after - 1) % size)
+
+
+def _check_stacked(
+    rules: Ruleset, stacked: Mapping[str, Sequence[str]], players: Sequence[int]
+) -> dict[str, tuple[str, ...]]:
+    fixed: dict[str, tuple[str, ...]] = {}
+    seen: set[str] = set()
+    for key, texts in stacked.items():
+        field = f"stacked_deck.{key}"
+        if key == "kitty":
+            if not rules.kitty:
+                raise InvalidCard("this table has no kitty", field)
+        elif key != "next":
+            if not key.isdigit() or int(key) not in players:
+                raise InvalidCard(f"seat {key} is not dealt into this hand", field)
+        cards = parse_cards(texts, field)
+        if key != "next" and len(cards) != rules.cards:
+            raise InvalidCard(f"a hand has exactly {rules.cards} cards", field)
+        for card in cards:
+            if card in seen:
+                raise InvalidCard(f"card {card} appears twice", field)
+            seen.add(card)
+        fixed[key] = cards
+    return fixed
+
+
+def deal_from(
+    deck: Sequence[str],
+    order: Sequence[int],
+    cards: int,
+    kitty: bool,
+    fixed: Mapping[str, Sequence[str]] | None = None,
+) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """Deal `cards` cards one at a time from the top of `deck` to each seat of `order` (and the
+    kitty, last in each round); hands in `fixed` are already complete and are skipped.
+    Returns each hand by position ("0", "3", "kitty") and the rest of the deck."""
+    positions = [str(s) for s in order] + (["kitty"] if kitty else [])
+    fixed = fixed or {}
+    dealt: dict[str, list[str]] = {p: list(fixed.get(p, ())) for p in positions}
+    top = 0
+    for _ in range(cards):
+        for p in positions:
+            if len(dealt[p]) < cards:
+                dealt[p].append(deck[top])
+                top += 1
+    return {p: tuple(hand) for p, hand in dealt.items()}, tuple(deck[top:])
+
+
+def deal(
+    state: TableState,
+    seed: bytes,
+    now: datetime,
+    client_seed: str = "",
+    stacked: Mapping[str, Sequence[str]] | None = None,
+) -> list[ev.Event]:
+    """Collect antes and deal the next hand from the deck that `seed` derives.
+
+    Cards go out one at a time, from the button's left, with the kitty (when on) dealt last in
+    each round. `stacked` (sandbox only; the API decides who may) fixes seats', the kitty's and
+    the next cards off the deck; every other card comes from the shuffled deck as usual.
+    """
+    verify_deal(state, now)
+    rules = state.rules
+    lineup = _lineup(state, now)
+    players = lineup.players
+    button = state.button if state.button is not None else players[0]
+    order = _clockwise(players, button, rules.seats)
+    hand_no = state.hands_dealt + 1
+    fixed = _check_stacked(rules, stacked or {}, players)
+    needed = (len(order) + (1 if rules.kitty else 0)) * rules.cards
+    needed += rules.community_cards + rules.draw
+    if rules.deck == "carry_over" and len(state.deck) >= needed and not fixed:
+        deck, reshuffled = list(state.deck), False
+    else:
+        deck = shuffled_deck(seed, deck_context(state.table_id, hand_no, client_seed))
+        reshuffled = True
+    if fixed:
+        taken = {card for cards in fixed.values() for card in cards}
+        deck = [c for c in deck if c not in taken]
+    dealt, rest = deal_from(deck, order, rules.cards, rules.kitty, fixed)
+    rest = (*fixed.get("next", ()), *rest)  # the stacked "next" cards come off the deck next
+    new_game = lineup.new_game
+    return [
+        ev.HandDealt(
+            hand=hand_no,
+            game=state.game + 1 if new_game else state.game,
+            new_game=new_game,
+            button=button,
+            order=tuple(order),
+            antes={s: lineup.antes[s] for s in order if lineup.antes[s]},
+            removed=lineup.removed,
+            cards={s: dealt[str(s)] for s in order},
+            kitty=dealt.get("kitty", ()),
+            deck=rest,
+            reshuffled=reshuffled,
+            seed=seed.hex(),
+            commitment=seed_commitment(seed),
+            client_seed=client_seed,
+            stacked=bool(fixed),
+            deadline=later(now, rules.decision_timeout_s),
+            at=iso(now),
+        )
+    ]
+
+
+def verify_void(state: TableState) -> None:
+    """Only a hand in play can be voided."""
+    require_table(state)
+    if state.hand is None:
+        raise RuleViolation("no hand is in play")
+
+
+def void_hand(state: TableState, reason: str, now: datetime) -> list[ev.Event]:
+    """Void the hand in play (a misdeal): cards return, antes stay in the pot."""
+    verify_void(state)
+    assert state.hand is not None
+    return [ev.HandVoided(hand=state.hand.number, reason=reason[:200], at=iso(now))]

@@ -1,0 +1,44 @@
+"""Checks shared by the commands: the table exists, a seat is held, an amount is sane."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .errors import GutsError, InvalidCommand, RuleViolation, UnknownSeat
+from .ruleset import MAX_CHIPS
+from .state import LEFT, Seat, TableState
+
+
+def can(verify: Callable[..., Any], *args: Any) -> bool:
+    """The yes/no form of a `verify_*` check."""
+    try:
+        verify(*args)
+    except GutsError:
+        return False
+    return True
+
+
+def require_table(state: TableState) -> None:
+    """The table must exist."""
+    if not state.exists:
+        raise RuleViolation("the table does not exist")
+
+
+def require_amount(value: int, name: str, minimum: int = 1) -> None:
+    """`value` must be a whole number of chips in range."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_CHIPS:
+        raise InvalidCommand(f"{name} must be a whole number from {minimum} to {MAX_CHIPS}", name)
+
+
+def seat_holder(state: TableState, seat: int) -> Seat:
+    """The player at `seat` (who has not left)."""
+    holder = state.seats.get(seat)
+    if holder is None or holder.status == LEFT:
+        raise UnknownSeat(f"seat {seat} is empty")
+    return holder
+
+
+def in_live_hand(state: TableState, seat: int) -> bool:
+    """Whether `seat` is dealt into the hand in play."""
+    return state.hand is not None and seat in state.hand.order
