@@ -38,19 +38,25 @@ def _converter(hint: Any) -> Converter:
     args = typing.get_args(hint)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _dataclass_converter(hint)
+    # The common shapes get a builtin or a single comprehension: snapshots are decoded on
+    # every command, so this is on the hot path.
     if origin is dict:
-        key = int if args and args[0] is int else _identity
+        int_keys = bool(args) and args[0] is int
         value = _converter(args[1]) if args else _identity
-        return lambda d: {key(k): value(v) for k, v in d.items()}
+        if value is _identity:
+            return (lambda d: {int(k): v for k, v in d.items()}) if int_keys else dict
+        if int_keys:
+            return lambda d: {int(k): value(v) for k, v in d.items()}
+        return lambda d: {k: value(v) for k, v in d.items()}
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             item = _converter(args[0])
-            return lambda seq: tuple(item(v) for v in seq)
+            return tuple if item is _identity else (lambda seq: tuple(map(item, seq)))
         items = [_converter(a) for a in args]
         return lambda seq: tuple(c(v) for c, v in zip(items, seq, strict=True))
     if origin is list:
         item = _converter(args[0]) if args else _identity
-        return lambda seq: [item(v) for v in seq]
+        return list if item is _identity else (lambda seq: list(map(item, seq)))
     if origin in (typing.Union, types.UnionType):
         inner = [a for a in args if a is not type(None)]
         if len(inner) == 1:

@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from service.eventlog.codec import GENESIS, decode_snapshot, encode_snapshot
 from service.rules import commands
 from service.rules.errors import GutsError
 from service.rules.events import event_from_data, event_to_data
@@ -152,6 +153,7 @@ def test_chips_are_conserved_and_replay_equals_live_state(rules, players, data):
         assert event_from_data(json.loads(json.dumps(event_to_data(logged)))) == logged
     snapshot = json.loads(json.dumps(t.state.to_data()))
     assert TableState.from_data(snapshot) == t.state
+    assert decode_snapshot(encode_snapshot(t.state, GENESIS)) == (t.state, GENESIS)
 
 
 @settings(max_examples=60, deadline=None)
