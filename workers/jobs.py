@@ -90,6 +90,28 @@ def _still_waiting(state: TableState, hand: int, deadline: str) -> bool:
     )
 
 
+def enforce_cover_grace(connection: Redis, table_id: str, grace_until: str) -> str:
+    """When the cover rule's top-up grace ends, short players sit out the rest of the game."""
+    tables = tables_for(connection)
+    wait = (parse_iso(grace_until) - utc_now()).total_seconds()
+    if wait > MAX_SLEEP_S:
+        scheduling.schedule_cover(connection, table_id, grace_until, attempt="again")
+        return "rescheduled"
+    if wait > 0:
+        time.sleep(wait)
+
+    def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        if state.grace_until != grace_until:
+            raise RuleViolation("another grace is running, or none")
+        return commands.enforce_cover(state, now)
+
+    try:
+        tables.execute(table_id, decide, _no_response)
+    except RuleViolation:
+        return "nothing_to_do"
+    return "sat_out"
+
+
 def resolve_hand(connection: Redis, table_id: str, hand: int) -> str:
     """Resolve `hand` when its declarations are complete (rules option `auto_resolve`)."""
     tables = tables_for(connection)
@@ -115,6 +137,11 @@ def close_job(table_id: str, hand: int, deadline: str) -> str:
 def resolve_job(table_id: str, hand: int) -> str:
     """RQ entry point for `resolve_hand`."""
     return resolve_hand(_connection(), table_id, hand)
+
+
+def cover_job(table_id: str, grace_until: str) -> str:
+    """RQ entry point for `enforce_cover_grace`."""
+    return enforce_cover_grace(_connection(), table_id, grace_until)
 
 
 def audit_job(audit_id: str, table_id: str) -> dict[str, Any]:

@@ -19,6 +19,8 @@ from redis import Redis
 
 from service.config import Settings
 from service.rules import events as ev
+from service.rules.dealing import short_of_cover
+from service.rules.dealing import short_of_cover
 from service.rules.state import SHOWDOWN, TIMED_PHASES, TableState
 from service.rules.times import parse_iso
 
@@ -77,10 +79,31 @@ def overdue(connection: Redis, now_epoch: float) -> list[tuple[str, float]]:
     return [(member.decode() if isinstance(member, bytes) else member, s) for member, s in found]
 
 
+def schedule_cover(connection: Redis, table_id: str, grace_until: str, attempt: str = "") -> None:
+    """Schedule the end of the cover rule's top-up grace."""
+    from .jobs import cover_job
+
+    queue(DEADLINES, connection).enqueue_at(
+        parse_iso(grace_until) - timedelta(seconds=LEAD_S),
+        cover_job,
+        table_id,
+        grace_until,
+        job_id=job_id("cover", table_id, grace_until, attempt),
+        result_ttl=300,
+        failure_ttl=24 * 3600,
+    )
+
+
 def after_command(connection: Redis, state: TableState, events: list[ev.Event]) -> None:
-    """Queue what a command's events call for: a close at a new deadline, or a resolve."""
+    """Queue what a command's events call for: a close at a new deadline, a resolve, or the
+    end of a top-up grace."""
     hand = state.hand
-    if hand is None or not events:
+    if not events:
+        return
+    if hand is None:
+        resolved = any(isinstance(e, ev.HandResolved) for e in events)
+        if resolved and state.grace_until and short_of_cover(state):
+            schedule_cover(connection, state.table_id, state.grace_until)
         return
     if hand.phase in TIMED_PHASES:
         if any(getattr(e, "deadline", None) for e in events):

@@ -12,7 +12,17 @@ from __future__ import annotations
 from datetime import datetime
 
 from . import events as ev
-from .dealing import deal, deal_from, match_owed, verify_deal, verify_void, void_hand
+from .dealing import (
+    deal,
+    deal_from,
+    enforce_cover,
+    match_owed,
+    short_of_cover,
+    verify_deal,
+    verify_enforce_cover,
+    verify_void,
+    void_hand,
+)
 from .errors import InvalidCommand, RuleViolation
 from .guards import can, require_table
 from .play import (
@@ -78,6 +88,9 @@ __all__ = [
     "create_table",
     "deal",
     "deal_from",
+    "enforce_cover",
+    "short_of_cover",
+    "verify_enforce_cover",
     "declare",
     "draw",
     "pass_card",

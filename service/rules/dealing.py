@@ -47,7 +47,7 @@ def _most_owed(state: TableState, antes: list[int]) -> int:
 class _Lineup:
     """Who is dealt into the next hand, what they ante and who is taken out of the game."""
 
-    def __init__(self, state: TableState, now: datetime, new_game: bool) -> None:
+    def __init__(self, state: TableState, new_game: bool) -> None:
         self.new_game = new_game
         wanted = (ACTIVE, WAITING) if new_game else (ACTIVE,)
         candidates = [s for s in state.seated() if s.status in wanted]
@@ -71,8 +71,33 @@ class _Lineup:
         self.removed = {s: r for s, r in self.removed.items() if state.seats[s].status == ACTIVE}
 
 
+def short_of_cover(state: TableState) -> list[int]:
+    """Seats in the game that cannot cover what they could owe in the next hand (cover rule)."""
+    if state.rules.short_stack != "cover" or not state.game_running:
+        return []
+    return list(_Lineup(state, new_game=False).short)
+
+
+def verify_enforce_cover(state: TableState, now: datetime) -> None:
+    """The cover grace can be enforced between hands, once it is over, on short seats."""
+    require_table(state)
+    if state.hand is not None:
+        raise RuleViolation("a hand is in play")
+    if state.grace_until is None or now < parse_iso(state.grace_until):
+        raise RuleViolation("no top-up grace has ended")
+    if not short_of_cover(state):
+        raise RuleViolation("every player in the game can cover the pot")
+
+
+def enforce_cover(state: TableState, now: datetime) -> list[ev.Event]:
+    """When the top-up grace ends, players who still cannot cover sit out the rest of the game."""
+    verify_enforce_cover(state, now)
+    removed = {s: "cannot_cover" for s in short_of_cover(state)}
+    return [ev.PlayersOutOfGame(seats=removed, at=iso(now))]
+
+
 def _lineup(state: TableState, now: datetime) -> _Lineup:
-    lineup = _Lineup(state, now, new_game=not state.game_running)
+    lineup = _Lineup(state, new_game=not state.game_running)
     if lineup.short and state.grace_until and now < parse_iso(state.grace_until):
         seats = ", ".join(str(s) for s in lineup.short)
         raise RuleViolation(
@@ -81,7 +106,7 @@ def _lineup(state: TableState, now: datetime) -> _Lineup:
     if len(lineup.players) < 2 and not lineup.new_game:
         # The game cannot go on with fewer than two players: a new game starts around the
         # pot that is there, and everyone seated and willing is dealt in.
-        lineup = _Lineup(state, now, new_game=True)
+        lineup = _Lineup(state, new_game=True)
     if len(lineup.players) < 2:
         raise RuleViolation("at least two players who can pay the ante are needed to deal")
     return lineup

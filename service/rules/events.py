@@ -252,6 +252,16 @@ class HandResolved(Event):
 
 
 @dataclass(frozen=True)
+class PlayersOutOfGame(Event):
+    """Between hands: `seats` sit out the rest of the game (their top-up grace ended while they
+    still could not cover the pot); they join again at the next game."""
+
+    TYPE: ClassVar[str] = "players_out_of_game"
+    seats: dict[int, str]
+    at: str
+
+
+@dataclass(frozen=True)
 class HandVoided(Event):
     """The operator voided the hand (a misdeal): cards return, antes stay in the pot."""
 
@@ -278,6 +288,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         CommunityCardDealt,
         CardsDrawn,
         HandResolved,
+        PlayersOutOfGame,
         HandVoided,
     )
 }

@@ -303,6 +303,12 @@ def _resolved(state: TableState, e: ev.HandResolved) -> None:
     state.hand = None
 
 
+def _out_of_game(state: TableState, e: ev.PlayersOutOfGame) -> None:
+    for s in e.seats:
+        state.seats[s].status = WAITING
+    state.grace_until = None
+
+
 def _voided(state: TableState, e: ev.HandVoided) -> None:
     hand = state.hand
     assert hand is not None
@@ -328,6 +334,7 @@ _APPLY = {
     ev.CommunityCardDealt: _community,
     ev.CardsDrawn: _drawn,
     ev.HandResolved: _resolved,
+    ev.PlayersOutOfGame: _out_of_game,
     ev.HandVoided: _voided,
 }
 

@@ -139,3 +139,25 @@ def test_sequential_turns_each_get_their_own_deadline(api: Api, redis_client):
     assert hand["decisions"] == {"1": "out"} and hand["on_turn"] == 2
     assert parse_iso(hand["deadline"]) > parse_iso(dealt["deadline"])
     assert datetime.now(UTC) < parse_iso(hand["deadline"])
+
+
+def test_the_cover_grace_is_enforced_when_it_ends(api: Api, redis_client):
+    from workers.jobs import enforce_cover_grace
+
+    table = api.table("monte-carlo", decision_timeout_s=30, cover_grace_s=1)
+    tokens = [api.seat(table, f"p{i}", buy_in=b)["token"] for i, b in enumerate([100, 100, 6])]
+    api.post(
+        f"/v1/tables/{table}/deal",
+        {"stacked_deck": {"1": ["As", "Ah", "Ad"], "2": ["Ks", "Kh", "2c"]}},
+    )
+    for seat, decision in ((1, "in"), (2, "in"), (0, "out")):
+        api.post(f"/v1/tables/{table}/declare", {"decision": decision}, token=tokens[seat])
+    resolved = api.post(f"/v1/tables/{table}/resolve").json()
+    assert resolved["matched"] == {"2": 3}  # seat 2 is left with 2 chips: short of the pot
+    registry = queue(DEADLINES, redis_client).scheduled_job_registry
+    scheduled = [j.decode() for j in redis_client.zrange(registry.key, 0, -1)]  # due ones too
+    assert any(j.startswith("cover-") for j in scheduled), scheduled
+    assert enforce_cover_grace(redis_client, table, resolved["grace_until"]) == "sat_out"
+    seats = {s["seat"]: s["status"] for s in api.get(f"/v1/tables/{table}").json()["seats"]}
+    assert seats == {0: "active", 1: "active", 2: "waiting"}
+    assert enforce_cover_grace(redis_client, table, resolved["grace_until"]) == "nothing_to_do"
