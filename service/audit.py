@@ -22,8 +22,8 @@ from service.eventlog.store import EventStore, StoreError
 from service.rules import events as ev
 from service.rules.cards import deck_context, shuffled_deck
 from service.rules.commands import deal_from
-from service.rules.play import draw_from
 from service.rules.events import event_from_data
+from service.rules.play import draw_from
 from service.rules.settlement import settle
 from service.rules.state import TableState, evolve
 from service.rules.times import parse_iso

@@ -107,12 +107,27 @@ def _run_worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _configure_verify(parser: argparse.ArgumentParser, settings: Settings) -> None:
+    parser.add_argument(
+        "args",
+        nargs=argparse.REMAINDER,
+        help="a hand history (file, - for stdin, or URL), then --json / --token TOKEN",
+    )
+
+
+def _run_verify(args: argparse.Namespace, settings: Settings) -> int:
+    from service.verify import main as verify_main
+
+    return verify_main(list(args.args))
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("serve", "run the API, a worker and (without REDIS_URL) Redis", _configure_serve,
             _run_serve),
     Command("worker", "run the RQ worker alone (needs REDIS_URL)", _configure_worker,
             _run_worker),
-    # `guts verify` goes here.
+    Command("verify", "check a hand history's deal against its revealed seed (stdlib only)",
+            _configure_verify, _run_verify),
 )  # fmt: skip
 
 
@@ -134,6 +149,11 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``guts`` console script; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["verify"]:  # the verifier parses its own options (and needs no settings)
+        from service.verify import main as verify_main
+
+        return verify_main(argv[1:])
     try:
         settings = Settings.from_env()
     except ValueError as error:

@@ -20,7 +20,6 @@ from redis import Redis
 from service.config import Settings
 from service.rules import events as ev
 from service.rules.dealing import short_of_cover
-from service.rules.dealing import short_of_cover
 from service.rules.state import SHOWDOWN, TIMED_PHASES, TableState
 from service.rules.times import parse_iso
 

@@ -37,7 +37,7 @@ class Principal:
 
     def viewer(self) -> Viewer:
         """The rules' notion of this caller, for redaction."""
-        return Viewer(self.role, self.seat)
+        return Viewer(self.role, self.seat, self.joined or 0)
 
 
 def _b64(data: bytes) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, request
 from marshmallow import Schema
 
+from service.phh import to_phh
 from service.rules import commands
 from service.rules import events as ev
 from service.rules.history import hand_history
@@ -431,7 +432,7 @@ def events(table_id: str) -> Response:
     query = schemas.EventsQuery().load(request.args.to_dict())
     viewer, state = _viewer_and_state(table_id)
     read = tables().events(table_id, query["after"], query["limit"])
-    items = [{"version": v, **event_view(e, state, viewer)} for v, e in read]
+    items = [{"version": v, **event_view(e, state, viewer, v)} for v, e in read]
     next_after = read[-1][0] if read else query["after"]
     return json_response(
         {"events": items, "version": state.version, "next_after": next_after}, version=state.version
@@ -446,6 +447,17 @@ def get_hand(table_id: str, hand: int) -> Response:
     if state.hand is not None and state.hand.number == hand:
         raise NotFound(f"hand {hand} is still in play; its history is kept once it is over")
     record = hand_history(state, hand, _hand_events(table_id, hand), viewer)
+    if request.args.get("format", "json") == "phh":
+        text = to_phh(
+            record,
+            ante=state.rules.ante,
+            cards=state.rules.cards,
+            starting_stacks={int(s): n for s, n in record.get("stacks_before", {}).items()},
+            players={int(s): p for s, p in record.get("players", {}).items()},
+        )
+        return Response(text, mimetype="text/plain")
+    if request.args.get("format", "json") != "json":
+        raise BadRequest("format must be json or phh", 400, "format")
     return json_response(record, version=state.version)
 
 

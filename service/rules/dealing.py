@@ -223,6 +223,8 @@ def deal(
             stacked=bool(fixed),
             deadline=later(now, rules.decision_timeout_s),
             at=iso(now),
+            stacks={s: state.seats[s].stack for s in order},
+            players={s: state.seats[s].player_id for s in order},
         )
     ]
 

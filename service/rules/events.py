@@ -10,7 +10,7 @@ Times are ISO 8601 strings in UTC with milliseconds (`2026-11-22T15:00:00.000Z`)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .serial import from_data, to_data
@@ -93,7 +93,8 @@ class HandDealt(Event):
     taken out of the game at this deal and why ("cannot_ante", "cannot_cover"). `deck` is what
     is left of the deck after the deal (carried over when the rules say so). `seed` is secret
     until the hand is over; `commitment` (its SHA-256) is public from the deal on. `stacked`
-    marks a sandbox deal whose cards were fixed by the caller.
+    marks a sandbox deal whose cards were fixed by the caller. `stacks` are the players'
+    stacks before the antes, `players` who held each seat.
     """
 
     TYPE: ClassVar[str] = "hand_dealt"
@@ -114,6 +115,8 @@ class HandDealt(Event):
     stacked: bool
     deadline: str
     at: str
+    stacks: dict[int, int] = field(default_factory=dict)  # each player's stack before the ante
+    players: dict[int, str] = field(default_factory=dict)  # who sat where
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,12 @@ def hand_history(
     state: TableState, hand: int, found: Sequence[tuple[int, ev.Event]], viewer: Viewer
 ) -> dict[str, Any]:
     """The record of finished hand `hand`, from its events `found` (version, event)."""
-    views = [(v, e, event_view(e, state, viewer)["data"]) for v, e in found]
+    views = [(v, e, event_view(e, state, viewer, v)["data"]) for v, e in found]
     record: dict[str, Any] = {
         "hand_id": f"{state.table_id}/{hand}",
         "table_id": state.table_id,
         "hand": hand,
+        "rules": state.rules.to_dict(),
         "status": "interrupted",
         "versions": [found[0][0], found[-1][0]] if found else [],
         "decisions": {},
@@ -49,6 +50,8 @@ def hand_history(
                 stacked=event.stacked,
                 reshuffled=event.reshuffled,
                 deadline=event.deadline,
+                stacks_before={str(s): n for s, n in event.stacks.items()},
+                players={str(s): p for s, p in event.players.items()},
             )
             if "seed" in data:
                 record["seed"] = data["seed"]

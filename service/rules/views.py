@@ -22,10 +22,17 @@ PLAYER = "player"
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who is looking: an operator, an auditor, or the player at `seat`."""
+    """Who is looking: an operator, an auditor, or the player at `seat` who sat down at table
+    version `joined` (a seat's earlier occupants' cards are not theirs to see)."""
 
     role: str
     seat: int | None = None
+    joined: int = 0
+
+    def owns(self, seat: int, version: int | None) -> bool:
+        """Whether the event at `version` about `seat` is this player's own."""
+        mine = self.role == PLAYER and self.seat == seat
+        return mine and (version is None or version > self.joined)
 
     @property
     def privileged(self) -> bool:
@@ -112,8 +119,12 @@ def table_view(state: TableState, viewer: Viewer) -> dict[str, Any]:
     return view
 
 
-def event_view(event: ev.Event, state: TableState, viewer: Viewer) -> dict[str, Any]:
-    """The event's data as `viewer` may see it; hidden fields are left out, not blanked."""
+def event_view(
+    event: ev.Event, state: TableState, viewer: Viewer, version: int | None = None
+) -> dict[str, Any]:
+    """The event's data as `viewer` may see it; hidden fields are left out, not blanked.
+    `version` is the event's place in the log (a player sees only their own seat's secrets
+    from after they sat down)."""
     data: dict[str, Any] = to_data(event)
     if isinstance(event, ev.HandDealt):
         finished = _hand_finished(state, event.hand)
@@ -121,29 +132,33 @@ def event_view(event: ev.Event, state: TableState, viewer: Viewer) -> dict[str, 
             for key in ("kitty", "deck"):
                 data.pop(key)
             mine = str(viewer.seat)
-            visible = mine in data["cards"] and not _own_cards_hidden(state, event.hand)
+            visible = (
+                mine in data["cards"]
+                and viewer.owns(int(mine), version)
+                and not _own_cards_hidden(state, event.hand)
+            )
             data["cards"] = {mine: data["cards"][mine]} if visible else {}
             if not finished:
                 data.pop("seed")
     elif isinstance(event, ev.CardPassed):
         full = viewer.privileged and _hand_finished(state, event.hand)
-        own = viewer.role == PLAYER and viewer.seat == event.seat
+        own = viewer.owns(event.seat, version)
         hand = state.hand
         order = hand.order if hand is not None and hand.number == event.hand else []
         receiver = order[(order.index(event.seat) + 1) % len(order)] if order else None
-        received = viewer.role == PLAYER and viewer.seat == receiver
+        received = receiver is not None and viewer.owns(receiver, version)
         if not (full or own or (received and _passes_done(state, event.hand))):
             data.pop("card")
     elif isinstance(event, ev.CardsDrawn):
         full = viewer.privileged and _hand_finished(state, event.hand)
-        own = viewer.role == PLAYER and viewer.seat == event.seat
+        own = viewer.owns(event.seat, version)
         if not full:
             data.pop("deck")
             if not own:
                 data["discarded"] = len(event.discarded)
                 data["drawn"] = len(event.drawn)
     elif isinstance(event, ev.DecisionMade):
-        own = viewer.role == PLAYER and viewer.seat == event.seat
+        own = viewer.owns(event.seat, version)
         full = viewer.privileged and _hand_finished(state, event.hand)
         if not (own or full or _decisions_public(state, event.hand)):
             data.pop("decision")

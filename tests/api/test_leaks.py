@@ -92,3 +92,43 @@ def test_logs_never_carry_cards_or_tokens(api: Api, caplog):
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert table in logged and '"command":"declare"' in logged
     assert token not in logged and "As" not in logged and "op-key" not in logged
+
+
+def test_a_newcomer_in_a_seat_never_sees_the_previous_players_cards(api: Api):
+    table = api.table("three-card")
+    api.seat(table, "p0")
+    api.seat(table, "p1")
+    api.post(f"/v1/tables/{table}/deal", {"stacked_deck": {"0": ["As", "Ah", "Ad"]}})
+    assert api.post(f"/v1/tables/{table}/void").status_code == 200
+    assert api.delete(f"/v1/tables/{table}/players/0").status_code == 200
+    newcomer = api.seat(table, "newcomer", seat=0)["token"]
+    seen = [
+        api.get(f"/v1/tables/{table}/events", token=newcomer).text,
+        api.get(f"/v1/tables/{table}/hands/1", token=newcomer).text,
+    ]
+    for text in seen:
+        for card in ("As", "Ah", "Ad"):
+            assert f'"{card}"' not in text
+
+
+def test_hand_history_exports_as_phh(api: Api):
+    import tomllib
+
+    table = api.table("three-card")
+    tokens = [api.seat(table, f"p{i}")["token"] for i in range(2)]
+    api.post(f"/v1/tables/{table}/deal")
+    for token in tokens:
+        api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=token)
+    api.post(f"/v1/tables/{table}/resolve")
+    response = api.get(f"/v1/tables/{table}/hands/1?format=phh", token=AUDITOR)
+    assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/plain")
+    phh = tomllib.loads(response.text)
+    assert {
+        "variant",
+        "antes",
+        "blinds_or_straddles",
+        "min_bet",
+        "starting_stacks",
+        "actions",
+    } <= set(phh)
+    assert api.get(f"/v1/tables/{table}/hands/1?format=xml", token=AUDITOR).status_code == 400

@@ -159,11 +159,11 @@ def test_deadline_makes_undeclared_players_out_decided_by_the_platform():
     t.deal()
     t.apply(commands.declare(t.state, 1, "in", t.now))
     with pytest.raises(RuleViolation, match="has not passed"):
-        commands.close_declarations(t.state, t.now)
+        commands.close_at_deadline(t.state, t.now)
     t.tick(30)
     with pytest.raises(RuleViolation, match="deadline"):
         commands.declare(t.state, 2, "in", t.now)
-    events = t.apply(commands.close_declarations(t.state, t.now))
+    events = t.apply(commands.close_at_deadline(t.state, t.now))
     platform = {e.seat: e.decision for e in events if getattr(e, "by", "") == "platform"}
     assert platform == {2: "out", 0: "out"}
     assert t.state.hand.decided_by == {1: "player", 2: "platform", 0: "platform"}
@@ -174,7 +174,7 @@ def test_sequential_deadline_closes_only_the_seat_on_turn():
     t = Table("two-card", players=3, dealer_auto_in=False)
     t.deal()
     t.tick(31)
-    t.apply(commands.close_declarations(t.state, t.now))
+    t.apply(commands.close_at_deadline(t.state, t.now))
     hand = t.state.hand
     assert hand.decisions == {1: "out"} and hand.on_turn() == 2
     assert commands.can_declare(t.state, 2, "in", t.now)
