@@ -30,7 +30,14 @@ from .auth import Authenticator
 from .json import dumps
 from .views import v1
 
-SPEC_PATH = Path(__file__).resolve().parents[2] / "openapi.yaml"
+def _spec_path() -> Path:
+    """openapi.yaml beside the package (a checkout or an editable install), else in the
+    working directory (a container that copied the repository to its WORKDIR)."""
+    beside = Path(__file__).resolve().parents[2] / "openapi.yaml"
+    return beside if beside.exists() else Path.cwd() / "openapi.yaml"
+
+
+SPEC_PATH = _spec_path()
 log = logging.getLogger("guts.access")
 
 
