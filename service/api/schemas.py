@@ -87,3 +87,16 @@ class EventsQuery(Strict):
 
     after = fields.Integer(load_default=0, validate=validate.Range(min=0, max=2**53))
     limit = fields.Integer(load_default=100, validate=validate.Range(min=1, max=1000))
+
+
+# One instance of each, built once: building a schema costs more than loading a body with it.
+CREATE_TABLE = CreateTable()
+SEAT_PLAYER = SeatPlayer()
+TOP_UP = TopUp()
+DEAL = Deal()
+DECLARE = Declare()
+PASS_CARD = PassCard()
+DRAW = Draw()
+VOID = Void()
+EMPTY = Empty()
+EVENTS_QUERY = EventsQuery()

@@ -143,7 +143,7 @@ def run(table_id: str, decide: Decide, respond: Respond, *, create: bool = False
 @v1.post("/tables")
 def create_table() -> Response:
     require(principal(), OPERATOR)
-    body = load_body(schemas.CreateTable())
+    body = load_body(schemas.CREATE_TABLE)
     overrides = dict(body["rules"])
     for name in ("ante", "seats", "decision_timeout_s"):
         if name in body:
@@ -176,7 +176,7 @@ def get_table(table_id: str) -> Response:
 @v1.post("/tables/<table_id>/players")
 def seat_player(table_id: str) -> Response:
     require(principal(), OPERATOR)
-    body = load_body(schemas.SeatPlayer())
+    body = load_body(schemas.SEAT_PLAYER)
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         return commands.seat_player(state, body["player_id"], body["buy_in"], now, body.get("seat"))
@@ -223,7 +223,7 @@ def _seat_response(state: TableState, seat: int) -> dict[str, Any]:
 @v1.post("/tables/<table_id>/players/<int:seat>/chips")
 def top_up(table_id: str, seat: int) -> Response:
     require(principal(), OPERATOR)
-    body = load_body(schemas.TopUp())
+    body = load_body(schemas.TOP_UP)
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         return commands.top_up(state, seat, body["amount"], now)
@@ -242,7 +242,7 @@ def _operator_or_player(state: TableState, seat: int) -> None:
 
 def _seat_command(table_id: str, seat: int, command: Callable[..., list[ev.Event]]) -> Response:
     principal()
-    load_body(schemas.Empty())
+    load_body(schemas.EMPTY)
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         _operator_or_player(state, seat)
@@ -283,7 +283,7 @@ def leave(table_id: str, seat: int) -> Response:
 @v1.post("/tables/<table_id>/deal")
 def deal(table_id: str) -> Response:
     require(principal(), OPERATOR)
-    body = load_body(schemas.Deal())
+    body = load_body(schemas.DEAL)
     stacked = body.get("stacked_deck")
     if stacked is not None and not services().settings.sandbox:
         raise Forbidden("stacked_deck is accepted only when the server runs with GUTS_SANDBOX=1")
@@ -316,7 +316,7 @@ def _hand_response(state: TableState, events: list[ev.Event]) -> dict[str, Any]:
 @v1.post("/tables/<table_id>/declare")
 def declare(table_id: str) -> Response:
     principal()
-    body = load_body(schemas.Declare())
+    body = load_body(schemas.DECLARE)
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         seat = require_player_of(principal(), state)
@@ -337,7 +337,7 @@ def declare(table_id: str) -> Response:
 @v1.post("/tables/<table_id>/pass")
 def pass_card(table_id: str) -> Response:
     principal()
-    body = load_body(schemas.PassCard())
+    body = load_body(schemas.PASS_CARD)
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         seat = require_player_of(principal(), state)
@@ -354,7 +354,7 @@ def pass_card(table_id: str) -> Response:
 @v1.post("/tables/<table_id>/draw")
 def draw(table_id: str) -> Response:
     principal()
-    body = load_body(schemas.Draw())
+    body = load_body(schemas.DRAW)
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         seat = require_player_of(principal(), state)
@@ -377,7 +377,7 @@ def draw(table_id: str) -> Response:
 @v1.post("/tables/<table_id>/close")
 def close(table_id: str) -> Response:
     require(principal(), OPERATOR)
-    load_body(schemas.Empty())
+    load_body(schemas.EMPTY)
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         return commands.close_at_deadline(state, now)
@@ -388,7 +388,7 @@ def close(table_id: str) -> Response:
 @v1.post("/tables/<table_id>/resolve")
 def resolve(table_id: str) -> Response:
     require(principal(), OPERATOR)
-    load_body(schemas.Empty())
+    load_body(schemas.EMPTY)
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         return commands.resolve(state, now)
@@ -404,7 +404,7 @@ def resolve(table_id: str) -> Response:
 @v1.post("/tables/<table_id>/void")
 def void(table_id: str) -> Response:
     require(principal(), OPERATOR)
-    body = load_body(schemas.Void())
+    body = load_body(schemas.VOID)
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         return commands.void_hand(state, body["reason"], now)
@@ -429,7 +429,7 @@ def _viewer_and_state(table_id: str) -> tuple[Viewer, TableState]:
 @v1.get("/tables/<table_id>/events")
 def events(table_id: str) -> Response:
     principal()
-    query = schemas.EventsQuery().load(request.args.to_dict())
+    query = schemas.EVENTS_QUERY.load(request.args.to_dict())
     viewer, state = _viewer_and_state(table_id)
     read = tables().events(table_id, query["after"], query["limit"])
     items = [{"version": v, **event_view(e, state, viewer, v)} for v, e in read]
@@ -488,7 +488,7 @@ def _hand_events(table_id: str, hand: int) -> list[tuple[int, ev.Event]]:
 @v1.post("/tables/<table_id>/audit")
 def start_audit(table_id: str) -> Response:
     require(principal(), OPERATOR, AUDITOR)
-    load_body(schemas.Empty())
+    load_body(schemas.EMPTY)
     tables().load(check_table_id(table_id))  # 404 for an unknown table
     audit_id = secrets.token_hex(12)
     scheduling.enqueue_audit(services().redis, audit_id, table_id)
