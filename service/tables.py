@@ -6,11 +6,19 @@ against the table's snapshot and appends the events, the new snapshot and the id
 record in one conditional, atomic step. When another command won the race for the version,
 the command is decided again on the new state (bounded), unless the caller pinned a version
 with If-Match.
+
+Each process remembers the last snapshot it wrote or saw per table (a bounded LRU). A command
+first decides on that snapshot and appends conditionally on its version: when it is current
+that is the command's only round trip; when another process moved the table on, the
+conflict reply carries the current snapshot and the command is decided again on it. Decisions
+are never taken on stale state: the append's version check sees to it.
 """
 
 from __future__ import annotations
 
 import secrets
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,7 +33,13 @@ from service.eventlog.codec import (
     encode_events,
     encode_snapshot,
 )
-from service.eventlog.store import EventStore, Idempotency, IdempotencyMismatch, VersionConflict
+from service.eventlog.store import (
+    EventStore,
+    Idempotency,
+    IdempotencyMismatch,
+    Loaded,
+    VersionConflict,
+)
 from service.rules.errors import GutsError
 from service.rules.events import Event
 from service.rules.state import TableState, evolve
@@ -70,6 +84,32 @@ class Result:
     replayed: bool = False
 
 
+class SnapshotCache:
+    """The last (version, snapshot) this process knows per table, least recently used out."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, Loaded] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, table_id: str) -> Loaded | None:
+        with self._lock:
+            found = self._entries.get(table_id)
+            if found is not None:
+                self._entries.move_to_end(table_id)
+            return found
+
+    def put(self, table_id: str, loaded: Loaded) -> None:
+        with self._lock:
+            known = self._entries.get(table_id)
+            if known is not None and known.version > loaded.version:
+                return  # never go back to an older snapshot
+            self._entries[table_id] = loaded
+            self._entries.move_to_end(table_id)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+
 @dataclass
 class Tables:
     """Tables kept in an event store; see the module docstring."""
@@ -78,6 +118,7 @@ class Tables:
     now: Callable[[], datetime] = utc_now
     new_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32)
     max_attempts: int = 50
+    cache: SnapshotCache = field(default_factory=SnapshotCache)
 
     def load(self, table_id: str) -> TableState:
         """The table's current state, from its snapshot (one store round trip)."""
@@ -108,8 +149,11 @@ class Tables:
             seen = self.store.find_idempotent(table_id, idempotency_key)
             if seen is not None:
                 return self._replay(seen, request_hash)
+        # If-Match compares with the table's real version: no guessing from the cache then.
+        known = None if (create or if_match is not None) else self.cache.get(table_id)
         for _ in range(self.max_attempts):
-            loaded = self.store.load(table_id)
+            loaded = known if known is not None else self.store.load(table_id)
+            known = None
             if create and loaded.version:
                 raise TableExists(f"table {table_id!r} already exists")
             if not create and (loaded.version == 0 or loaded.snapshot is None):
@@ -128,10 +172,9 @@ class Tables:
                 response = orjson.dumps({"status": status, "body": body})
                 record = Idempotency(idempotency_key, request_hash, response)
             encoded, head = encode_events(events, head)
+            snapshot = encode_snapshot(state, head)
             try:
-                appended = self.store.append(
-                    table_id, loaded.version, encoded, encode_snapshot(state, head), record
-                )
+                appended = self.store.append(table_id, loaded.version, encoded, snapshot, record)
             except VersionConflict as conflict:
                 if if_match is not None:
                     raise PreconditionFailed(
@@ -139,6 +182,9 @@ class Tables:
                     ) from conflict
                 if create:
                     raise TableExists(f"table {table_id!r} already exists") from conflict
+                known = conflict.current
+                if known is not None:
+                    self.cache.put(table_id, known)
                 continue
             except IdempotencyMismatch as exc:
                 raise IdempotencyReused(
@@ -146,6 +192,7 @@ class Tables:
                 ) from exc
             if appended.replayed is not None:
                 return self._replay(appended.replayed, request_hash)
+            self.cache.put(table_id, Loaded(appended.version, snapshot))
             return Result(status, body, state, events)
         raise Contention("the table is too busy right now; try again")
 

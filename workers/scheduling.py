@@ -48,21 +48,25 @@ def job_id(kind: str, *parts: object) -> str:
 def schedule_close(
     connection: Redis, table_id: str, hand: int, deadline: str, attempt: str = ""
 ) -> None:
-    """Schedule the close of `hand` for `deadline`, and index the deadline for the backstop."""
+    """Schedule the close of `hand` for `deadline`, and index the deadline for the backstop
+    (one round trip: both go in one pipeline)."""
     from .jobs import close_job
 
     due = parse_iso(deadline)
-    connection.zadd(deadlines_key(), {table_id: due.timestamp()})
-    queue(DEADLINES, connection).enqueue_at(
-        due - timedelta(seconds=LEAD_S),
-        close_job,
-        table_id,
-        hand,
-        deadline,
-        job_id=job_id("close", table_id, hand, deadline, attempt),
-        result_ttl=300,
-        failure_ttl=24 * 3600,
-    )
+    with connection.pipeline(transaction=False) as pipe:
+        pipe.zadd(deadlines_key(), {table_id: due.timestamp()})
+        queue(DEADLINES, connection).enqueue_at(
+            due - timedelta(seconds=LEAD_S),
+            close_job,
+            table_id,
+            hand,
+            deadline,
+            job_id=job_id("close", table_id, hand, deadline, attempt),
+            result_ttl=300,
+            failure_ttl=24 * 3600,
+            pipeline=pipe,
+        )
+        pipe.execute()
 
 
 def forget_deadline(connection: Redis, table_id: str, deadline: str) -> None:
@@ -107,18 +111,18 @@ def after_command(connection: Redis, state: TableState, events: list[ev.Event]) 
     if hand.phase in TIMED_PHASES:
         if any(getattr(e, "deadline", None) for e in events):
             schedule_close(connection, state.table_id, hand.number, hand.deadline)
-    elif hand.phase == SHOWDOWN:
-        connection.zrem(deadlines_key(), state.table_id)
-        if state.rules.auto_resolve:
-            from .jobs import resolve_job
+    elif hand.phase == SHOWDOWN and state.rules.auto_resolve:
+        # (The deadline index entry is left: the close job or the backstop drops it, which
+        # saves a round trip on the declaration that completes the hand.)
+        from .jobs import resolve_job
 
-            queue(DEADLINES, connection).enqueue(
-                resolve_job,
-                state.table_id,
-                hand.number,
-                job_id=job_id("resolve", state.table_id, hand.number),
-                result_ttl=300,
-            )
+        queue(DEADLINES, connection).enqueue(
+            resolve_job,
+            state.table_id,
+            hand.number,
+            job_id=job_id("resolve", state.table_id, hand.number),
+            result_ttl=300,
+        )
 
 
 def _audit_key(audit_id: str) -> str:

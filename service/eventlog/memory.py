@@ -85,7 +85,8 @@ class InMemoryEventStore:
                         )
                     return AppendResult(version=actual, replayed=stored)
             if actual != expected_version:
-                raise VersionConflict(expected_version, actual, table_id=table_id)
+                current = Loaded(actual, table.snapshot if table is not None else None)
+                raise VersionConflict(expected_version, actual, table_id=table_id, current=current)
             if table is None:
                 table = self._tables[table_id] = _Table()
             table.events.extend(bytes(event) for event in events)

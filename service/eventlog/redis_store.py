@@ -71,7 +71,7 @@ if idem_key then
 end
 
 if actual ~= expected then
-  return {'conflict', actual}
+  return {'conflict', actual, redis.call('HGET', meta_key, 'snapshot') or ''}
 end
 
 -- The stream must end exactly at the stored version (empty for a new table).
@@ -197,7 +197,9 @@ class RedisEventStore:
             record = Idempotency(idempotency.key, idempotency.request_hash, _bytes(reply[2]))
             return AppendResult(version=int(reply[1]), replayed=record)
         if status == b"conflict":
-            raise VersionConflict(expected_version, int(reply[1]), table_id=table_id)
+            actual = int(reply[1])
+            current = Loaded(actual, _bytes(reply[2]) if actual else None)
+            raise VersionConflict(expected_version, actual, table_id=table_id, current=current)
         if status == b"mismatch":
             assert idempotency is not None
             raise IdempotencyMismatch(

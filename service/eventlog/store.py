@@ -79,13 +79,17 @@ class StoreError(Exception):
 
 
 class VersionConflict(StoreError):
-    """The table is not at the version the caller expected: reload and decide again."""
+    """The table is not at the version the caller expected: decide again on `current` (the
+    table's version and snapshot when the conflict was found, so no reload is needed)."""
 
-    def __init__(self, expected: int, actual: int, table_id: str = "") -> None:
-        super().__init__(expected, actual, table_id)  # all args: the error pickles
+    def __init__(
+        self, expected: int, actual: int, table_id: str = "", current: Loaded | None = None
+    ) -> None:
+        super().__init__(expected, actual, table_id, current)  # all args: the error pickles
         self.expected = expected
         self.actual = actual
         self.table_id = table_id
+        self.current = current
 
     def __str__(self) -> str:
         return f"table {self.table_id!r} is at version {self.actual}, not {self.expected}"

@@ -96,6 +96,8 @@ class TestEventStoreContract:
             store.append("t1", 1, events("late"), b"stale")
         assert (raised.value.expected, raised.value.actual) == (1, 2)
         assert raised.value.table_id == "t1"
+        # The conflict carries the current state, so the caller can decide again at once.
+        assert raised.value.current == Loaded(version=2, snapshot=b"s2")
         assert store.load("t1") == Loaded(version=2, snapshot=b"s2")
         assert datas(store.read("t1")) == events("a", "b")
 
@@ -104,6 +106,7 @@ class TestEventStoreContract:
         with pytest.raises(VersionConflict) as raised:
             store.append("t1", 5, events("b"), b"s")
         assert (raised.value.expected, raised.value.actual) == (5, 1)
+        assert raised.value.current == Loaded(version=1, snapshot=b"s1")
 
     def test_creating_an_existing_table_conflicts(self, store: EventStore) -> None:
         store.append("t1", 0, events("a"), b"s1")

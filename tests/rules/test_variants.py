@@ -187,7 +187,7 @@ def test_pass_the_trash_moves_one_card_left_all_at_once():
         commands.pass_card(t.state, 2, "As", t.now)
     # Nobody sees the card before everyone has passed: not even its receiver.
     seen = [event_view(e, t.state, Viewer("player", 2)) for e in t.log]
-    assert "2c" not in str(seen)
+    assert "'2c'" not in str(seen)
     t.apply(commands.pass_card(t.state, 2, "3c", t.now))
     t.apply(commands.pass_card(t.state, 0, "4c", t.now))
     hand = t.state.hand
