@@ -152,6 +152,7 @@ class Tables:
         # If-Match compares with the table's real version: no guessing from the cache then.
         known = None if (create or if_match is not None) else self.cache.get(table_id)
         for _ in range(self.max_attempts):
+            cached = known is not None
             loaded = known if known is not None else self.store.load(table_id)
             known = None
             if create and loaded.version:
@@ -163,7 +164,12 @@ class Tables:
             )
             if if_match is not None and if_match != state.version:
                 raise PreconditionFailed(f"the table is at version {state.version}, not {if_match}")
-            events = decide(state, self.now())
+            try:
+                events = decide(state, self.now())
+            except Exception:
+                if cached:  # the cached snapshot may be behind: say no only on the real one
+                    continue
+                raise
             for event in events:
                 evolve(state, event)
             status, body = respond(state, events)
