@@ -30,6 +30,7 @@ from .auth import Authenticator
 from .json import dumps
 from .views import v1
 
+
 def _spec_path() -> Path:
     """openapi.yaml beside the package (a checkout or an editable install), else in the
     working directory (a container that copied the repository to its WORKDIR)."""
