@@ -7,8 +7,9 @@ anything unknown, out of range, or a combination that cannot work.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from .errors import InvalidRules
@@ -65,7 +66,13 @@ class Ruleset:
 
     def to_dict(self) -> dict[str, Any]:
         """The ruleset as plain JSON-ready data (every option, resolved)."""
-        return asdict(self)
+        return {name: getattr(self, name) for name in _FIELD_NAMES}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Ruleset:
+        """A stored ruleset, rebuilt once per distinct ruleset (snapshots are decoded on every
+        command, and a table's rules never change)."""
+        return _interned(tuple(sorted(data.items())))
 
     @property
     def cap_amount(self) -> int:
@@ -83,6 +90,14 @@ class Ruleset:
     def decisions(self) -> tuple[str, ...]:
         """What a player may declare under these rules."""
         return ("out", "high", "low", "both") if self.hi_lo else ("in", "out")
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(Ruleset))
+
+
+@functools.lru_cache(maxsize=1024)
+def _interned(items: tuple[tuple[str, Any], ...]) -> Ruleset:
+    return Ruleset(**dict(items))
 
 
 _CHOICES: dict[str, tuple[str, ...]] = {

@@ -71,6 +71,10 @@ _CACHE: dict[type, Converter] = {}
 def _dataclass_converter(cls: type) -> Converter:
     if cls in _CACHE:
         return _CACHE[cls]
+    if isinstance(cls.__dict__.get("from_data"), classmethod):
+        custom: Converter = getattr(cls, "from_data")  # noqa: B009 - the class rebuilds itself
+        _CACHE[cls] = custom
+        return custom
 
     def convert(data: Any) -> Any:
         values = dict(data)
