@@ -101,10 +101,7 @@ class SnapshotCache:
 
     def put(self, table_id: str, loaded: Loaded) -> None:
         with self._lock:
-            known = self._entries.get(table_id)
-            if known is not None and known.version > loaded.version:
-                return  # never go back to an older snapshot
-            self._entries[table_id] = loaded
+            self._entries[table_id] = loaded  # a stale entry only costs one conflict
             self._entries.move_to_end(table_id)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)

@@ -168,7 +168,7 @@ def create_app(
 
     @app.get("/metrics")
     def metrics_view() -> Response:
-        return Response(metrics.render(), mimetype=CONTENT_TYPE_LATEST)
+        return Response(metrics.render(), content_type=CONTENT_TYPE_LATEST)
 
     @app.get("/openapi.yaml")
     def spec() -> Response:

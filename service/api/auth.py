@@ -66,9 +66,10 @@ class Authenticator:
 
     def authenticate(self, header: str | None) -> Principal:
         """The caller named by an `Authorization: Bearer ...` header, or Unauthorized."""
-        if not header or not header.startswith("Bearer "):
+        scheme, _, value = (header or "").partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
             raise Unauthorized("an Authorization: Bearer credential is required")
-        credential = header[len("Bearer ") :].strip().encode()
+        credential = value.strip().encode()
         # Compare against every key so the time taken does not tell which list matched.
         is_operator = any([hmac.compare_digest(credential, k) for k in self._operators])
         is_auditor = any([hmac.compare_digest(credential, k) for k in self._auditors])

@@ -86,7 +86,7 @@ def _guts_error(exc: GutsError) -> Response:
         (422, "Invalid Command"),
     )
     extra: dict[str, Any] = {}
-    if exc.field and status == 422:
+    if exc.field is not None and status == 422:
         extra["errors"] = {exc.field: [exc.detail]}
     return problem(status, title, exc.detail, **extra)
 
@@ -101,7 +101,7 @@ def install(app: Flask) -> None:
     @app.errorhandler(ValidationError)
     def invalid(exc: ValidationError) -> Response:
         messages = exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages}
-        return problem(422, "Validation Failed", "the request body is not valid", errors=messages)
+        return problem(422, "Validation Failed", "the request is not valid", errors=messages)
 
     @app.errorhandler(BadRequest)
     def bad_request(exc: BadRequest) -> Response:
@@ -128,7 +128,11 @@ def install(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def http(exc: HTTPException) -> Response:
         status = exc.code or 500
-        return problem(status, exc.name, exc.description or exc.name)
+        response = problem(status, exc.name, exc.description or exc.name)
+        for name, value in exc.get_headers():
+            if name.lower() != "content-type":  # e.g. Allow on a 405
+                response.headers[name] = value
+        return response
 
     @app.errorhandler(StoreError)
     @app.errorhandler(Exception)

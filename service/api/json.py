@@ -9,7 +9,7 @@ import orjson
 
 def dumps(value: Any) -> bytes:
     """`value` as compact JSON bytes."""
-    return orjson.dumps(value)
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
 
 
 def loads(raw: bytes) -> Any:

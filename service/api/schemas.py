@@ -10,7 +10,7 @@ from marshmallow import RAISE, Schema, fields, validate
 
 from service.rules.ruleset import MAX_CHIPS, MAX_TIMEOUT_S, PRESETS
 
-ID = validate.Regexp(r"^[A-Za-z0-9_.@-]{1,64}$", error="1-64 letters, digits or _ . @ -")
+ID = validate.Regexp(r"[A-Za-z0-9_.@-]{1,64}\Z", error="1-64 letters, digits or _ . @ -")
 CHIPS = validate.Range(min=1, max=MAX_CHIPS)
 
 

@@ -63,7 +63,7 @@ def json_response(body: Any, status: int = 200, version: int | None = None) -> R
 def load_body(schema: Schema) -> dict[str, Any]:
     """The request's JSON body, validated (an empty body is an empty object)."""
     raw = request.get_data(cache=True)
-    if not raw.strip():
+    if not raw:
         data: Any = {}
     else:
         if not request.mimetype or not request.mimetype.endswith("json"):
@@ -79,7 +79,7 @@ def load_body(schema: Schema) -> dict[str, Any]:
 
 
 def check_table_id(table_id: str) -> str:
-    if not TABLE_ID.match(table_id):
+    if not TABLE_ID.fullmatch(table_id):
         raise NotFound(f"no table {table_id!r}"[:100])
     return table_id
 
@@ -89,7 +89,7 @@ def if_match() -> int | None:
     if raw is None:
         return None
     text = raw.strip().removeprefix("W/").strip('"')
-    if not text.isdigit() or len(text) > 15:
+    if not (text.isascii() and text.isdigit()) or len(text) > 15:
         raise BadRequest('If-Match must be a table version, such as "17"', field="If-Match")
     return int(text)
 
@@ -98,7 +98,7 @@ def idempotency() -> tuple[str | None, str]:
     """The Idempotency-Key and a hash of who sent what where (the same key from another caller
     or with another body is a different request)."""
     key = request.headers.get("Idempotency-Key")
-    if key is not None and not IDEMPOTENCY_KEY.match(key):
+    if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
         raise BadRequest(
             "Idempotency-Key must be 1-128 visible ASCII characters", field="Idempotency-Key"
         )
@@ -151,7 +151,7 @@ def create_table() -> Response:
                 raise BadRequest(f"{name} is given twice with different values", 422, name)
             overrides[name] = body[name]
     rules = resolve_ruleset(body["preset"], overrides)
-    table_id = body.get("table_id") or secrets.token_urlsafe(12)
+    table_id = body.get("table_id") or _new_id(request.headers.get("Idempotency-Key"))
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         return commands.create_table(table_id, rules, now)
@@ -160,6 +160,16 @@ def create_table() -> Response:
         return 201, {"table_id": table_id, "rules": rules.to_dict(), "version": state.version}
 
     return run(table_id, decide, respond, create=True)
+
+
+def _new_id(idempotency_key: str | None) -> str:
+    """A fresh random id; with an Idempotency-Key, one derived from the caller and the key, so
+    a retry lands on the same table (and replays) instead of creating another."""
+    if idempotency_key is None:
+        return secrets.token_urlsafe(12)
+    caller = request.headers.get("Authorization", "")
+    digest = hashlib.sha256(f"{caller}\0{idempotency_key}".encode()).hexdigest()
+    return f"t{digest[:20]}"
 
 
 @v1.get("/tables/<table_id>")
@@ -455,7 +465,9 @@ def get_hand(table_id: str, hand: int) -> Response:
             starting_stacks={int(s): n for s, n in record.get("stacks_before", {}).items()},
             players={int(s): p for s, p in record.get("players", {}).items()},
         )
-        return Response(text, mimetype="text/plain")
+        response = Response(text, mimetype="text/plain")
+        response.headers["ETag"] = f'"{state.version}"'
+        return response
     if request.args.get("format", "json") != "json":
         raise BadRequest("format must be json or phh", 400, "format")
     return json_response(record, version=state.version)
@@ -490,9 +502,16 @@ def start_audit(table_id: str) -> Response:
     require(principal(), OPERATOR, AUDITOR)
     load_body(schemas.EMPTY)
     tables().load(check_table_id(table_id))  # 404 for an unknown table
-    audit_id = secrets.token_hex(12)
-    scheduling.enqueue_audit(services().redis, audit_id, table_id)
-    response = json_response({"audit_id": audit_id, "table_id": table_id, "status": "queued"}, 202)
+    key, request_hash = idempotency()
+    if key is None:
+        audit_id = secrets.token_hex(12)
+    else:  # the same key for the same table and caller is the same audit: queued once
+        audit_id = hashlib.sha256(f"{table_id}\0{request_hash}\0{key}".encode()).hexdigest()[:24]
+    known = scheduling.load_audit(services().redis, audit_id)
+    if known is None:
+        scheduling.enqueue_audit(services().redis, audit_id, table_id)
+    status = known["status"] if known else "queued"
+    response = json_response({"audit_id": audit_id, "table_id": table_id, "status": status}, 202)
     response.headers["Location"] = f"/v1/audits/{audit_id}"
     return response
 

@@ -36,7 +36,10 @@ def hand_history(
         record["draws"] = {}
     for version, event, data in views:
         if isinstance(event, ev.HandDealt):
-            antes_total = sum(event.antes.values())
+            # Hi-lo: each ante's low half went to the low pot (the odd chip stays high).
+            low_antes = sum(a // 2 for a in event.antes.values()) if state.rules.hi_lo else 0
+            antes_total = sum(event.antes.values()) - low_antes
+            record["_low_antes"] = low_antes
             record.update(
                 game=event.game,
                 started_at=event.at,
@@ -89,10 +92,15 @@ def hand_history(
                 side_pot_after=event.side_pot,
             )
             if event.low is not None:
-                record.update(low_pot_in_play=event.low.pot_in_play, low_pot_after=event.low.pot)
+                record.update(
+                    low_pot_before=event.low.pot_in_play - record.pop("_low_antes", 0),
+                    low_pot_in_play=event.low.pot_in_play,
+                    low_pot_after=event.low.pot,
+                )
         elif isinstance(event, ev.HandVoided):
             record.update(status="cancelled", ended_at=event.at, void_reason=event.reason)
     record.pop("_antes_total", None)
+    record.pop("_low_antes", None)
     record["events"] = [
         {"version": v, "type": e.TYPE, "v": e.VERSION, "data": data} for v, e, data in views
     ]
