@@ -161,3 +161,23 @@ def test_audits_are_for_operators_and_auditors_only(api: Api):
     assert api.post(f"/v1/tables/{table}/audit", token=token).status_code == 403
     assert api.post("/v1/tables/none/audit", token=AUDITOR).status_code == 404
     assert api.get("/v1/audits/unknown", token=AUDITOR).status_code == 404
+
+
+def test_an_audit_with_an_idempotency_key_is_queued_once(api: Api, run_jobs):
+    table = _played_table(api)
+    headers = {"Idempotency-Key": "audit-1"}
+    first = api.post(f"/v1/tables/{table}/audit", token=AUDITOR, headers=headers).json()
+    again = api.post(f"/v1/tables/{table}/audit", token=AUDITOR, headers=headers).json()
+    assert first["audit_id"] == again["audit_id"]
+    run_jobs()
+    done = api.post(f"/v1/tables/{table}/audit", token=AUDITOR, headers=headers).json()
+    assert done == {**first, "status": "finished"}
+
+
+def test_creating_a_table_with_an_idempotency_key_twice_makes_one_table(api: Api):
+    headers = {"Idempotency-Key": "create-1"}
+    first = api.post("/v1/tables", {"preset": "three-card"}, headers=headers)
+    again = api.post("/v1/tables", {"preset": "three-card"}, headers=headers)
+    assert first.status_code == again.status_code == 201
+    assert first.json() == again.json()
+    assert again.headers.get("Idempotent-Replayed") == "true"
