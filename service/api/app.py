@@ -39,7 +39,6 @@ def _spec_path() -> Path:
 
 
 SPEC_PATH = _spec_path()
-log = logging.getLogger("guts.access")
 
 
 @dataclass
@@ -85,6 +84,31 @@ class _Metrics:
             registry=self.registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
         )
+        self._children: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
+
+    def observe(
+        self,
+        endpoint: str,
+        method: str,
+        status: int,
+        elapsed: float,
+        command: str | None,
+        outcome: str | None,
+    ) -> None:
+        """Count one request (label children are looked up once and kept)."""
+        key = (endpoint, method, status, command, outcome)
+        children = self._children.get(key)
+        if children is None:
+            children = (
+                self.requests.labels(endpoint, method, str(status)),
+                self.latency.labels(endpoint),
+                self.commands.labels(command, outcome) if command else None,
+            )
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(elapsed)
+        if children[2] is not None:
+            children[2].inc()
 
     def render(self) -> bytes:
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -97,13 +121,20 @@ class _Metrics:
 
 
 def _configure_logging() -> None:
-    access = logging.getLogger("guts")
-    if not access.handlers:
+    service = logging.getLogger("guts")
+    if not service.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
-        access.addHandler(handler)
-        access.setLevel(logging.INFO)
-        access.propagate = False
+        service.addHandler(handler)
+        service.setLevel(logging.INFO)
+        service.propagate = False
+
+
+def access_line(record: dict[str, Any]) -> None:
+    """Write one access-log line (JSON) to stderr: one write, no logging machinery, since it
+    runs on every request."""
+    sys.stderr.write(dumps(record).decode() + "\n")
+    sys.stderr.flush()
 
 
 def create_app(
@@ -138,23 +169,24 @@ def create_app(
     def finished(response: Response) -> Response:
         elapsed = time.perf_counter() - g.get("started", time.perf_counter())
         endpoint = request.url_rule.rule if request.url_rule else "unmatched"
-        metrics.requests.labels(endpoint, request.method, str(response.status_code)).inc()
-        metrics.latency.labels(endpoint).observe(elapsed)
         command = g.get("command")
-        if command:
+        name = command.removeprefix("v1.") if command else None
+        outcome = None
+        if name:
             outcome = g.get("outcome") or ("ok" if response.status_code < 400 else "refused")
-            metrics.commands.labels(command.removeprefix("v1."), outcome).inc()
+        metrics.observe(endpoint, request.method, response.status_code, elapsed, name, outcome)
         view_args = request.view_args or {}
-        record: dict[str, Any] = {
-            "ts": round(time.time(), 3),
-            "method": request.method,
-            "endpoint": endpoint,
-            "status": response.status_code,
-            "ms": round(elapsed * 1000, 2),
-            "table_id": view_args.get("table_id"),
-            "command": command.removeprefix("v1.") if command else None,
-        }
-        log.info(dumps(record).decode())
+        access_line(
+            {
+                "ts": round(time.time(), 3),
+                "method": request.method,
+                "endpoint": endpoint,
+                "status": response.status_code,
+                "ms": round(elapsed * 1000, 2),
+                "table_id": view_args.get("table_id"),
+                "command": name,
+            }
+        )
         return response
 
     @app.get("/healthz")

@@ -80,18 +80,16 @@ def test_operator_sees_no_live_cards_and_responses_carry_no_seed(api: Api):
         assert '"seed"' not in text
 
 
-def test_logs_never_carry_cards_or_tokens(api: Api, caplog):
-    import logging
-
-    caplog.set_level(logging.INFO, logger="guts")
+def test_logs_never_carry_cards_or_tokens(api: Api, capsys):
+    capsys.readouterr()
     table = api.table("three-card")
     token = api.seat(table, "p0")["token"]
     api.seat(table, "p1")
     api.post(f"/v1/tables/{table}/deal", {"stacked_deck": {"0": ["As", "Ah", "Ad"]}})
     api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=token)
-    logged = "\n".join(r.getMessage() for r in caplog.records)
+    logged = capsys.readouterr().err  # the access log: one JSON line per request
     assert table in logged and '"command":"declare"' in logged
-    assert token not in logged and "As" not in logged and "op-key" not in logged
+    assert token not in logged and '"As"' not in logged and "op-key" not in logged
 
 
 def test_a_newcomer_in_a_seat_never_sees_the_previous_players_cards(api: Api):
