@@ -14,19 +14,17 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import orjson
+
 T = TypeVar("T")
 Converter = Callable[[Any], Any]
 
 
 def to_data(value: Any) -> Any:
-    """Plain JSON-ready data for a dataclass, mapping, sequence or scalar."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_data(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [to_data(v) for v in value]
-    return value
+    """Plain JSON-ready data for a dataclass, mapping, sequence or scalar: exactly what JSON
+    gives back (string keys, lists for tuples). orjson walks the dataclasses in C, several
+    times faster than a Python walk, which matters on every command."""
+    return orjson.loads(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
 
 
 def _identity(value: Any) -> Any:
