@@ -51,6 +51,12 @@ def _check_deal(state: TableState, event: ev.HandDealt) -> None:
     seed = bytes.fromhex(event.seed)
     if hashlib.sha256(seed).hexdigest() != event.commitment:
         raise ValueError("the commitment is not the SHA-256 of the revealed seed")
+    if state.next_commitment and event.commitment != state.next_commitment:
+        raise ValueError("the hand's seed is not the one committed before the deal")
+    if event.next_seed and hashlib.sha256(bytes.fromhex(event.next_seed)).hexdigest() != (
+        event.next_commitment
+    ):
+        raise ValueError("the next hand's commitment is not the SHA-256 of its seed")
     if event.stacked:
         return  # a sandbox deal: the caller fixed the cards, there is no deck to derive
     if event.reshuffled:

@@ -153,8 +153,10 @@ def create_table() -> Response:
     rules = resolve_ruleset(body["preset"], overrides)
     table_id = body.get("table_id") or _new_id(request.headers.get("Idempotency-Key"))
 
+    first_seed = tables().new_seed()
+
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
-        return commands.create_table(table_id, rules, now)
+        return commands.create_table(table_id, rules, now, first_seed)
 
     def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
         return 201, {"table_id": table_id, "rules": rules.to_dict(), "version": state.version}
@@ -297,10 +299,10 @@ def deal(table_id: str) -> Response:
     stacked = body.get("stacked_deck")
     if stacked is not None and not services().settings.sandbox:
         raise Forbidden("stacked_deck is accepted only when the server runs with GUTS_SANDBOX=1")
-    seed = tables().new_seed()
+    seed, next_seed = tables().new_seed(), tables().new_seed()
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
-        return commands.deal(state, seed, now, body["client_seed"], stacked)
+        return commands.deal(state, seed, now, body["client_seed"], stacked, next_seed)
 
     def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
         (dealt,) = events
@@ -311,6 +313,7 @@ def deal(table_id: str) -> Response:
             "deadline": dealt.deadline,
             "order": list(dealt.order),
             "commitment": dealt.commitment,
+            "next_commitment": dealt.next_commitment,
             "version": state.version,
         }
 

@@ -176,8 +176,13 @@ def deal(
     now: datetime,
     client_seed: str = "",
     stacked: Mapping[str, Sequence[str]] | None = None,
+    next_seed: bytes = b"",
 ) -> list[ev.Event]:
-    """Collect antes and deal the next hand from the deck that `seed` derives.
+    """Collect antes and deal the next hand from the deck its seed derives.
+
+    The hand's seed is the one the table committed to before (`state.next_seed`); `seed` is
+    used only when nothing was committed. `next_seed` is committed for the following hand, so
+    the house's part of every deck is fixed before the client seed that completes it is known.
 
     Cards go out one at a time, from the button's left, with the kitty (when on) dealt last in
     each round. `stacked` (sandbox only; the API decides who may) fixes seats', the kitty's and
@@ -190,6 +195,8 @@ def deal(
     button = state.button if state.button is not None else players[0]
     order = _clockwise(players, button, rules.seats)
     hand_no = state.hands_dealt + 1
+    if state.next_seed:
+        seed = bytes.fromhex(state.next_seed)
     fixed = _check_stacked(rules, stacked or {}, players)
     needed = (len(order) + (1 if rules.kitty else 0)) * rules.cards
     needed += rules.community_cards + rules.draw
@@ -225,6 +232,8 @@ def deal(
             at=iso(now),
             stacks={s: state.seats[s].stack for s in order},
             players={s: state.seats[s].player_id for s in order},
+            next_seed=next_seed.hex(),
+            next_commitment=seed_commitment(next_seed) if next_seed else "",
         )
     ]
 

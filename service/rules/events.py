@@ -28,12 +28,18 @@ class Event:
 
 @dataclass(frozen=True)
 class TableCreated(Event):
-    """A table opened with a fully resolved ruleset (as `Ruleset.to_dict`)."""
+    """A table opened with a fully resolved ruleset (as `Ruleset.to_dict`).
+
+    `next_seed` (secret) is the seed of the table's first hand, fixed now; `next_commitment`
+    (public, its SHA-256) lets anyone hold the house to it before any client seed is chosen.
+    """
 
     TYPE: ClassVar[str] = "table_created"
     table_id: str
     rules: dict[str, Any]
     at: str
+    next_seed: str = ""
+    next_commitment: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,9 @@ class HandDealt(Event):
     is left of the deck after the deal (carried over when the rules say so). `seed` is secret
     until the hand is over; `commitment` (its SHA-256) is public from the deal on. `stacked`
     marks a sandbox deal whose cards were fixed by the caller. `stacks` are the players'
-    stacks before the antes, `players` who held each seat.
+    stacks before the antes, `players` who held each seat. The hand's seed is the one
+    committed before (by the table's creation or the previous deal); `next_seed` and
+    `next_commitment` commit the following hand's seed, before its client seed is known.
     """
 
     TYPE: ClassVar[str] = "hand_dealt"
@@ -117,6 +125,8 @@ class HandDealt(Event):
     at: str
     stacks: dict[int, int] = field(default_factory=dict)  # each player's stack before the ante
     players: dict[int, str] = field(default_factory=dict)  # who sat where
+    next_seed: str = ""  # secret: the seed of the following hand, committed now
+    next_commitment: str = ""  # its SHA-256, public
 
 
 @dataclass(frozen=True)

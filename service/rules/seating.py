@@ -6,15 +6,26 @@ from datetime import datetime
 
 from . import events as ev
 from .errors import InvalidCommand, RuleViolation
+from .cards import seed_commitment
 from .guards import in_live_hand, require_amount, require_table, seat_holder
 from .ruleset import Ruleset
 from .state import LEFT, SITTING_OUT, TableState
 from .times import iso
 
 
-def create_table(table_id: str, rules: Ruleset, now: datetime) -> list[ev.Event]:
-    """Open a table with a resolved ruleset."""
-    return [ev.TableCreated(table_id=table_id, rules=rules.to_dict(), at=iso(now))]
+def create_table(
+    table_id: str, rules: Ruleset, now: datetime, first_seed: bytes = b""
+) -> list[ev.Event]:
+    """Open a table with a resolved ruleset, committing to `first_seed` for its first hand."""
+    return [
+        ev.TableCreated(
+            table_id=table_id,
+            rules=rules.to_dict(),
+            at=iso(now),
+            next_seed=first_seed.hex(),
+            next_commitment=seed_commitment(first_seed) if first_seed else "",
+        )
+    ]
 
 
 def free_seat(state: TableState) -> int | None:

@@ -111,6 +111,8 @@ class TableState:
     antes_in_pot: bool = False  # a voided hand's antes stay in the pot: the redeal takes none
     grace_until: str | None = None
     sealed_hands: list[int] = field(default_factory=list)  # voided before their reveal
+    next_seed: str = ""  # secret: the committed seed of the next hand
+    next_commitment: str = ""  # public: SHA-256 of next_seed
 
     @property
     def exists(self) -> bool:
@@ -141,6 +143,7 @@ def _table_created(state: TableState, e: ev.TableCreated) -> None:
     state.table_id = e.table_id
     state.rules = ruleset_from_dict(e.rules)
     state.created_at = e.at
+    state.next_seed, state.next_commitment = e.next_seed, e.next_commitment
 
 
 def _player_seated(state: TableState, e: ev.PlayerSeated) -> None:
@@ -184,6 +187,7 @@ def _dealt(state: TableState, e: ev.HandDealt) -> None:
         state.low_pot += low
         state.pot += amount - low
     state.antes_in_pot = False
+    state.next_seed, state.next_commitment = e.next_seed, e.next_commitment
     state.button = e.button
     state.hands_dealt = e.hand
     state.deck = e.deck

@@ -80,6 +80,7 @@ def table_view(state: TableState, viewer: Viewer) -> dict[str, Any]:
         "reserve": state.reserve,
         "side_pot": state.side_pot,
         "grace_until": state.grace_until,
+        "next_commitment": state.next_commitment or None,
         "seats": [
             {"seat": s.seat, "player_id": s.player_id, "stack": s.stack, "status": s.status}
             for s in state.seated()
@@ -126,6 +127,9 @@ def event_view(
     `version` is the event's place in the log (a player sees only their own seat's secrets
     from after they sat down)."""
     data: dict[str, Any] = to_data(event)
+    # The next hand's seed stays secret here for everyone: it is revealed as that hand's
+    # `seed` once that hand is over. Its commitment is public.
+    data.pop("next_seed", None)
     if isinstance(event, ev.HandDealt):
         finished = _hand_finished(state, event.hand)
         if not (viewer.privileged and finished):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from service.rules import commands
@@ -281,3 +283,27 @@ def test_a_game_needs_two_players_who_can_ante():
     t = Table(players=1)
     with pytest.raises(RuleViolation, match="at least two"):
         commands.deal(t.state, b"x" * 32, t.now)
+
+
+def test_each_hands_seed_is_committed_before_its_deal():
+    from service.rules.cards import seed_commitment
+    from service.rules.ruleset import resolve_ruleset
+    from service.rules.state import TableState, evolve
+
+    state = TableState()
+    now = datetime(2026, 11, 22, tzinfo=UTC)
+    first, second, third = (bytes([n]) * 32 for n in (1, 2, 3))
+    for e in commands.create_table("t1", resolve_ruleset("three-card"), now, first):
+        evolve(state, e)
+    for i in range(2):
+        for e in commands.seat_player(state, f"p{i}", 10, now):
+            evolve(state, e)
+    assert state.next_commitment == seed_commitment(first)
+    (dealt,) = commands.deal(state, b"ignored" * 4, now, "client", next_seed=second)
+    assert dealt.seed == first.hex() and dealt.commitment == seed_commitment(first)
+    assert dealt.next_commitment == seed_commitment(second)
+    evolve(state, dealt)
+    for e in commands.void_hand(state, "misdeal", now):
+        evolve(state, e)
+    (redealt,) = commands.deal(state, b"ignored" * 4, now, next_seed=third)
+    assert redealt.seed == second.hex()

@@ -181,3 +181,21 @@ def test_creating_a_table_with_an_idempotency_key_twice_makes_one_table(api: Api
     assert first.status_code == again.status_code == 201
     assert first.json() == again.json()
     assert again.headers.get("Idempotent-Replayed") == "true"
+
+
+def test_a_seed_swapped_after_its_commitment_is_caught(api: Api, run_jobs, redis_client):
+    """The house cannot pick a deck after the fact: each hand's seed was committed before."""
+    import hashlib
+
+    table = _played_table(api)
+
+    def swap_seed(records):
+        i = _find(records, "hand_dealt", 1)
+        other = "11" * 32
+        records[i]["data"]["seed"] = other
+        records[i]["data"]["commitment"] = hashlib.sha256(bytes.fromhex(other)).hexdigest()
+        return records
+
+    _rewrite(redis_client, table, swap_seed, rechain=True)
+    report = _audit(api, run_jobs, table)
+    assert "committed before the deal" in report["first_discrepancy"]["problem"]
