@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from . import events as ev
-from .errors import InvalidCommand, RuleViolation
 from .cards import seed_commitment
+from .errors import InvalidCommand, RuleViolation
 from .guards import in_live_hand, require_amount, require_table, seat_holder
 from .ruleset import Ruleset
 from .state import LEFT, SITTING_OUT, TableState
