@@ -69,10 +69,11 @@ def _check_deal(state: TableState, event: ev.HandDealt) -> None:
         raise ValueError("the next hand's commitment is not the SHA-256 of its seed")
     if event.stacked:
         return  # a sandbox deal: the caller fixed the cards, there is no deck to derive
+    context = deck_context(state.table_id, event.hand, event.client_seed)
+    if event.deck_context and event.deck_context.encode() != context:
+        raise ValueError("the recorded deck context is not this hand's")
     if event.reshuffled:
-        deck: tuple[str, ...] | list[str] = shuffled_deck(
-            seed, deck_context(state.table_id, event.hand, event.client_seed)
-        )
+        deck: tuple[str, ...] | list[str] = shuffled_deck(seed, context)
     else:
         deck = state.deck
     dealt, rest = deal_from(deck, event.order, state.rules.cards, state.rules.kitty)

@@ -233,6 +233,7 @@ def deal(
             stacks={s: state.seats[s].stack for s in order},
             players={s: state.seats[s].player_id for s in order},
             next_seed=next_seed.hex(),
+            deck_context=deck_context(state.table_id, hand_no, client_seed).decode(),
             next_commitment=seed_commitment(next_seed) if next_seed else "",
         )
     ]

@@ -127,6 +127,7 @@ class HandDealt(Event):
     players: dict[int, str] = field(default_factory=dict)  # who sat where
     next_seed: str = ""  # secret: the seed of the following hand, committed now
     next_commitment: str = ""  # its SHA-256, public
+    deck_context: str = ""  # the context the deck was derived with (see cards.deck_context)
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,7 @@ class CardPassed(Event):
     card: str
     by: str
     at: str
+    to_seat: int = -1  # the receiver: the next seat on the left
 
 
 @dataclass(frozen=True)

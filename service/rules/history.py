@@ -49,7 +49,8 @@ def hand_history(
                 cards=data["cards"],
                 commitment=event.commitment,
                 client_seed=event.client_seed,
-                deck_context=deck_context(state.table_id, hand, event.client_seed).decode(),
+                deck_context=event.deck_context
+                or deck_context(state.table_id, hand, event.client_seed).decode(),
                 stacked=event.stacked,
                 reshuffled=event.reshuffled,
                 deadline=event.deadline,

@@ -69,12 +69,23 @@ def _after_passes(state: TableState, passes: dict[int, str], now: datetime) -> l
     return [ev.CardsPassed(hand=hand.number, deadline=deadline, at=iso(now))]
 
 
+def _left_of(hand: Hand, seat: int) -> int:
+    return hand.order[(hand.order.index(seat) + 1) % len(hand.order)]
+
+
 def pass_card(state: TableState, seat: int, card: str, now: datetime) -> list[ev.Event]:
     """Choose the card `seat` passes left; once everyone has chosen, all pass at once."""
     verify_pass_card(state, seat, card, now)
     hand = state.hand
     assert hand is not None
-    chosen = ev.CardPassed(hand=hand.number, seat=seat, card=card, by="player", at=iso(now))
+    chosen = ev.CardPassed(
+        hand=hand.number,
+        seat=seat,
+        card=card,
+        by="player",
+        at=iso(now),
+        to_seat=_left_of(hand, seat),
+    )
     return [chosen, *_after_passes(state, {**hand.passes, seat: card}, now)]
 
 
@@ -250,7 +261,9 @@ def close_at_deadline(state: TableState, now: datetime) -> list[ev.Event]:
         late = [s for s in hand.order if s not in hand.passes]
         chosen = {s: lowest_card(hand.cards[s]) for s in late}
         passes: list[ev.Event] = [
-            ev.CardPassed(hand=hand.number, seat=s, card=c, by="platform", at=at)
+            ev.CardPassed(
+                hand=hand.number, seat=s, card=c, by="platform", at=at, to_seat=_left_of(hand, s)
+            )
             for s, c in chosen.items()
         ]
         return [*passes, *_after_passes(state, {**hand.passes, **chosen}, now)]

@@ -147,10 +147,7 @@ def event_view(
     elif isinstance(event, ev.CardPassed):
         full = viewer.privileged and _hand_finished(state, event.hand)
         own = viewer.owns(event.seat, version)
-        hand = state.hand
-        order = hand.order if hand is not None and hand.number == event.hand else []
-        receiver = order[(order.index(event.seat) + 1) % len(order)] if order else None
-        received = receiver is not None and viewer.owns(receiver, version)
+        received = event.to_seat >= 0 and viewer.owns(event.to_seat, version)
         if not (full or own or (received and _passes_done(state, event.hand))):
             data.pop("card")
     elif isinstance(event, ev.CardsDrawn):

@@ -257,3 +257,16 @@ def test_combinations_that_cannot_work_are_refused(options):
 def test_hi_lo_with_a_kitty_is_refused():
     with pytest.raises(InvalidRules, match="kitty"):
         resolve_ruleset("kitty", {"hi_lo": True})
+
+
+def test_the_receiver_sees_the_passed_card_in_the_log_even_after_the_hand():
+    t = Table(players=3, pass_the_trash=True)  # order 1, 2, 0: seat 1 passes to seat 2
+    t.deal({"1": _cards("As Kd 2c"), "2": _cards("Qs Jd 3c"), "0": _cards("Ts 9d 4c")})
+    for seat, card in ((1, "2c"), (2, "3c"), (0, "4c")):
+        t.apply(commands.pass_card(t.state, seat, card, t.now))
+    t.declare({1: "out", 2: "out", 0: "out"})
+    t.resolve()
+    passed = next(e for e in t.log if e.TYPE == "card_passed" and e.seat == 1)
+    assert passed.to_seat == 2
+    assert event_view(passed, t.state, Viewer("player", 2))["data"]["card"] == "2c"
+    assert "card" not in event_view(passed, t.state, Viewer("player", 0))["data"]
