@@ -265,7 +265,7 @@ def _five_tables(ace_low: bool) -> tuple[dict[int, int], dict[int, int]]:
 # --- evaluators -------------------------------------------------------------------------------
 
 
-def _bad_hand(cards: object, n_cards: int) -> InvalidCard:
+def invalid_hand(cards: object, n_cards: int) -> InvalidCard:
     """The error for a hand an evaluator could not look up."""
     try:
         checked = parse_cards(cards)  # type: ignore[arg-type]
@@ -409,11 +409,11 @@ def make_evaluator(
                 try:
                     codes = [enc[card] for card in cards]
                 except (KeyError, TypeError):
-                    raise _bad_hand(cards, 5) from None
+                    raise invalid_hand(cards, 5) from None
                 try:
                     return ints(codes)
                 except InvalidCard:
-                    raise _bad_hand(cards, 5) from None
+                    raise invalid_hand(cards, 5) from None
 
             return five_tiebreak
 
@@ -429,7 +429,7 @@ def make_evaluator(
                     return flushes[product]
                 return others[product]
             except (KeyError, TypeError, ValueError):
-                raise _bad_hand(cards, 5) from None
+                raise invalid_hand(cards, 5) from None
 
         return five
 
@@ -443,7 +443,7 @@ def make_evaluator(
                     a, b, c = cards
                     return by_bits[bit[a] | bit[b] | bit[c]]
                 except (KeyError, TypeError, ValueError):
-                    raise _bad_hand(cards, 3) from None
+                    raise invalid_hand(cards, 3) from None
 
             return three_tiebreak
 
@@ -452,7 +452,7 @@ def make_evaluator(
                 a, b = cards
                 return by_bits[bit[a] | bit[b]]
             except (KeyError, TypeError, ValueError):
-                raise _bad_hand(cards, 2) from None
+                raise invalid_hand(cards, 2) from None
 
         return two_tiebreak
 
@@ -465,7 +465,7 @@ def make_evaluator(
                 a, b, c = cards
                 return table[small[a] + small[b] + small[c]]
             except (IndexError, KeyError, TypeError, ValueError):
-                raise _bad_hand(cards, 3) from None
+                raise invalid_hand(cards, 3) from None
 
         return three
 
@@ -474,7 +474,7 @@ def make_evaluator(
             a, b = cards
             return table[small[a] + small[b]]
         except (IndexError, KeyError, TypeError, ValueError):
-            raise _bad_hand(cards, 2) from None
+            raise invalid_hand(cards, 2) from None
 
     return two
 

@@ -61,12 +61,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
-from service.rules.cards import FULL_DECK, RANKS, parse_cards
-from service.rules.errors import InvalidCard
+from service.rules.cards import FULL_DECK, RANKS
 from service.rules.ranking import (
     Evaluator,
     IntEvaluator,
     encode,
+    invalid_hand,
     make_evaluator,
     make_int_evaluator,
 )
@@ -255,17 +255,6 @@ def _make_solver(
     return solve_shape
 
 
-def _invalid(cards: object, n_cards: int) -> InvalidCard:
-    """The error for a hand an evaluator could not score."""
-    try:
-        checked = parse_cards(cards)  # type: ignore[arg-type]
-    except InvalidCard as exc:
-        return exc
-    if len(checked) != n_cards:
-        return InvalidCard(f"a hand has exactly {n_cards} cards, got {len(checked)}")
-    return InvalidCard(f"invalid hand {checked!r}")
-
-
 def _bits(cards: Iterable[str]) -> int:
     bits = 0
     for card in cards:
@@ -343,9 +332,9 @@ def _make_wild(
                     return base(cards)
                 held = set(cards)
                 if len(held) != 5 or len(cards) != 5 or not held <= deck:
-                    raise _invalid(cards, 5)
+                    raise invalid_hand(cards, 5)
             except TypeError:
-                raise _invalid(cards, 5) from None
+                raise invalid_hand(cards, 5) from None
             naturals = sorted(held - wilds)
             return search(tuple(naturals), 5 - len(naturals))
 
@@ -363,7 +352,7 @@ def _make_wild(
                 a, b, c = cards
                 return table[bit[a] | bit[b] | bit[c]]
             except (KeyError, TypeError, ValueError):
-                raise _invalid(cards, 3) from None
+                raise invalid_hand(cards, 3) from None
 
         return three
 
@@ -374,7 +363,7 @@ def _make_wild(
             a, b = cards
             return table[bit[a] | bit[b]]
         except (KeyError, TypeError, ValueError):
-            raise _invalid(cards, 2) from None
+            raise invalid_hand(cards, 2) from None
 
     return two
 
