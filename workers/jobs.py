@@ -10,6 +10,7 @@ decided or the deadline passed), or after the hand moved on (they do nothing).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -51,6 +52,18 @@ def _no_response(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
     return 200, {"version": state.version}
 
 
+def _wait_for(moment: str, reschedule: Callable[[], None]) -> bool:
+    """Sleep until `moment` if it is near; if it is far (the job ran early), schedule the job
+    again and say so. Never lets the caller act before `moment`."""
+    wait = (parse_iso(moment) - utc_now()).total_seconds()
+    if wait > MAX_SLEEP_S:
+        reschedule()
+        return False
+    if wait > 0:
+        time.sleep(wait)
+    return True
+
+
 def close_hand(connection: Redis, table_id: str, hand: int, deadline: str) -> str:
     """Close `hand`'s declarations once `deadline` has passed; what happened, as a word."""
     tables = tables_for(connection)
@@ -58,12 +71,9 @@ def close_hand(connection: Redis, table_id: str, hand: int, deadline: str) -> st
     if not _still_waiting(state, hand, deadline):
         scheduling.forget_deadline(connection, table_id, deadline)
         return "moved_on"
-    wait = (parse_iso(deadline) - utc_now()).total_seconds()
-    if wait > MAX_SLEEP_S:
-        scheduling.schedule_close(connection, table_id, hand, deadline, attempt="again")
+    again = lambda: scheduling.schedule_close(connection, table_id, hand, deadline, "again")  # noqa: E731
+    if not _wait_for(deadline, again):
         return "rescheduled"
-    if wait > 0:
-        time.sleep(wait)
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         if not _still_waiting(state, hand, deadline):
@@ -75,8 +85,8 @@ def close_hand(connection: Redis, table_id: str, hand: int, deadline: str) -> st
     except RuleViolation:
         scheduling.forget_deadline(connection, table_id, deadline)
         return "moved_on"
-    state = result.state or tables.load(table_id)
-    scheduling.after_command(connection, state, result.events)
+    assert result.state is not None
+    scheduling.after_command(connection, result.state, result.events)
     return "closed"
 
 
@@ -93,12 +103,9 @@ def _still_waiting(state: TableState, hand: int, deadline: str) -> bool:
 def enforce_cover_grace(connection: Redis, table_id: str, grace_until: str) -> str:
     """When the cover rule's top-up grace ends, short players sit out the rest of the game."""
     tables = tables_for(connection)
-    wait = (parse_iso(grace_until) - utc_now()).total_seconds()
-    if wait > MAX_SLEEP_S:
-        scheduling.schedule_cover(connection, table_id, grace_until, attempt="again")
+    again = lambda: scheduling.schedule_cover(connection, table_id, grace_until, "again")  # noqa: E731
+    if not _wait_for(grace_until, again):
         return "rescheduled"
-    if wait > 0:
-        time.sleep(wait)
 
     def decide(state: TableState, now: datetime) -> list[ev.Event]:
         if state.grace_until != grace_until:
