@@ -58,6 +58,15 @@ class Api:
         assert response.status_code == 201, response.text
         return str(response.json()["table_id"])
 
+    def rules_table(self, players: int, **rules: Any) -> tuple[str, list[str]]:
+        """A three-card table with `rules` and `players` seated; its id and the tokens."""
+        table = self.table("three-card", **rules)
+        return table, [self.seat(table, f"p{i}")["token"] for i in range(players)]
+
+    def own_cards(self, table: str, token: str) -> list[str]:
+        """The cards the player holding `token` sees in the hand in play."""
+        return list(self.get(f"/v1/tables/{table}", token=token).json()["hand"]["cards"])
+
     def seat(self, table: str, player: str, buy_in: int = 100, **extra: Any) -> dict[str, Any]:
         body = {"player_id": player, "buy_in": buy_in, **extra}
         response = self.post(f"/v1/tables/{table}/players", body)

@@ -187,25 +187,12 @@ def test_pokerkit_reads_the_fields(api: Api):
     assert "_guts_seed" in parsed.user_defined_fields
 
 
-def _rules_table(api: Api, players: int, **rules: Any) -> tuple[str, list[str]]:
-    created = api.post("/v1/tables", {"preset": "three-card", "rules": rules})
-    if created.status_code != 201 and "unknown option" in created.text:
-        pytest.skip(f"this service has no {rules}: {created.text[:200]}")
-    assert created.status_code == 201, created.text
-    table = created.json()["table_id"]
-    return table, [api.seat(table, f"p{i}")["token"] for i in range(players)]
-
-
-def _own_cards(api: Api, table: str, token: str) -> list[str]:
-    return list(api.get(f"/v1/tables/{table}", token=token).json()["hand"]["cards"])
-
-
 def test_passes_draws_and_hi_lo(api: Api):
     rules = {"pass_the_trash": True, "draw": 1, "hi_lo": True}
-    table, tokens = _rules_table(api, 3, **rules)
+    table, tokens = api.rules_table(3, **rules)
     order = api.post(f"/v1/tables/{table}/deal", {}).json()["order"]
     for seat in order:
-        card = _own_cards(api, table, tokens[seat])[0]
+        card = api.own_cards(table, tokens[seat])[0]
         assert api.post(f"/v1/tables/{table}/pass", {"card": card}, token=tokens[seat]).ok
     decisions = dict(zip(order, ("high", "low", "both"), strict=True))
     for seat in order:
@@ -213,7 +200,7 @@ def test_passes_draws_and_hi_lo(api: Api):
         assert api.post(f"/v1/tables/{table}/declare", body, token=tokens[seat]).ok
     for _ in order:
         seat = api.get(f"/v1/tables/{table}").json()["hand"]["drawing_turn"]
-        discard = _own_cards(api, table, tokens[seat])[:1]
+        discard = api.own_cards(table, tokens[seat])[:1]
         assert api.post(f"/v1/tables/{table}/draw", {"discard": discard}, token=tokens[seat]).ok
     assert api.post(f"/v1/tables/{table}/resolve").ok
     history = _history(api, table, 1)
@@ -250,7 +237,7 @@ def test_passes_draws_and_hi_lo(api: Api):
 
 
 def test_a_community_card(api: Api):
-    table, tokens = _rules_table(api, 3, community_cards=1)
+    table, tokens = api.rules_table(3, community_cards=1)
     dealt = _play(api, table, tokens, {0: "in", 1: "in"})
     history = _history(api, table, dealt["hand"], tokens[2])
     phh = tomllib.loads(to_phh(history))

@@ -232,19 +232,6 @@ def test_an_invalid_card_is_a_format_problem(showdown):
 # --- cards that move after the deal ------------------------------------------------------------
 
 
-def _rules_table(api: Api, players: int, **rules: Any) -> tuple[str, list[str]]:
-    created = api.post("/v1/tables", {"preset": "three-card", "rules": rules})
-    if created.status_code != 201 and "unknown option" in created.text:
-        pytest.skip(f"this service has no {rules}: {created.text[:200]}")
-    assert created.status_code == 201, created.text
-    table = created.json()["table_id"]
-    return table, [api.seat(table, f"p{i}")["token"] for i in range(players)]
-
-
-def _own_cards(api: Api, table: str, token: str) -> list[str]:
-    return list(api.get(f"/v1/tables/{table}", token=token).json()["hand"]["cards"])
-
-
 def _play_moving(api: Api, table: str, tokens: list[str], rules: dict[str, Any]) -> list[int]:
     """Deal, pass the first card (pass the trash), everyone in, draw (discard the first
     cards), resolve. Returns the order."""
@@ -253,7 +240,7 @@ def _play_moving(api: Api, table: str, tokens: list[str], rules: dict[str, Any])
     order = dealt.json()["order"]
     if rules.get("pass_the_trash"):
         for seat in order:
-            card = _own_cards(api, table, tokens[seat])[0]
+            card = api.own_cards(table, tokens[seat])[0]
             passed = api.post(f"/v1/tables/{table}/pass", {"card": card}, token=tokens[seat])
             assert passed.status_code == 200, passed.text
     decision = "both" if rules.get("hi_lo") else "in"
@@ -263,7 +250,7 @@ def _play_moving(api: Api, table: str, tokens: list[str], rules: dict[str, Any])
         assert declared.status_code == 200, declared.text
     for _ in order if rules.get("draw") else ():
         seat = api.get(f"/v1/tables/{table}").json()["hand"]["drawing_turn"]
-        discard = _own_cards(api, table, tokens[seat])[: rules["draw"]]
+        discard = api.own_cards(table, tokens[seat])[: rules["draw"]]
         drew = api.post(f"/v1/tables/{table}/draw", {"discard": discard}, token=tokens[seat])
         assert drew.status_code == 200, drew.text
     resolved = api.post(f"/v1/tables/{table}/resolve")
@@ -283,7 +270,7 @@ def _play_moving(api: Api, table: str, tokens: list[str], rules: dict[str, Any])
     ],
 )
 def test_passes_community_cards_and_draws_verify(api: Api, players, rules, named):
-    table, tokens = _rules_table(api, players, **rules)
+    table, tokens = api.rules_table(players, **rules)
     order = _play_moving(api, table, tokens, rules)
     auditor = _history(api, table, 1)
     report = verify_history(auditor)
@@ -308,7 +295,7 @@ def test_passes_community_cards_and_draws_verify(api: Api, players, rules, named
 
 def test_a_tampered_draw_fails(api: Api):
     rules = {"draw": 2, "cards": 5, "seats": 9}
-    table, tokens = _rules_table(api, 9, **rules)
+    table, tokens = api.rules_table(9, **rules)
     _play_moving(api, table, tokens, rules)
     history = _history(api, table, 1)
     last = [e for e in history["events"] if e["type"] == "cards_drawn"][-1]
