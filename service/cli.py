@@ -299,6 +299,7 @@ def gunicorn_command(host: str, port: int, workers: int, app: str = WSGI_APP) ->
         "--worker-class", "sync",
         "--workers", str(workers),
         "--bind", f"{_url_host(host)}:{port}",
+        "--config", "python:service.gunicorn_conf",
     ]  # fmt: skip
     if _gunicorn_version() >= (25, 1):
         # Otherwise every gunicorn of the machine shares ~/.gunicorn/gunicorn.ctl.

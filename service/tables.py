@@ -7,18 +7,17 @@ record in one conditional, atomic step. When another command won the race for th
 the command is decided again on the new state (bounded), unless the caller pinned a version
 with If-Match.
 
-Each process remembers the last snapshot it wrote or saw per table (a bounded LRU). A command
-first decides on that snapshot and appends conditionally on its version: when it is current
-that is the command's only round trip; when another process moved the table on, the
-conflict reply carries the current snapshot and the command is decided again on it. Decisions
-are never taken on stale state: the append's version check sees to it.
+Each process remembers the last snapshot it wrote or saw per table, decoded, and the newest
+snapshots its sibling workers wrote (`service.snapshots`). A command first decides on that
+snapshot and appends conditionally on its version: when it is current that is the command's
+only round trip; when the table moved on, the conflict reply carries the current snapshot and
+the command is decided again on it. Decisions are never taken on stale state: the append's
+version check sees to it.
 """
 
 from __future__ import annotations
 
 import secrets
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,23 +25,17 @@ from typing import Any
 
 import orjson
 
-from service.eventlog.codec import (
-    GENESIS,
-    decode_event,
-    decode_snapshot,
-    encode_events,
-    encode_snapshot,
-)
+from service.eventlog.codec import decode_event, decode_snapshot, encode_events, encode_snapshot
 from service.eventlog.store import (
     EventStore,
     Idempotency,
     IdempotencyMismatch,
-    Loaded,
     VersionConflict,
 )
 from service.rules.errors import GutsError
 from service.rules.events import Event
 from service.rules.state import TableState, evolve
+from service.snapshots import Known, SnapshotCache
 
 Decide = Callable[[TableState, datetime], list[Event]]
 Respond = Callable[[TableState, list[Event]], tuple[int, Any]]
@@ -82,29 +75,6 @@ class Result:
     state: TableState | None = None
     events: list[Event] = field(default_factory=list)
     replayed: bool = False
-
-
-class SnapshotCache:
-    """The last (version, snapshot) this process knows per table, least recently used out."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._entries: OrderedDict[str, Loaded] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, table_id: str) -> Loaded | None:
-        with self._lock:
-            found = self._entries.get(table_id)
-            if found is not None:
-                self._entries.move_to_end(table_id)
-            return found
-
-    def put(self, table_id: str, loaded: Loaded) -> None:
-        with self._lock:
-            self._entries[table_id] = loaded  # a stale entry only costs one conflict
-            self._entries.move_to_end(table_id)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
 
 
 @dataclass
@@ -150,15 +120,13 @@ class Tables:
         known = None if (create or if_match is not None) else self.cache.get(table_id)
         for _ in range(self.max_attempts):
             cached = known is not None
-            loaded = known if known is not None else self.store.load(table_id)
+            current = known if known is not None else Known.loaded(self.store.load(table_id))
             known = None
-            if create and loaded.version:
+            if create and current.version:
                 raise TableExists(f"table {table_id!r} already exists")
-            if not create and (loaded.version == 0 or loaded.snapshot is None):
+            if not create and (current.version == 0 or current.snapshot is None):
                 raise TableNotFound(f"no table {table_id!r}")
-            state, head = (
-                decode_snapshot(loaded.snapshot) if loaded.snapshot else (TableState(), GENESIS)
-            )
+            state, head = current.working_state()
             if if_match is not None and if_match != state.version:
                 raise PreconditionFailed(f"the table is at version {state.version}, not {if_match}")
             try:
@@ -177,7 +145,7 @@ class Tables:
             encoded, head = encode_events(events, head)
             snapshot = encode_snapshot(state, head)
             try:
-                appended = self.store.append(table_id, loaded.version, encoded, snapshot, record)
+                appended = self.store.append(table_id, current.version, encoded, snapshot, record)
             except VersionConflict as conflict:
                 if if_match is not None:
                     raise PreconditionFailed(
@@ -185,8 +153,8 @@ class Tables:
                     ) from conflict
                 if create:
                     raise TableExists(f"table {table_id!r} already exists") from conflict
-                known = conflict.current
-                if known is not None:
+                if conflict.current is not None:
+                    known = Known.loaded(conflict.current)
                     self.cache.put(table_id, known)
                 continue
             except IdempotencyMismatch as exc:
@@ -195,7 +163,8 @@ class Tables:
                 ) from exc
             if appended.replayed is not None:
                 return self._replay(appended.replayed, request_hash)
-            self.cache.put(table_id, Loaded(appended.version, snapshot))
+            # The cache keeps `state` itself: callers read Result.state, never change it.
+            self.cache.put(table_id, Known(appended.version, snapshot, state, head))
             return Result(status, body, state, events)
         raise Contention("the table is too busy right now; try again")
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -203,3 +204,48 @@ def test_worker_without_redis_url_exits_with_a_clear_message() -> None:
     )
     assert result.returncode != 0
     assert "REDIS_URL is not set" in result.stderr
+
+
+def test_serve_workers_share_snapshots_so_commands_do_not_conflict(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    """With two web workers, the worker taking a command has the snapshot the other one
+    wrote: every append is accepted first time (no version conflict, no second round trip).
+    Two clients play a table each at once, so both workers take commands of both tables."""
+    import redis
+
+    served = Served(tmp_path / "data", tmp_path, _env(GUTS_WEB_WORKERS="2"))
+    serve.append(served)
+    served.wait_healthy()
+    client = redis.Redis(port=served.redis_port())
+    hands = 10
+
+    def play(table: str) -> None:
+        tokens = []
+        for seat in range(3):
+            body = {"player_id": f"p{seat}", "buy_in": 500}
+            tokens.append(served.call("POST", f"/v1/tables/{table}/players", body).json()["token"])
+        for _ in range(hands):
+            assert served.call("POST", f"/v1/tables/{table}/deal", {}).status_code == 201
+            for seat, token in enumerate(tokens):
+                decision = {"decision": "in" if seat < 2 else "out"}
+                declared = served.call("POST", f"/v1/tables/{table}/declare", decision, token)
+                assert declared.status_code == 200, declared.text
+            assert served.call("POST", f"/v1/tables/{table}/resolve", {}).status_code == 200
+
+    try:
+        tables = [
+            served.call("POST", "/v1/tables", {"preset": "three-card"}).json()["table_id"]
+            for _ in range(2)
+        ]
+        client.config_resetstat()
+        with ThreadPoolExecutor(len(tables)) as pool:
+            list(pool.map(play, tables))
+        stats = client.info("commandstats")
+    finally:
+        client.close()
+    appends = stats["cmdstat_evalsha"]["calls"]
+    # The script checks the log (XREVRANGE) only once the version check has passed.
+    accepted = stats["cmdstat_xrevrange"]["calls"]
+    assert accepted == len(tables) * (3 + hands * 5)
+    assert appends == accepted, f"{appends - accepted} appends were refused as stale"

@@ -7,6 +7,8 @@ here: ``queue(DEADLINES, connection)`` gives a queue that serializes its jobs as
 
 from __future__ import annotations
 
+import functools
+
 from redis import Redis
 from rq import Queue
 from rq.serializers import JSONSerializer
@@ -28,4 +30,10 @@ def queue(name: str, connection: Redis) -> Queue:
     """The queue `name` on `connection`, with the service's serializer."""
     if name not in QUEUES:
         raise ValueError(f"unknown queue {name!r}; one of: {', '.join(QUEUES)}")
+    return _queue(name, connection)
+
+
+@functools.lru_cache(maxsize=64)
+def _queue(name: str, connection: Redis) -> Queue:
+    # Built once per connection: a deal enqueues a job, and a Queue is not free to make.
     return Queue(name, connection=connection, serializer=SERIALIZER)

@@ -23,6 +23,7 @@ from prometheus_client import (
 
 from service.config import Settings
 from service.eventlog.redis_store import RedisEventStore
+from service.snapshots import SnapshotCache, inherited
 from service.tables import Tables
 
 from . import errors
@@ -131,10 +132,18 @@ def _configure_logging() -> None:
 
 
 def access_line(record: dict[str, Any]) -> None:
-    """Write one access-log line (JSON) to stderr: one write, no logging machinery, since it
-    runs on every request."""
-    sys.stderr.write(dumps(record).decode() + "\n")
-    sys.stderr.flush()
+    """Write one access-log line (JSON) to stderr: one write(2), no logging machinery, since
+    it runs on every request. (Lines are far below PIPE_BUF, so lines from several workers
+    writing to one pipe never interleave.)"""
+    line = dumps(record) + b"\n"
+    stream = sys.stderr
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test capturing stderr)
+        stream.write(line.decode())
+        return
+    stream.flush()  # what went through sys.stderr before goes out first
+    os.write(fd, line)
 
 
 def create_app(
@@ -154,7 +163,12 @@ def create_app(
     auth = Authenticator(
         settings.operator_keys, settings.auditor_keys, _token_secret(settings, redis_client)
     )
-    app.extensions["guts"] = Services(settings, redis_client, Tables(store), auth)
+    # Snapshots are shared with the sibling workers when the parent set that up (guts serve).
+    where = redis_client.get_connection_kwargs()
+    namespace = "|".join(str(where.get(k)) for k in ("host", "port", "path", "db"))
+    namespace += f"|{settings.key_prefix}"
+    cache = SnapshotCache(shared=inherited(), namespace=namespace)
+    app.extensions["guts"] = Services(settings, redis_client, Tables(store, cache=cache), auth)
     metrics = _Metrics()
     app.extensions["guts_metrics"] = metrics
     _configure_logging()

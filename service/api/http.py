@@ -85,9 +85,11 @@ def if_match() -> int | None:
 
 def idempotency() -> tuple[str | None, str]:
     """The Idempotency-Key and a hash of who sent what where (the same key from another caller
-    or with another body is a different request)."""
+    or with another body is a different request). Without a key there is nothing to hash."""
     key = request.headers.get("Idempotency-Key")
-    if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
+    if key is None:
+        return None, ""
+    if not IDEMPOTENCY_KEY.fullmatch(key):
         raise BadRequest(
             "Idempotency-Key must be 1-128 visible ASCII characters", field="Idempotency-Key"
         )

@@ -24,7 +24,10 @@ lives in another slot and the script would be refused (CROSSSLOT): the ``SADD`` 
 then have to become a separate step after the script, with audits tolerating a table
 that exists but is not yet listed.
 
-Redis-py retries a command after a connection error or timeout. Appends are safe to
+Loads and appends, the commands every table command makes, go over one connection per
+thread (:class:`_Direct`) rather than through redis-py's pool, retry and script wrappers,
+which cost about as much CPU as the round trip itself. Other commands use the client.
+Either way a command is retried after a connection error or timeout. Appends are safe to
 retry because they are conditional: a retried append that had in fact been applied
 answers with a replay (when an idempotency key was given) or a :class:`VersionConflict`.
 """
@@ -32,7 +35,10 @@ answers with a replay (when an idempotency key was given) or a :class:`VersionCo
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 from urllib.parse import quote
 
 import redis
@@ -135,6 +141,7 @@ class RedisEventStore:
         # register_script hashes locally; the script is sent once (SCRIPT LOAD) on the first
         # NOSCRIPT reply and called by EVALSHA from then on.
         self._append_script = client.register_script(_APPEND_LUA)
+        self._direct = _Direct(client)
 
     # -- keys --------------------------------------------------------------------------
 
@@ -158,7 +165,9 @@ class RedisEventStore:
     def load(self, table_id: str) -> Loaded:
         """The table's version and snapshot in one HMGET (0 and None if unknown)."""
         with _redis_errors():
-            version, snapshot = self.client.hmget(self.meta_key(table_id), "version", "snapshot")
+            version, snapshot = self._direct.call(
+                "HMGET", self.meta_key(table_id), "version", "snapshot"
+            )
         if version is None:
             return Loaded(version=0, snapshot=None)
         return Loaded(version=int(version), snapshot=_bytes(snapshot))
@@ -187,8 +196,13 @@ class RedisEventStore:
             *idem_args,
             *events,
         ]
+        script = self._append_script
         with _redis_errors():
-            reply = self._append_script(keys=keys, args=args)
+            try:
+                reply = self._direct.call("EVALSHA", script.sha, len(keys), *keys, *args)
+            except redis.exceptions.NoScriptError:  # a restarted or flushed Redis
+                self.client.script_load(script.script)
+                reply = self._direct.call("EVALSHA", script.sha, len(keys), *keys, *args)
         status = reply[0]
         if status == b"ok":
             return AppendResult(version=int(reply[1]))
@@ -249,6 +263,38 @@ class RedisEventStore:
         with _redis_errors():
             members = self.client.smembers(self._tables_key)
         return sorted(_bytes(member).decode() for member in members)
+
+
+class _Direct:
+    """One connection per thread and process, for the store's hot commands, used without
+    redis-py's pool (a lock and a pid check per command), retry wrapper and script object.
+    A command that fails on a broken connection is sent again on a new one (up to
+    `attempts` times), as redis-py's default retry would."""
+
+    def __init__(self, client: redis.Redis, attempts: int = 3) -> None:
+        self._pool = client.connection_pool
+        self._local = threading.local()
+        self.attempts = attempts
+
+    def _connection(self) -> Any:
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():  # first use here, or a forked child
+            local.connection = self._pool.connection_class(**self._pool.connection_kwargs)
+            local.pid = os.getpid()
+        return local.connection
+
+    def call(self, *args: Any) -> Any:
+        """The reply to one command (Redis errors raise as redis-py raises them)."""
+        for attempt in range(1, self.attempts + 1):
+            connection = self._connection()
+            try:
+                connection.send_command(*args)
+                return connection.read_response()
+            except (redis.ConnectionError, redis.TimeoutError):
+                connection.disconnect()
+                if attempt == self.attempts:
+                    raise
+        raise AssertionError("unreachable")
 
 
 def _version_of(entry_id: bytes) -> int | None:

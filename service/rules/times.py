@@ -10,8 +10,10 @@ from datetime import UTC, datetime, timedelta
 
 def iso(moment: datetime) -> str:
     """`moment` as `2026-11-22T15:00:00.123Z`."""
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    # isoformat is several times faster than strftime; its UTC offset "+00:00" becomes "Z".
+    return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def parse_iso(text: str) -> datetime:

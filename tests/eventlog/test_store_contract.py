@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import binascii
+import os
 import sys
 import threading
 import time
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 import redis
 from redis.backoff import NoBackoff
+from redis.connection import AbstractConnection
 from redis.retry import Retry
 
 from service.eventlog.memory import InMemoryEventStore
@@ -301,17 +303,18 @@ def slot(key: bytes) -> int:
 
 
 class CommandCounter:
-    """Wraps a client's execute_command to record every command sent."""
+    """Records every command any redis-py connection sends (the store's own connections
+    included), by wrapping the connection class's send_command."""
 
-    def __init__(self, client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.commands: list[str] = []
-        original: Callable[..., Any] = client.execute_command
+        original: Callable[..., Any] = AbstractConnection.send_command
 
-        def counting(*args: Any, **options: Any) -> Any:
+        def counting(connection: AbstractConnection, *args: Any, **options: Any) -> Any:
             self.commands.append(str(args[0]))
-            return original(*args, **options)
+            return original(connection, *args, **options)
 
-        monkeypatch.setattr(client, "execute_command", counting)
+        monkeypatch.setattr(AbstractConnection, "send_command", counting)
 
 
 class TestRedisEventStore:
@@ -389,7 +392,7 @@ class TestRedisEventStore:
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         store.append("warm-up", 0, events("a"), b"s")  # the first call loads the script
-        counter = CommandCounter(redis_client, monkeypatch)
+        counter = CommandCounter(monkeypatch)
         store.append("t1", 0, events("a", "b", "c"), b"s", Idempotency("k", "h", b"r"))
         assert counter.commands == ["EVALSHA"]
         store.append("t1", 0, events("a", "b", "c"), b"s", Idempotency("k", "h", b"r"))
@@ -397,6 +400,29 @@ class TestRedisEventStore:
             store.append("t1", 0, events("x"), b"s")
         store.load("t1")
         assert counter.commands == ["EVALSHA", "EVALSHA", "EVALSHA", "HMGET"]
+
+    def test_a_killed_connection_is_replaced_without_losing_the_command(
+        self, store: RedisEventStore, redis_client: redis.Redis
+    ) -> None:
+        store.append("t1", 0, events("a"), b"s")
+        killed = redis_client.client_kill_filter(_type="normal", skipme=True)
+        assert killed >= 1  # the store's own connection was among them
+        assert store.append("t1", 1, events("b"), b"s2").version == 2
+        assert store.load("t1") == Loaded(2, b"s2")
+
+    def test_a_forked_child_uses_a_connection_of_its_own(
+        self, store: RedisEventStore, redis_client: redis.Redis
+    ) -> None:
+        store.append("t1", 0, events("a"), b"parent")
+        store.append("t2", 0, events("a"), b"child")
+        pid = os.fork()
+        if pid == 0:  # the child: a shared socket would mix up replies with the parent's
+            ok = all(store.load("t2") == Loaded(1, b"child") for _ in range(300))
+            os._exit(0 if ok else 1)
+        seen = [store.load("t1") for _ in range(300)]
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert set(seen) == {Loaded(1, b"parent")}
 
     def test_script_is_reloaded_after_script_flush(
         self, store: RedisEventStore, redis_client: redis.Redis
