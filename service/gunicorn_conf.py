@@ -8,5 +8,6 @@ from service.snapshots import share_between_workers
 
 
 def on_starting(server: Any) -> None:
-    """In the master, before any worker is forked: the snapshots the workers will share."""
+    """In the master, before any worker is forked: the memory where the workers will share the
+    events they store (service/snapshots.py)."""
     share_between_workers()

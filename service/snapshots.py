@@ -1,37 +1,42 @@
-"""What a process remembers of each table's latest snapshot, so that a command usually costs
-one Redis round trip (the conditional append) instead of a load and an append.
+"""What a process remembers of each table, so that a command usually costs one Redis round
+trip (the conditional append) instead of a load and an append.
 
 Two layers, both only ever a hint: every append is conditional on the version the command was
 decided on, so a stale or missing entry costs a retry, never a wrong decision.
 
-- `SnapshotCache`, per process: the last version, snapshot and *decoded* state seen per table
-  (an LRU). A command decides on a clone of the decoded state (`TableState.clone`), which is
-  several times cheaper than decoding the snapshot again.
-- `SharedSnapshots`, per machine: a fixed table of slots in anonymous shared memory, created by
-  a parent before it forks its workers (`guts serve` does it in the gunicorn master). Without
-  it, with N workers the worker that takes a table's next command is usually not the one that
-  took the last, and its snapshot is behind: the append is refused and the command is decided
-  again on the snapshot the refusal carries (two round trips). With it, every worker sees the
-  newest snapshot any of them wrote.
+- `SnapshotCache`, per process: the last version and *decoded* state seen per table (an LRU).
+  A command decides on a clone of the decoded state (`TableState.clone`), several times
+  cheaper than decoding the snapshot again.
+- `SharedTails`, per machine: a fixed table of slots in anonymous shared memory, created by a
+  parent before it forks its workers (`guts serve` does it in the gunicorn master), holding
+  each table's latest stored events. Without it, with N workers the worker that takes a
+  table's next command is usually not the one that took the last, and its state is behind:
+  the append is refused and the command is decided again on the snapshot the refusal
+  carries (two round trips). With it, a worker brings its own state up to date by applying
+  the events its siblings stored since, which is also cheaper than decoding a snapshot.
 
-A shared slot holds one table's snapshot, keyed by a digest of (namespace, table id) and
-checked by a BLAKE2b digest of its contents: a slot that another process is writing, or that
-two processes wrote at once, fails the check and reads as empty. Nothing in a slot is ever
-executed or unpickled; it is the same JSON the store keeps, and it never leaves the machine.
+A shared slot holds one table's latest events, as stored, in a small ring keyed by a digest of
+(namespace, table id). Slots are written and read without locks: an event is applied only if
+its stored hash chains from the state's own head (the log's hash chain, see
+`service.eventlog.codec`), so a torn, overwritten or foreign entry is never applied, and
+nothing but the table's next events can be. Nothing in a slot is executed or unpickled, and it
+never leaves the machine.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import mmap
 import struct
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.eventlog.codec import GENESIS, decode_snapshot
+from service.eventlog.codec import GENESIS, CodecError, decode_following, decode_snapshot
 from service.eventlog.store import Loaded
-from service.rules.state import TableState
+from service.rules.state import TableState, evolve
 
 
 @dataclass
@@ -49,6 +54,11 @@ class Known:
     def loaded(cls, loaded: Loaded) -> Known:
         return cls(loaded.version, loaded.snapshot)
 
+    @property
+    def readable(self) -> bool:
+        """Whether there is a state to work on (decoded, or a snapshot to decode)."""
+        return self.state is not None or self.snapshot is not None
+
     def working_state(self) -> tuple[TableState, str]:
         """A state the caller may change (a clone, or freshly decoded), and the chain head."""
         if self.state is not None:
@@ -57,26 +67,47 @@ class Known:
             return TableState(), GENESIS
         return decode_snapshot(self.snapshot)
 
+    def followed_by(self, events: Sequence[bytes]) -> Known | None:
+        """This state with the stored `events` (the next ones, in order) applied; None when
+        they do not chain from this state's head or cannot be read."""
+        state, head = self.working_state()
+        try:
+            for raw in events:
+                event, head = decode_following(raw, head)
+                evolve(state, event)
+        except (CodecError, KeyError, TypeError, ValueError):
+            return None
+        return Known(self.version + len(events), None, state, head)
 
-class SharedSnapshots:
-    """Snapshots shared by processes forked after this object was made (see the module doc).
 
-    Slot layout: key digest (16 bytes), version (u64), length (u32), content digest (16
-    bytes), then the snapshot. Snapshots larger than a slot are not shared.
+class SharedTails:
+    """The latest stored events of each table, shared by processes forked after this object
+    was made (see the module doc).
+
+    A table's slot is a header (key digest, 16 bytes; version of its newest event, u64) and
+    a ring of `ring` cells; the event at version v sits in cell v % ring as its version
+    (u64), length (u32) and bytes. Writers write their events' cells, then the header;
+    nothing is read back or locked. A reader takes the cells it needs only if each still
+    holds the version it wants; whatever it takes is then checked against the hash chain by
+    `Known.followed_by`, so a torn or overwritten cell can only make it ask Redis instead.
     """
 
-    _HEADER = struct.Struct("<16sQI16s")
+    _HEADER = struct.Struct("<16sQ")
+    _CELL = struct.Struct("<QI")
 
-    def __init__(self, slots: int = 4096, slot_size: int = 8192) -> None:
-        if slots < 1 or slot_size <= self._HEADER.size:
-            raise ValueError("need at least one slot larger than the slot header")
+    def __init__(self, slots: int = 2048, ring: int = 16, cell_size: int = 2048) -> None:
+        if slots < 1 or ring < 1 or cell_size <= self._CELL.size:
+            raise ValueError("need at least one slot of at least one cell larger than its header")
         self.slots = slots
-        self.slot_size = slot_size
+        self.ring = ring
+        self.cell_size = cell_size
+        self.slot_size = self._HEADER.size + ring * cell_size
         # Anonymous and MAP_SHARED (mmap's default): children forked later share the pages,
         # which are only backed by memory once written.
-        self._map = mmap.mmap(-1, slots * slot_size)
+        self._map = mmap.mmap(-1, slots * self.slot_size)
 
     @staticmethod
+    @functools.lru_cache(maxsize=8192)
     def key(namespace: str, table_id: str) -> bytes:
         """The 16-byte key of a table (namespace: which store it lives in)."""
         return hashlib.blake2b(f"{namespace}\0{table_id}".encode(), digest_size=16).digest()
@@ -84,61 +115,74 @@ class SharedSnapshots:
     def _offset(self, key: bytes) -> int:
         return int.from_bytes(key[:8], "little") % self.slots * self.slot_size
 
-    @staticmethod
-    def _digest(key: bytes, version: int, snapshot: bytes) -> bytes:
-        digest = hashlib.blake2b(key, digest_size=16)
-        digest.update(version.to_bytes(8, "little"))
-        digest.update(snapshot)
-        return digest.digest()
+    def _cell(self, offset: int, version: int) -> int:
+        return offset + self._HEADER.size + version % self.ring * self.cell_size
 
-    def get(self, key: bytes, newer_than: int = 0) -> Loaded | None:
-        """The table's snapshot, when its slot holds one newer than `newer_than` and intact."""
+    def since(self, key: bytes, version: int) -> list[bytes] | None:
+        """The table's events after `version`: [] when the slot knows none newer, None when
+        it knows newer ones but no longer holds them all (the caller then asks Redis)."""
         offset = self._offset(key)
-        head = self._HEADER
-        slot_key, version, length, digest = head.unpack_from(self._map, offset)
-        if slot_key != key or version <= newer_than or length > self.slot_size - head.size:
+        slot_key, newest = self._HEADER.unpack_from(self._map, offset)
+        if slot_key != key or newest <= version:
+            return []
+        if newest - version > self.ring:
             return None
-        start = offset + head.size
-        snapshot = self._map[start : start + length]
-        if self._digest(key, version, snapshot) != digest:
-            return None  # being written, or written by two processes at once
-        return Loaded(version, snapshot)
+        events = []
+        for wanted in range(version + 1, newest + 1):
+            cell = self._cell(offset, wanted)
+            held, length = self._CELL.unpack_from(self._map, cell)
+            if held != wanted or length > self.cell_size - self._CELL.size:
+                return None  # overwritten by a later event, or being written
+            start = cell + self._CELL.size
+            events.append(self._map[start : start + length])
+        return events
 
-    def put(self, key: bytes, version: int, snapshot: bytes) -> None:
-        """Keep the table's snapshot at `version`, unless its slot already holds a newer one."""
-        head = self._HEADER
-        if len(snapshot) > self.slot_size - head.size:
-            return
+    def put(self, key: bytes, version: int, events: Sequence[bytes]) -> None:
+        """Keep the table's newly stored `events` (the last of them at `version`). A slot
+        that holds another table's newer events is not taken; events too large for a cell
+        stop the table being shared until its next small enough ones."""
         offset = self._offset(key)
-        slot_key, slot_version, _, _ = head.unpack_from(self._map, offset)
-        if slot_key == key and slot_version >= version:
+        slot_key, newest = self._HEADER.unpack_from(self._map, offset)
+        if slot_key == key and newest >= version:
             return
-        record = head.pack(key, version, len(snapshot), self._digest(key, version, snapshot))
-        self._map[offset : offset + head.size + len(snapshot)] = record + snapshot
+        room = self.cell_size - self._CELL.size
+        if any(len(event) > room for event in events):
+            self._map[offset : offset + self._HEADER.size] = bytes(self._HEADER.size)
+            return
+        first = version - len(events) + 1
+        for number, event in enumerate(events, start=first):
+            cell = self._cell(offset, number)
+            self._map[cell : cell + self._CELL.size + len(event)] = (
+                self._CELL.pack(number, len(event)) + event
+            )
+        self._map[offset : offset + self._HEADER.size] = self._HEADER.pack(key, version)
 
 
-_shared: SharedSnapshots | None = None
+_shared: SharedTails | None = None
 
 
-def share_between_workers() -> SharedSnapshots:
-    """Make (once) this process's shared snapshots; call it before forking the workers."""
+def share_between_workers() -> SharedTails:
+    """Make (once) this process's shared tails; call it before forking the workers."""
     global _shared
     if _shared is None:
-        _shared = SharedSnapshots()
+        _shared = SharedTails()
     return _shared
 
 
-def inherited() -> SharedSnapshots | None:
-    """The shared snapshots this process made or inherited from its parent, if any."""
+def inherited() -> SharedTails | None:
+    """The shared tails this process made or inherited from its parent, if any."""
     return _shared
 
 
 class SnapshotCache:
-    """The last `Known` snapshot per table in this process (least recently used out), and,
-    when given, the newer snapshots other processes left in `shared`."""
+    """The last `Known` state per table in this process (least recently used out), brought
+    up to date, when given `shared`, with the events other processes stored since. When the
+    shared slot shows the state is behind but no longer holds the events in between, `get`
+    answers None, so that the caller reads the current snapshot rather than decide on a state
+    it knows is stale."""
 
     def __init__(
-        self, size: int = 4096, shared: SharedSnapshots | None = None, namespace: str = ""
+        self, size: int = 4096, shared: SharedTails | None = None, namespace: str = ""
     ) -> None:
         self.size = size
         self.shared = shared
@@ -151,19 +195,26 @@ class SnapshotCache:
             local = self._entries.get(table_id)
             if local is not None:
                 self._entries.move_to_end(table_id)
-        if self.shared is not None:
-            key = SharedSnapshots.key(self.namespace, table_id)
-            newer = self.shared.get(key, newer_than=local.version if local is not None else 0)
-            if newer is not None:
-                return Known.loaded(newer)
-        return local
+        if self.shared is None or local is None:
+            return local
+        events = self.shared.since(SharedTails.key(self.namespace, table_id), local.version)
+        if events == []:
+            return local
+        newer = local.followed_by(events) if events else None
+        if newer is None:  # known to be behind, and the events are gone: ask the store
+            return None
+        self._remember(table_id, newer)
+        return newer
 
-    def put(self, table_id: str, known: Known) -> None:
+    def put(self, table_id: str, known: Known, events: Sequence[bytes] = ()) -> None:
+        """Remember `known`; `events` are the ones this process just stored to reach it."""
+        self._remember(table_id, known)
+        if self.shared is not None and events:
+            self.shared.put(SharedTails.key(self.namespace, table_id), known.version, events)
+
+    def _remember(self, table_id: str, known: Known) -> None:
         with self._lock:
             self._entries[table_id] = known  # a stale entry only costs one conflict
             self._entries.move_to_end(table_id)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
-        if self.shared is not None and known.snapshot is not None:
-            key = SharedSnapshots.key(self.namespace, table_id)
-            self.shared.put(key, known.version, known.snapshot)

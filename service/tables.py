@@ -17,6 +17,7 @@ version check sees to it.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ import orjson
 
 from service.eventlog.codec import decode_event, decode_snapshot, encode_events, encode_snapshot
 from service.eventlog.store import (
+    Command,
     EventStore,
     Idempotency,
     IdempotencyMismatch,
@@ -39,6 +41,8 @@ from service.snapshots import Known, SnapshotCache
 
 Decide = Callable[[TableState, datetime], list[Event]]
 Respond = Callable[[TableState, list[Event]], tuple[int, Any]]
+FollowUps = Callable[[TableState, list[Event]], list[Command]]
+log = logging.getLogger("guts.tables")
 
 
 class TableNotFound(GutsError):
@@ -86,6 +90,9 @@ class Tables:
     new_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32)
     max_attempts: int = 50
     cache: SnapshotCache = field(default_factory=SnapshotCache)
+    follow_ups: FollowUps | None = None
+    """What new events call for beyond the log (the RQ job that closes a hand at its
+    deadline, ...), as Redis commands the store runs in the step that stores the events."""
 
     def load(self, table_id: str) -> TableState:
         """The table's current state, from its snapshot (one store round trip)."""
@@ -124,7 +131,7 @@ class Tables:
             known = None
             if create and current.version:
                 raise TableExists(f"table {table_id!r} already exists")
-            if not create and (current.version == 0 or current.snapshot is None):
+            if not create and (current.version == 0 or not current.readable):
                 raise TableNotFound(f"no table {table_id!r}")
             state, head = current.working_state()
             if if_match is not None and if_match != state.version:
@@ -144,8 +151,11 @@ class Tables:
                 record = Idempotency(idempotency_key, request_hash, response)
             encoded, head = encode_events(events, head)
             snapshot = encode_snapshot(state, head)
+            then = self._follow_ups(table_id, state, events)
             try:
-                appended = self.store.append(table_id, current.version, encoded, snapshot, record)
+                appended = self.store.append(
+                    table_id, current.version, encoded, snapshot, record, then
+                )
             except VersionConflict as conflict:
                 if if_match is not None:
                     raise PreconditionFailed(
@@ -163,10 +173,27 @@ class Tables:
                 ) from exc
             if appended.replayed is not None:
                 return self._replay(appended.replayed, request_hash)
+            if appended.failed_follow_ups:  # the events are stored all the same
+                log.error(
+                    '{"error":"follow-ups refused by Redis","table_id":"%s","count":%d}',
+                    table_id,
+                    appended.failed_follow_ups,
+                )
             # The cache keeps `state` itself: callers read Result.state, never change it.
-            self.cache.put(table_id, Known(appended.version, snapshot, state, head))
+            self.cache.put(table_id, Known(appended.version, snapshot, state, head), encoded)
             return Result(status, body, state, events)
         raise Contention("the table is too busy right now; try again")
+
+    def _follow_ups(self, table_id: str, state: TableState, events: list[Event]) -> list[Command]:
+        """The follow-up commands of `events`. Failing to make them never fails the command:
+        it is logged, and the hand waits for its players or an operator's close."""
+        if self.follow_ups is None:
+            return []
+        try:
+            return self.follow_ups(state, events)
+        except Exception:  # noqa: BLE001 - a stored command must not fail over its follow-up
+            log.exception('{"error":"no follow-ups","table_id":"%s"}', table_id)
+            return []
 
     @staticmethod
     def _replay(seen: Idempotency, request_hash: str) -> Result:

@@ -206,11 +206,11 @@ def test_worker_without_redis_url_exits_with_a_clear_message() -> None:
     assert "REDIS_URL is not set" in result.stderr
 
 
-def test_serve_workers_share_snapshots_so_commands_do_not_conflict(
+def test_serve_workers_share_what_they_store_so_commands_do_not_conflict(
     serve: list[Served], tmp_path: Path
 ) -> None:
-    """With two web workers, the worker taking a command has the snapshot the other one
-    wrote: every append is accepted first time (no version conflict, no second round trip).
+    """With two web workers, the worker taking a command brings its state up to date with the
+    events the other one stored: every append is accepted first time (no version conflict).
     Two clients play a table each at once, so both workers take commands of both tables."""
     import redis
 

@@ -11,60 +11,95 @@ from service.eventlog.memory import InMemoryEventStore
 from service.eventlog.store import Loaded, VersionConflict
 from service.rules import commands
 from service.rules.ruleset import resolve_ruleset
-from service.snapshots import SharedSnapshots, SnapshotCache
+from service.snapshots import Known, SharedTails, SnapshotCache
 from service.tables import Tables
 
-KEY = SharedSnapshots.key("ns", "t1")
+KEY = SharedTails.key("ns", "t1")
 
 
 def test_a_child_forked_after_creation_sees_the_parents_writes_and_the_parent_its():
-    shared = SharedSnapshots(slots=16)
-    shared.put(KEY, 3, b"from the parent")
+    shared = SharedTails(slots=16)
+    shared.put(KEY, 3, [b"e2", b"e3"])
     pid = os.fork()
     if pid == 0:
-        ok = shared.get(KEY) == Loaded(3, b"from the parent")
-        shared.put(KEY, 4, b"from the child")
+        ok = shared.since(KEY, 1) == [b"e2", b"e3"]
+        shared.put(KEY, 4, [b"from the child"])
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert shared.get(KEY) == Loaded(4, b"from the child")
+    assert shared.since(KEY, 1) == [b"e2", b"e3", b"from the child"]
 
 
-def test_only_newer_snapshots_are_kept_and_returned():
-    shared = SharedSnapshots(slots=16)
-    shared.put(KEY, 5, b"five")
-    shared.put(KEY, 4, b"four")  # a late writer never takes the slot back in time
-    assert shared.get(KEY) == Loaded(5, b"five")
-    assert shared.get(KEY, newer_than=5) is None
-    assert shared.get(KEY, newer_than=4) == Loaded(5, b"five")
+def test_events_since_a_version_when_the_slot_holds_all_of_them():
+    shared = SharedTails(slots=16)
+    shared.put(KEY, 5, [b"e4", b"e5"])
+    shared.put(KEY, 6, [b"e6"])  # follows on: kept after the others
+    assert shared.since(KEY, 3) == [b"e4", b"e5", b"e6"]
+    assert shared.since(KEY, 5) == [b"e6"]
+    assert shared.since(KEY, 6) == []  # nothing newer
+    assert shared.since(KEY, 2) is None  # e3 is missing: ask Redis
+    shared.put(KEY, 9, [b"e9"])  # e7 and e8 went by elsewhere: the slot starts again
+    assert shared.since(KEY, 8) == [b"e9"]
+    assert shared.since(KEY, 6) is None
+
+
+def test_a_late_writer_never_takes_the_slot_back_in_time():
+    shared = SharedTails(slots=16)
+    shared.put(KEY, 5, [b"e5"])
+    shared.put(KEY, 4, [b"e4"])
+    assert shared.since(KEY, 4) == [b"e5"]
 
 
 def test_tables_are_told_apart_by_namespace_and_id():
-    shared = SharedSnapshots(slots=1)  # one slot: every table collides
-    shared.put(KEY, 1, b"a")
-    assert shared.get(SharedSnapshots.key("other", "t1")) is None
-    assert shared.get(SharedSnapshots.key("ns", "t2")) is None
-    shared.put(SharedSnapshots.key("ns", "t2"), 1, b"b")  # evicts t1
-    assert shared.get(KEY) is None
+    shared = SharedTails(slots=1)  # one slot: every table collides
+    shared.put(KEY, 1, [b"a"])
+    assert shared.since(SharedTails.key("other", "t1"), 0) == []  # knows nothing of it
+    assert shared.since(SharedTails.key("ns", "t2"), 0) == []
+    shared.put(SharedTails.key("ns", "t2"), 1, [b"b"])  # evicts t1
+    assert shared.since(KEY, 0) == []
 
 
-@pytest.mark.parametrize("where", ["header", "snapshot"])
-def test_a_torn_or_damaged_slot_reads_as_empty(where: str):
-    shared = SharedSnapshots(slots=1, slot_size=256)
-    shared.put(KEY, 7, b'{"state": "x"}')
-    offset = 16 + 8 if where == "header" else SharedSnapshots._HEADER.size + 3
-    shared._map[offset] ^= 0x01  # as if read in the middle of another process's write
-    assert shared.get(KEY) is None
+def test_a_cell_overwritten_meanwhile_reads_as_missing():
+    shared = SharedTails(slots=1, ring=4)
+    shared.put(KEY, 7, [b'{"type": "x"}'])
+    cell = SharedTails._HEADER.size + 7 % 4 * shared.cell_size
+    shared._map[cell] ^= 0x01  # its version tag no longer says 7
+    assert shared.since(KEY, 6) is None
 
 
-def test_snapshots_larger_than_a_slot_are_not_shared():
-    shared = SharedSnapshots(slots=1, slot_size=128)
-    shared.put(KEY, 1, b"x" * 200)
-    assert shared.get(KEY) is None
+def test_a_slot_keeps_the_last_ring_of_events():
+    shared = SharedTails(slots=1, ring=3, cell_size=64)
+    for version in range(1, 6):
+        shared.put(KEY, version, [b"%010d" % version])
+    assert shared.since(KEY, 2) == [b"%010d" % v for v in (3, 4, 5)]
+    assert shared.since(KEY, 1) is None
+    shared.put(KEY, 6, [b"x" * 100])  # larger than a cell: the table is not shared
+    assert shared.since(KEY, 5) == []
 
 
 def _ok(state: Any, events: Any) -> tuple[int, Any]:
     return 200, {"version": state.version}
+
+
+def test_only_events_that_chain_from_the_state_are_applied():
+    store = InMemoryEventStore()
+    tables = Tables(store)
+    rules = resolve_ruleset("three-card")
+    for table in ("t", "u"):
+        tables.execute(
+            table, lambda s, n, t=table: commands.create_table(t, rules, n), _ok, create=True
+        )
+        tables.execute(table, lambda s, n: commands.seat_player(s, "p0", 10, n), _ok)
+    known = Known.loaded(store.load("t"))
+    t_events = [e.data for e in store.read("t")]
+    u_events = [e.data for e in store.read("u")]
+    created = Known(0, None).followed_by(t_events[:1])
+    assert created is not None and created.version == 1
+    seated = created.followed_by(t_events[1:])
+    assert seated is not None and seated.state.to_data() == known.working_state()[0].to_data()
+    assert created.followed_by(u_events[1:]) is None  # another table's next event
+    assert Known(0, None).followed_by(t_events[1:]) is None  # a gap
+    assert created.followed_by([b"not json"]) is None
 
 
 class CountingStore(InMemoryEventStore):
@@ -87,7 +122,7 @@ class CountingStore(InMemoryEventStore):
             raise
 
 
-def _two_processes(shared: SharedSnapshots | None) -> tuple[CountingStore, Tables, Tables]:
+def _two_processes(shared: SharedTails | None) -> tuple[CountingStore, Tables, Tables]:
     """Two `Tables` on one store, as two workers would be (each its own local cache)."""
     store = CountingStore()
     first, second = (
@@ -106,11 +141,13 @@ def _alternate(first: Tables, second: Tables) -> None:
         tables.execute("t", lambda s, n, seat=seat: commands.declare(s, seat, "in", n), _ok)
 
 
-def test_with_shared_snapshots_a_worker_decides_on_what_the_other_wrote():
-    store, first, second = _two_processes(SharedSnapshots(slots=64))
+def test_with_shared_tails_a_worker_decides_on_what_the_other_wrote():
+    store, first, second = _two_processes(SharedTails(slots=64))
     store.loads = store.conflicts = 0
     _alternate(first, second)
-    assert (store.loads, store.conflicts) == (0, 0)
+    # One load: the second process had never seen the table. Then each brings its state up
+    # to date with what the other stored, and never decides on a stale one.
+    assert (store.loads, store.conflicts) == (1, 0)
     hand = first.load("t").hand
     assert hand is not None and hand.decisions == {0: "in", 1: "in", 2: "in"}
 
@@ -139,3 +176,13 @@ def test_a_command_never_changes_the_cached_state_it_decided_on():
         first.execute("t", refuse_after_changing, _ok)
     assert known.state.to_data() == before
     assert first.load("t").pot == known.state.pot
+
+
+def test_a_worker_known_to_be_behind_reads_the_current_snapshot_instead_of_deciding():
+    store, first, second = _two_processes(SharedTails(slots=64, ring=1))
+    for i in (3, 4):  # two events since `first` last saw the table: more than the ring
+        second.execute("t", lambda s, n, i=i: commands.seat_player(s, f"p{i}", 10, n), _ok)
+    store.loads = store.conflicts = 0
+    # On its stale state the seating would pass; the refusal would cost a round trip.
+    first.execute("t", lambda s, n: commands.seat_player(s, "p5", 10, n), _ok)
+    assert (store.loads, store.conflicts) == (1, 0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from service.eventlog.memory import InMemoryEventStore
 from service.rules import commands
 from service.rules.ruleset import resolve_ruleset
@@ -38,3 +40,51 @@ def test_a_refusal_is_decided_on_the_current_snapshot():
     # The first process's snapshot has one player and would refuse to deal; the table has two.
     dealt = first.execute("t", lambda s, n: commands.deal(s, b"x" * 32, n), _ok)
     assert dealt.state.hand is not None
+
+
+def test_follow_ups_are_stored_with_the_attempt_that_lands_and_only_with_it():
+    store = InMemoryEventStore()
+    asked: list[tuple[int, list[str]]] = []
+
+    def follow_ups(state, events):
+        asked.append((state.version, [type(e).__name__ for e in events]))
+        return [("RPUSH", "followed", f"v{state.version}")]
+
+    first, second = Tables(store, follow_ups=follow_ups), Tables(store)
+    rules = resolve_ruleset("three-card")
+    first.execute("t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True)
+    first.execute("t", lambda s, n: commands.seat_player(s, "p0", 10, n), _ok)
+    second.execute("t", lambda s, n: commands.seat_player(s, "p1", 10, n), _ok)
+    # `first` decides on its stale snapshot (version 2), loses the race, decides again at 3.
+    first.execute("t", lambda s, n: commands.seat_player(s, "p2", 10, n), _ok)
+    assert asked == [
+        (1, ["TableCreated"]),
+        (2, ["PlayerSeated"]),
+        (3, ["PlayerSeated"]),  # the stale attempt, refused by the store
+        (4, ["PlayerSeated"]),
+    ]
+    assert store.follow_ups == [
+        ("t", ("RPUSH", "followed", "v1")),
+        ("t", ("RPUSH", "followed", "v2")),
+        ("t", ("RPUSH", "followed", "v4")),
+    ]
+
+
+def test_a_command_whose_follow_ups_cannot_be_made_is_stored_without_them(caplog):
+    def broken(state, events):
+        raise RuntimeError("no queue today")
+
+    store = InMemoryEventStore()
+    tables = Tables(store, follow_ups=broken)
+    rules = resolve_ruleset("three-card")
+    logger = logging.getLogger("guts.tables")  # "guts" may not propagate (the app's logging)
+    logger.addHandler(caplog.handler)
+    try:
+        created = tables.execute(
+            "t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True
+        )
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert created.status == 200 and store.load("t").version == 1
+    assert store.follow_ups == []
+    assert "no follow-ups" in caplog.text

@@ -45,7 +45,8 @@ def _connection() -> Redis:
 def tables_for(connection: Redis) -> Tables:
     """The application service on `connection`, with the configured key prefix."""
     settings = Settings.from_env()
-    return Tables(RedisEventStore(connection, prefix=settings.key_prefix))
+    store = RedisEventStore(connection, prefix=settings.key_prefix)
+    return Tables(store, follow_ups=scheduling.follow_ups(connection))
 
 
 def _no_response(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
@@ -81,12 +82,10 @@ def close_hand(connection: Redis, table_id: str, hand: int, deadline: str) -> st
         return commands.close_at_deadline(state, now)
 
     try:
-        result = tables.execute(table_id, decide, _no_response)
+        tables.execute(table_id, decide, _no_response)
     except RuleViolation:
         scheduling.forget_deadline(connection, table_id, deadline)
         return "moved_on"
-    assert result.state is not None
-    scheduling.after_command(connection, result.state, result.events)
     return "closed"
 
 

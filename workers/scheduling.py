@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import orjson
 from redis import Redis
+from redis.client import Pipeline
 
 from service.config import Settings
+from service.eventlog.store import Command
 from service.rules import events as ev
 from service.rules.dealing import short_of_cover
 from service.rules.state import SHOWDOWN, TIMED_PHASES, TableState
@@ -50,23 +53,29 @@ def schedule_close(
 ) -> None:
     """Schedule the close of `hand` for `deadline`, and index the deadline for the backstop
     (one round trip: both go in one pipeline)."""
+    with connection.pipeline(transaction=False) as pipe:
+        _schedule_close(connection, pipe, table_id, hand, deadline, attempt)
+        pipe.execute()
+
+
+def _schedule_close(
+    connection: Redis, pipe: Pipeline, table_id: str, hand: int, deadline: str, attempt: str = ""
+) -> None:
     from .jobs import close_job
 
     due = parse_iso(deadline)
-    with connection.pipeline(transaction=False) as pipe:
-        pipe.zadd(deadlines_key(), {table_id: due.timestamp()})
-        queue(DEADLINES, connection).enqueue_at(
-            due - timedelta(seconds=LEAD_S),
-            close_job,
-            table_id,
-            hand,
-            deadline,
-            job_id=job_id("close", table_id, hand, deadline, attempt),
-            result_ttl=300,
-            failure_ttl=24 * 3600,
-            pipeline=pipe,
-        )
-        pipe.execute()
+    pipe.zadd(deadlines_key(), {table_id: due.timestamp()})
+    queue(DEADLINES, connection).enqueue_at(
+        due - timedelta(seconds=LEAD_S),
+        close_job,
+        table_id,
+        hand,
+        deadline,
+        job_id=job_id("close", table_id, hand, deadline, attempt),
+        result_ttl=300,
+        failure_ttl=24 * 3600,
+        pipeline=pipe,
+    )
 
 
 def forget_deadline(connection: Redis, table_id: str, deadline: str) -> None:
@@ -84,6 +93,14 @@ def overdue(connection: Redis, now_epoch: float) -> list[tuple[str, float]]:
 
 def schedule_cover(connection: Redis, table_id: str, grace_until: str, attempt: str = "") -> None:
     """Schedule the end of the cover rule's top-up grace."""
+    with connection.pipeline(transaction=False) as pipe:
+        _schedule_cover(connection, pipe, table_id, grace_until, attempt)
+        pipe.execute()
+
+
+def _schedule_cover(
+    connection: Redis, pipe: Pipeline, table_id: str, grace_until: str, attempt: str = ""
+) -> None:
     from .jobs import cover_job
 
     queue(DEADLINES, connection).enqueue_at(
@@ -94,35 +111,61 @@ def schedule_cover(connection: Redis, table_id: str, grace_until: str, attempt: 
         job_id=job_id("cover", table_id, grace_until, attempt),
         result_ttl=300,
         failure_ttl=24 * 3600,
+        pipeline=pipe,
     )
 
 
-def after_command(connection: Redis, state: TableState, events: list[ev.Event]) -> None:
-    """Queue what a command's events call for: a close at a new deadline, a resolve, or the
-    end of a top-up grace."""
+def follow_ups(connection: Redis) -> Callable[[TableState, list[ev.Event]], list[Command]]:
+    """For `Tables`: the Redis commands that queue what a command's events call for (a close
+    at a new deadline, a resolve, or the end of a top-up grace). The event store runs them
+    in the step that stores the events, so they happen exactly when the events do."""
+
+    def commands(state: TableState, events: list[ev.Event]) -> list[Command]:
+        todo = _work_for(state, events)
+        if not todo:
+            return []
+        pipe = connection.pipeline(transaction=False)  # only records; never executed
+        for queue_it in todo:
+            queue_it(connection, pipe)
+        return [args for args, _options in pipe.command_stack]
+
+    return commands
+
+
+def _work_for(state: TableState, events: list[ev.Event]) -> list[Callable[[Redis, Pipeline], None]]:
+    """What `events` (just applied to `state`) call for, to be put on a pipeline."""
     hand = state.hand
+    table_id = state.table_id
     if not events:
-        return
+        return []
     if hand is None:
         resolved = any(isinstance(e, ev.HandResolved) for e in events)
         if resolved and state.grace_until and short_of_cover(state):
-            schedule_cover(connection, state.table_id, state.grace_until)
-        return
+            grace_until = state.grace_until
+            return [lambda c, pipe: _schedule_cover(c, pipe, table_id, grace_until)]
+        return []
+    number, deadline = hand.number, hand.deadline
     if hand.phase in TIMED_PHASES:
         if any(getattr(e, "deadline", None) for e in events):
-            schedule_close(connection, state.table_id, hand.number, hand.deadline)
+            return [lambda c, pipe: _schedule_close(c, pipe, table_id, number, deadline)]
     elif hand.phase == SHOWDOWN and state.rules.auto_resolve:
         # (The deadline index entry is left: the close job or the backstop drops it, which
-        # saves a round trip on the declaration that completes the hand.)
-        from .jobs import resolve_job
+        # saves work on the declaration that completes the hand.)
+        return [lambda c, pipe: _enqueue_resolve(c, pipe, table_id, number)]
+    return []
 
-        queue(DEADLINES, connection).enqueue(
-            resolve_job,
-            state.table_id,
-            hand.number,
-            job_id=job_id("resolve", state.table_id, hand.number),
-            result_ttl=300,
-        )
+
+def _enqueue_resolve(connection: Redis, pipe: Pipeline, table_id: str, hand: int) -> None:
+    from .jobs import resolve_job
+
+    queue(DEADLINES, connection).enqueue(
+        resolve_job,
+        table_id,
+        hand,
+        job_id=job_id("resolve", table_id, hand),
+        result_ttl=300,
+        pipeline=pipe,
+    )
 
 
 def _audit_key(audit_id: str) -> str:

@@ -25,6 +25,7 @@ from service.config import Settings
 from service.eventlog.redis_store import RedisEventStore
 from service.snapshots import SnapshotCache, inherited
 from service.tables import Tables
+from workers import scheduling
 
 from . import errors
 from .auth import Authenticator
@@ -163,12 +164,13 @@ def create_app(
     auth = Authenticator(
         settings.operator_keys, settings.auditor_keys, _token_secret(settings, redis_client)
     )
-    # Snapshots are shared with the sibling workers when the parent set that up (guts serve).
+    # Stored events are shared with the sibling workers when the parent set that up (guts serve).
     where = redis_client.get_connection_kwargs()
     namespace = "|".join(str(where.get(k)) for k in ("host", "port", "path", "db"))
     namespace += f"|{settings.key_prefix}"
     cache = SnapshotCache(shared=inherited(), namespace=namespace)
-    app.extensions["guts"] = Services(settings, redis_client, Tables(store, cache=cache), auth)
+    tables = Tables(store, cache=cache, follow_ups=scheduling.follow_ups(redis_client))
+    app.extensions["guts"] = Services(settings, redis_client, tables, auth)
     metrics = _Metrics()
     app.extensions["guts_metrics"] = metrics
     _configure_logging()

@@ -1,5 +1,5 @@
 """Request plumbing shared by the views: the caller, bodies, headers, and running a command
-through `Tables` (idempotency, If-Match, follow-up jobs)."""
+through `Tables` (idempotency, If-Match)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from marshmallow import Schema
 from service.rules import events as ev
 from service.rules.state import TableState
 from service.tables import Result, Tables
-from workers import scheduling
 
 from .auth import Principal
 from .errors import BadRequest, NotFound
@@ -118,21 +117,9 @@ def run(table_id: str, decide: Decide, respond: Respond, *, create: bool = False
         request_hash=request_hash,
     )
     g.outcome = "replayed" if result.replayed else "ok"
-    if result.state is not None and result.events:
-        after(result)
     body = result.body
     version = body.get("version") if isinstance(body, dict) else None
     response = json_response(body, result.status, version)
     if result.replayed:
         response.headers["Idempotent-Replayed"] = "true"
     return response
-
-
-def after(result: Result) -> None:
-    """Queue the work the new events call for (deadline closes, automatic resolves). The
-    events are already stored: when this fails, the backstop closes the hand instead."""
-    assert result.state is not None
-    try:
-        scheduling.after_command(services().redis, result.state, result.events)
-    except Exception:  # noqa: BLE001 - never fail a stored command over its follow-up
-        log.exception("could not schedule the follow-up of %s", request.endpoint)

@@ -92,6 +92,18 @@ def decode_record(raw: bytes) -> dict[str, Any]:
     return upcast(record)
 
 
+def decode_following(raw: bytes, head: str) -> tuple[Event, str]:
+    """The event stored as `raw`, checked to be the one that follows the event whose hash is
+    `head` (its stored hash chains from `head`); returns it and its hash. CodecError if not."""
+    try:
+        record = orjson.loads(raw)
+        if not isinstance(record, dict) or chain_hash(head, record) != record.get("hash"):
+            raise CodecError("the event does not follow the given head")
+        return event_from_data(upcast(record)), record["hash"]
+    except (KeyError, TypeError, ValueError) as exc:  # CodecError and JSONDecodeError too
+        raise CodecError(f"not the next event: {exc}") from exc
+
+
 def decode_event(raw: bytes) -> Event:
     """The event from its stored bytes."""
     try:

@@ -1,7 +1,8 @@
 """An in-memory event store with the same semantics as the Redis one.
 
 For unit tests and single-process tools. Thread-safe: one lock guards every operation,
-so each call is atomic like a Lua script on Redis. Nothing is persisted.
+so each call is atomic like a Lua script on Redis. Nothing is persisted. There is no Redis
+to run an append's follow-up commands on: they are kept, in order, in ``follow_ups``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 from service.eventlog.store import (
     AppendResult,
+    Command,
     Idempotency,
     IdempotencyMismatch,
     Loaded,
@@ -51,6 +53,8 @@ class InMemoryEventStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._tables: dict[str, _Table] = {}
+        self.follow_ups: list[tuple[str, tuple[bytes | str | int | float, ...]]] = []
+        """(table id, command) of every follow-up an applied append carried."""
 
     def load(self, table_id: str) -> Loaded:
         """The table's version and snapshot (0 and None if unknown)."""
@@ -67,9 +71,10 @@ class InMemoryEventStore:
         events: Sequence[bytes],
         snapshot: bytes,
         idempotency: Idempotency | None = None,
+        then: Sequence[Command] = (),
     ) -> AppendResult:
         """See :meth:`EventStore.append`."""
-        check_append_args(expected_version, events, snapshot)
+        check_append_args(expected_version, events, snapshot, then)
         with self._lock:
             table = self._tables.get(table_id)
             actual = len(table.events) if table is not None else 0
@@ -94,6 +99,7 @@ class InMemoryEventStore:
             if idempotency is not None:
                 expiry = self._clock() + self.idempotency_ttl_s
                 table.idempotency[idempotency.key] = (idempotency, expiry)
+            self.follow_ups.extend((table_id, tuple(command)) for command in then)
             return AppendResult(version=len(table.events))
 
     def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:

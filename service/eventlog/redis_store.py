@@ -19,10 +19,13 @@ so ids with ``{``, ``}``, ``:`` or spaces cannot bleed into the key structure: `
 stored as ``guts:{t-1}:...``, ``a}b`` as ``guts:{a%7Db}:...`` (and ``""`` as ``guts:{%}:...``).
 
 The global ``P:tables`` set is updated inside the append script (passed in ``KEYS``), so
-creating a table and registering it are one atomic step. Under Redis Cluster that key
-lives in another slot and the script would be refused (CROSSSLOT): the ``SADD`` would
-then have to become a separate step after the script, with audits tolerating a table
-that exists but is not yet listed.
+creating a table and registering it are one atomic step. An append's follow-up commands
+(see :mod:`service.eventlog.store`; the RQ job and deadline-index entry of a new deadline)
+run at the end of the same script, so a deadline's job exists exactly when its deal does,
+and cost no round trip of their own. Under Redis Cluster those keys live in other slots
+and the script would be refused (CROSSSLOT): the ``SADD`` and the follow-ups would then
+have to become a separate step after the script, with audits tolerating a table that
+exists but is not yet listed, and the backstop covering a deadline whose job was lost.
 
 Loads and appends, the commands every table command makes, go over one connection per
 thread (:class:`_Direct`) rather than through redis-py's pool, retry and script wrappers,
@@ -45,6 +48,7 @@ import redis
 
 from service.eventlog.store import (
     AppendResult,
+    Command,
     CorruptLog,
     Idempotency,
     IdempotencyMismatch,
@@ -60,7 +64,8 @@ from service.eventlog.store import (
 __all__ = ["RedisEventStore", "table_key_tag"]
 
 # KEYS: events, meta, tables[, idempotency record]
-# ARGV: expected_version, snapshot, table_id, ttl_s, request_hash, response, event...
+# ARGV: expected_version, snapshot, table_id, ttl_s, request_hash, response, event count,
+#       event..., then each follow-up command as its argument count and its arguments.
 _APPEND_LUA = """
 local events_key, meta_key, tables_key, idem_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local expected = tonumber(ARGV[1])
@@ -89,7 +94,8 @@ if top_id ~= want then
 end
 
 local version = actual
-for i = 7, #ARGV do
+local last = 7 + tonumber(ARGV[7])
+for i = 8, last do
   version = version + 1
   redis.call('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
 end
@@ -101,7 +107,20 @@ end
 if expected == 0 then
   redis.call('SADD', tables_key, ARGV[3])
 end
-return {'ok', version}
+
+-- Follow-ups: the events are written, so a refused follow-up must not abort the script
+-- (Redis keeps what a failed script wrote); it is counted and reported instead.
+local failed = 0
+local i = last + 1
+while i <= #ARGV do
+  local count = tonumber(ARGV[i])
+  local reply = redis.pcall(unpack(ARGV, i + 1, i + count))
+  if type(reply) == 'table' and reply.err then
+    failed = failed + 1
+  end
+  i = i + count + 1
+end
+return {'ok', version, failed}
 """
 
 
@@ -179,23 +198,28 @@ class RedisEventStore:
         events: Sequence[bytes],
         snapshot: bytes,
         idempotency: Idempotency | None = None,
+        then: Sequence[Command] = (),
     ) -> AppendResult:
         """See :meth:`EventStore.append`: one EVALSHA of the append script."""
-        check_append_args(expected_version, events, snapshot)
+        check_append_args(expected_version, events, snapshot, then)
         keys = [self.events_key(table_id), self.meta_key(table_id), self._tables_key]
         if idempotency is not None:
             keys.append(self.idempotency_key(table_id, idempotency.key))
             idem_args = [idempotency.request_hash.encode(), idempotency.response]
         else:
             idem_args = [b"", b""]
-        args: list[bytes | int] = [
+        args: list[bytes | str | int | float] = [
             expected_version,
             snapshot,
             table_id.encode(),
             self.idempotency_ttl_s,
             *idem_args,
+            len(events),
             *events,
         ]
+        for command in then:
+            args.append(len(command))
+            args.extend(command)
         script = self._append_script
         with _redis_errors():
             try:
@@ -205,7 +229,7 @@ class RedisEventStore:
                 reply = self._direct.call("EVALSHA", script.sha, len(keys), *keys, *args)
         status = reply[0]
         if status == b"ok":
-            return AppendResult(version=int(reply[1]))
+            return AppendResult(version=int(reply[1]), failed_follow_ups=int(reply[2]))
         if status == b"replayed":
             assert idempotency is not None
             record = Idempotency(idempotency.key, idempotency.request_hash, _bytes(reply[2]))
@@ -277,11 +301,11 @@ class _Direct:
         self.attempts = attempts
 
     def _connection(self) -> Any:
-        local = self._local
-        if getattr(local, "pid", None) != os.getpid():  # first use here, or a forked child
-            local.connection = self._pool.connection_class(**self._pool.connection_kwargs)
-            local.pid = os.getpid()
-        return local.connection
+        owned = getattr(self._local, "owned", None)
+        if owned is None or owned.pid != os.getpid():  # first use here, or a forked child
+            connection = self._pool.connection_class(**self._pool.connection_kwargs)
+            owned = self._local.owned = _Owned(connection)
+        return owned.connection
 
     def call(self, *args: Any) -> Any:
         """The reply to one command (Redis errors raise as redis-py raises them)."""
@@ -295,6 +319,23 @@ class _Direct:
                 if attempt == self.attempts:
                     raise
         raise AssertionError("unreachable")
+
+
+class _Owned:
+    """One thread's connection, closed as soon as the thread ends (its thread-local value,
+    this object, is then released) rather than whenever the garbage collector gets to the
+    connection's reference cycles. (redis-py's disconnect leaves a socket inherited from
+    the parent process open in the parent.)"""
+
+    __slots__ = ("connection", "pid")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.pid = os.getpid()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.connection.disconnect()
 
 
 def _version_of(entry_id: bytes) -> int | None:

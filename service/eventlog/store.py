@@ -9,6 +9,11 @@ when the same idempotency key comes again).
 The store never decodes events or snapshots and never imports the rules: it checks
 versions, appends, and remembers. Every store implementation runs the one contract
 suite in ``tests/eventlog/test_store_contract.py``.
+
+An append may carry *follow-up commands* (``then``): Redis commands that must happen exactly
+when the events are stored, such as putting the RQ job that closes a hand at its deadline on
+the schedule. The store runs them in the same atomic step, after the events, and only if the
+append is applied (never on a conflict, a replay or a mismatch).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Protocol, runtime_checkable
 
 __all__ = [
     "AppendResult",
+    "Command",
     "CorruptLog",
     "EventStore",
     "IdempotencyMismatch",
@@ -31,6 +37,10 @@ __all__ = [
     "check_append_args",
     "check_read_args",
 ]
+
+
+Command = Sequence[bytes | str | int | float]
+"""A Redis command, name first (``("ZADD", "key", 12.5, "member")``), as an append's follow-up."""
 
 
 @dataclass(frozen=True)
@@ -68,10 +78,13 @@ class AppendResult:
 
     ``version`` is the table's version after the call. ``replayed`` is set (and nothing was
     written) when the idempotency key had been seen before with the same request hash.
+    ``failed_follow_ups`` counts follow-up commands that Redis refused; the events are
+    stored all the same (the caller logs it: the backstop covers a missing deadline job).
     """
 
     version: int
     replayed: Idempotency | None = None
+    failed_follow_ups: int = 0
 
 
 class StoreError(Exception):
@@ -141,9 +154,10 @@ class EventStore(Protocol):
         events: Sequence[bytes],
         snapshot: bytes,
         idempotency: Idempotency | None = None,
+        then: Sequence[Command] = (),
     ) -> AppendResult:
         """Atomically append ``events`` and replace the snapshot, if the table is at
-        ``expected_version`` (0 creates the table).
+        ``expected_version`` (0 creates the table), and run the follow-up commands ``then``.
 
         With ``idempotency``: a known key with the same request hash returns the current
         version and the stored record and writes nothing; a known key with another hash
@@ -165,7 +179,12 @@ class EventStore(Protocol):
         ...
 
 
-def check_append_args(expected_version: int, events: Sequence[bytes], snapshot: bytes) -> None:
+def check_append_args(
+    expected_version: int,
+    events: Sequence[bytes],
+    snapshot: bytes,
+    then: Sequence[Command] = (),
+) -> None:
     """Reject malformed append arguments before any I/O (shared by every store)."""
     if isinstance(expected_version, bool) or not isinstance(expected_version, int):
         raise TypeError(f"expected_version must be an int, not {expected_version!r}")
@@ -178,6 +197,9 @@ def check_append_args(expected_version: int, events: Sequence[bytes], snapshot: 
             raise TypeError(f"events must be bytes, not {type(event).__name__}")
     if not isinstance(snapshot, bytes):
         raise TypeError(f"snapshot must be bytes, not {type(snapshot).__name__}")
+    for command in then:
+        if isinstance(command, str | bytes) or not command or not isinstance(command[0], str):
+            raise TypeError(f"a follow-up command is a name and its arguments, not {command!r}")
 
 
 def check_read_args(after: int, limit: int | None) -> None:

@@ -50,7 +50,7 @@ def main() -> None:
             for _ in range(WORKERS)
         ]
         client = redis.Redis.from_url(server.url)
-        tables = Tables(RedisEventStore(client))
+        tables = Tables(RedisEventStore(client), follow_ups=scheduling.follow_ups(client))
         try:
             rules = resolve_ruleset("three-card", {"decision_timeout_s": TIMEOUT_S})
             ids = [f"t{i}" for i in range(HANDS)]
@@ -71,7 +71,6 @@ def main() -> None:
                 result = tables.execute(
                     table_id, lambda s, n: commands.deal(s, os.urandom(32), n), _ok
                 )
-                scheduling.after_command(client, result.state, result.events)  # as the API does
                 deadlines[table_id] = parse_iso(result.state.hand.deadline)
                 time.sleep(SPACING_S)
             time.sleep(TIMEOUT_S + 3)

@@ -57,6 +57,23 @@ def datas(stored: list[StoredEvent]) -> list[bytes]:
     return [event.data for event in stored]
 
 
+FOLLOWED = "test:followed"
+
+
+def follow_up(word: str) -> tuple[str, str, str]:
+    """A follow-up command whose effect `followed` can see: push `word` on a list."""
+    return ("RPUSH", FOLLOWED, word)
+
+
+def followed(store: EventStore) -> list[str]:
+    """The words of the follow-ups that ran, in order (the memory store keeps the commands,
+    Redis ran them)."""
+    if isinstance(store, InMemoryEventStore):
+        return [str(command[2]) for _, command in store.follow_ups if command[1] == FOLLOWED]
+    assert isinstance(store, RedisEventStore)
+    return [word.decode() for word in store.client.lrange(FOLLOWED, 0, -1)]
+
+
 class TestEventStoreContract:
     """What every EventStore promises (see service/eventlog/store.py)."""
 
@@ -145,6 +162,34 @@ class TestEventStoreContract:
         with pytest.raises(ValueError):
             store.read("t1", limit=-1)
         assert store.table_ids() == []
+
+    def test_follow_ups_run_in_order_with_an_applied_append(self, store: EventStore) -> None:
+        result = store.append("t1", 0, events("a"), b"s1", then=[follow_up("x"), follow_up("y")])
+        assert result == AppendResult(version=1)
+        assert followed(store) == ["x", "y"]
+        store.append("t1", 1, events("b", "c"), b"s3", then=[follow_up("z")])
+        assert followed(store) == ["x", "y", "z"]
+
+    def test_follow_ups_do_not_run_when_nothing_is_appended(self, store: EventStore) -> None:
+        record = Idempotency("k", "h", b"r")
+        store.append("t1", 0, events("a"), b"s1", record)
+        with pytest.raises(VersionConflict):
+            store.append("t1", 0, events("b"), b"s", then=[follow_up("conflict")])
+        replay = store.append("t1", 0, events("a"), b"s1", record, then=[follow_up("replay")])
+        assert replay.replayed == record
+        with pytest.raises(IdempotencyMismatch):
+            store.append(
+                "t1", 1, events("b"), b"s", Idempotency("k", "other", b"r"), [follow_up("m")]
+            )
+        assert followed(store) == []
+        assert store.load("t1") == Loaded(version=1, snapshot=b"s1")
+
+    def test_malformed_follow_ups_are_refused_before_writing(self, store: EventStore) -> None:
+        for then in (["RPUSH"], [()], [(b"RPUSH", "k", "v")], [(1, "k")]):
+            with pytest.raises(TypeError):
+                store.append("t1", 0, events("a"), b"s", then=then)  # type: ignore[arg-type]
+        assert store.load("t1") == Loaded(version=0, snapshot=None)
+        assert followed(store) == []
 
     def test_repeated_idempotency_key_replays_the_first_response(self, store: EventStore) -> None:
         first = Idempotency("key-1", "hash-a", b'{"seat":2}')
@@ -400,6 +445,26 @@ class TestRedisEventStore:
             store.append("t1", 0, events("x"), b"s")
         store.load("t1")
         assert counter.commands == ["EVALSHA", "EVALSHA", "EVALSHA", "HMGET"]
+
+    def test_follow_ups_add_no_round_trip(
+        self, store: RedisEventStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store.append("warm-up", 0, events("a"), b"s")
+        counter = CommandCounter(monkeypatch)
+        store.append("t1", 0, events("a"), b"s", then=[follow_up("x"), ("SET", "test:k", 1.5)])
+        assert counter.commands == ["EVALSHA"]
+        assert followed(store) == ["x"]
+        assert store.client.get("test:k") == b"1.5"
+
+    def test_a_refused_follow_up_is_counted_and_the_events_stay(
+        self, store: RedisEventStore, redis_client: redis.Redis
+    ) -> None:
+        redis_client.set("test:a-string", "v")
+        then = [follow_up("before"), ("HSET", "test:a-string", "f", "v"), follow_up("after")]
+        result = store.append("t1", 0, events("a"), b"s1", then=then)
+        assert result == AppendResult(version=1, failed_follow_ups=1)
+        assert store.load("t1") == Loaded(version=1, snapshot=b"s1")
+        assert followed(store) == ["before", "after"]
 
     def test_a_killed_connection_is_replaced_without_losing_the_command(
         self, store: RedisEventStore, redis_client: redis.Redis

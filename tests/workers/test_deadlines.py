@@ -13,6 +13,7 @@ from service.rules.times import parse_iso
 from tests.apiclient import Api
 from workers.jobs import close_hand
 from workers.queues import DEADLINES, queue
+from workers.scheduling import deadlines_key
 
 
 def _deal(api: Api, timeout_s: int, players: int = 3, preset: str = "three-card"):
@@ -52,6 +53,27 @@ def test_deal_schedules_a_close_job_before_the_deadline(api: Api, redis_client):
     scheduled = registry.get_scheduled_time(job_id).replace(tzinfo=UTC)
     lead = (parse_iso(dealt["deadline"]) - scheduled).total_seconds()
     assert 0 < lead <= 2.0
+
+
+def test_a_deal_and_its_close_job_are_stored_in_one_round_trip(api: Api, redis_client):
+    table = api.table("three-card", decision_timeout_s=30)
+    for i in range(3):
+        api.seat(table, f"p{i}")
+    with redis_client.monitor() as monitor:
+        api.post(f"/v1/tables/{table}/deal")
+        redis_client.ping()  # the last command the monitor waits for
+        seen = []
+        while not seen or seen[-1] != ("tcp", "PING"):
+            command = monitor.next_command()
+            seen.append((command["client_type"], command["command"].split()[0].upper()))
+    handshakes = {"HELLO", "CLIENT", "SELECT"}  # a new connection's (a server thread's first)
+    sent = [name for client, name in seen if client != "lua" and name not in handshakes]
+    in_script = {name for client, name in seen if client == "lua"}
+    assert sent == ["EVALSHA", "PING"]
+    # Inside the script: the events, the deadline index entry and the close job.
+    assert {"XADD", "ZADD", "HSET"} <= in_script
+    assert queue(DEADLINES, redis_client).scheduled_job_registry.get_job_ids()
+    assert redis_client.zscore(deadlines_key(), table) is not None
 
 
 def test_an_early_run_far_from_the_deadline_reschedules_and_acts_not(api: Api, redis_client):
@@ -141,10 +163,10 @@ def test_sequential_turns_each_get_their_own_deadline(api: Api, redis_client):
     assert datetime.now(UTC) < parse_iso(hand["deadline"])
 
 
-def test_the_cover_grace_is_enforced_when_it_ends(api: Api, redis_client):
-    from workers.jobs import enforce_cover_grace
-
-    table = api.table("monte-carlo", decision_timeout_s=30, cover_grace_s=1)
+def _declared_hand_leaving_seat_2_short(api: Api, cover_grace_s: int) -> str:
+    """A `monte-carlo` table whose hand is declared: seat 2 (6 chips) loses to seat 1 and,
+    once the hand is resolved, is short of the pot (the cover rule's grace starts)."""
+    table = api.table("monte-carlo", decision_timeout_s=30, cover_grace_s=cover_grace_s)
     tokens = [api.seat(table, f"p{i}", buy_in=b)["token"] for i, b in enumerate([100, 100, 6])]
     api.post(
         f"/v1/tables/{table}/deal",
@@ -152,6 +174,13 @@ def test_the_cover_grace_is_enforced_when_it_ends(api: Api, redis_client):
     )
     for seat, decision in ((1, "in"), (2, "in"), (0, "out")):
         api.post(f"/v1/tables/{table}/declare", {"decision": decision}, token=tokens[seat])
+    return table
+
+
+def test_the_cover_grace_is_enforced_when_it_ends(api: Api, redis_client):
+    from workers.jobs import enforce_cover_grace
+
+    table = _declared_hand_leaving_seat_2_short(api, cover_grace_s=1)
     resolved = api.post(f"/v1/tables/{table}/resolve").json()
     assert resolved["matched"] == {"2": 3}  # seat 2 is left with 2 chips: short of the pot
     registry = queue(DEADLINES, redis_client).scheduled_job_registry
@@ -161,3 +190,12 @@ def test_the_cover_grace_is_enforced_when_it_ends(api: Api, redis_client):
     seats = {s["seat"]: s["status"] for s in api.get(f"/v1/tables/{table}").json()["seats"]}
     assert seats == {0: "active", 1: "active", 2: "waiting"}
     assert enforce_cover_grace(redis_client, table, resolved["grace_until"]) == "nothing_to_do"
+
+
+def test_a_hand_resolved_by_the_worker_gets_its_cover_grace_too(api: Api, redis_client, run_jobs):
+    table = _declared_hand_leaving_seat_2_short(api, cover_grace_s=30)
+    run_jobs()  # auto_resolve: the worker resolves the hand, and seat 2 is short of the pot
+    view = api.get(f"/v1/tables/{table}").json()
+    assert view["hand"] is None
+    registry = queue(DEADLINES, redis_client).scheduled_job_registry
+    assert [j for j in registry.get_job_ids() if j.startswith("cover-")]
