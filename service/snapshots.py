@@ -5,8 +5,9 @@ Two layers, both only ever a hint: every append is conditional on the version th
 decided on, so a stale or missing entry costs a retry, never a wrong decision.
 
 - `SnapshotCache`, per process: the last version and *decoded* state seen per table (an LRU).
-  A command decides on a clone of the decoded state (`TableState.clone`), several times
-  cheaper than decoding the snapshot again.
+  A command takes the entry out, decides and applies its events on that state itself, and puts
+  it back once they are stored: no decoding and no copy. A command that fails leaves nothing
+  behind (its table's next command reads the snapshot).
 - `SharedTails`, per machine: a fixed table of slots in anonymous shared memory, created by a
   parent before it forks its workers (`guts serve` does it in the gunicorn master), holding
   each table's latest stored events. Without it, with N workers the worker that takes a
@@ -41,9 +42,10 @@ from service.rules.state import TableState, evolve
 
 @dataclass
 class Known:
-    """A table's version and snapshot as this process last saw them. `state` is the snapshot
-    decoded, when this process has it: it belongs to the cache and is never changed; commands
-    work on clones of it."""
+    """A table's version and snapshot as this process last saw them, and `state`, the snapshot
+    decoded, when this process has it. A command takes its table's entry out of the cache
+    (`SnapshotCache.take`) and works on that state itself, so no copy is made; only the state
+    of a command that was stored goes back in."""
 
     version: int
     snapshot: bytes | None
@@ -60,16 +62,18 @@ class Known:
         return self.state is not None or self.snapshot is not None
 
     def working_state(self) -> tuple[TableState, str]:
-        """A state the caller may change (a clone, or freshly decoded), and the chain head."""
+        """The state, for the caller to change (this entry's own, or freshly decoded: an
+        entry a command works on is out of the cache), and the chain head."""
         if self.state is not None:
-            return self.state.clone(), self.head
+            return self.state, self.head
         if self.snapshot is None:
             return TableState(), GENESIS
         return decode_snapshot(self.snapshot)
 
-    def followed_by(self, events: Sequence[bytes]) -> Known | None:
-        """This state with the stored `events` (the next ones, in order) applied; None when
-        they do not chain from this state's head or cannot be read."""
+    def advanced(self, events: Sequence[bytes]) -> Known | None:
+        """This state with the stored `events` (the next ones, in order) applied, in place;
+        None when they do not chain from this state's head or cannot be read (this entry is
+        then spoilt: drop it)."""
         state, head = self.working_state()
         try:
             for raw in events:
@@ -176,10 +180,7 @@ def inherited() -> SharedTails | None:
 
 class SnapshotCache:
     """The last `Known` state per table in this process (least recently used out), brought
-    up to date, when given `shared`, with the events other processes stored since. When the
-    shared slot shows the state is behind but no longer holds the events in between, `get`
-    answers None, so that the caller reads the current snapshot rather than decide on a state
-    it knows is stale."""
+    up to date, when given `shared`, with the events other processes stored since."""
 
     def __init__(
         self, size: int = 4096, shared: SharedTails | None = None, namespace: str = ""
@@ -190,21 +191,18 @@ class SnapshotCache:
         self._entries: OrderedDict[str, Known] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, table_id: str) -> Known | None:
+    def take(self, table_id: str) -> Known | None:
+        """The table's entry, taken out of the cache for a command to work on (None when there
+        is none, or when it is known to be behind and the events in between are gone: the
+        caller then reads the current snapshot rather than decide on a stale state)."""
         with self._lock:
-            local = self._entries.get(table_id)
-            if local is not None:
-                self._entries.move_to_end(table_id)
+            local = self._entries.pop(table_id, None)
         if self.shared is None or local is None:
             return local
         events = self.shared.since(SharedTails.key(self.namespace, table_id), local.version)
         if events == []:
             return local
-        newer = local.followed_by(events) if events else None
-        if newer is None:  # known to be behind, and the events are gone: ask the store
-            return None
-        self._remember(table_id, newer)
-        return newer
+        return local.advanced(events) if events else None
 
     def put(self, table_id: str, known: Known, events: Sequence[bytes] = ()) -> None:
         """Remember `known`; `events` are the ones this process just stored to reach it."""

@@ -7,12 +7,12 @@ record in one conditional, atomic step. When another command won the race for th
 the command is decided again on the new state (bounded), unless the caller pinned a version
 with If-Match.
 
-Each process remembers the last snapshot it wrote or saw per table, decoded, and the newest
-snapshots its sibling workers wrote (`service.snapshots`). A command first decides on that
-snapshot and appends conditionally on its version: when it is current that is the command's
-only round trip; when the table moved on, the conflict reply carries the current snapshot and
-the command is decided again on it. Decisions are never taken on stale state: the append's
-version check sees to it.
+Each process remembers the last state it stored or saw per table, decoded, brought up to date
+with the events its sibling workers stored (`service.snapshots`). A command takes that state,
+decides on it and appends conditionally on its version: when it is current that is the
+command's only round trip; when the table moved on, the conflict reply carries the current
+snapshot and the command is decided again on it. Decisions are never taken on stale state: the
+append's version check sees to it.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class Tables:
             if seen is not None:
                 return self._replay(seen, request_hash)
         # If-Match compares with the table's real version: no guessing from the cache then.
-        known = None if (create or if_match is not None) else self.cache.get(table_id)
+        known = None if (create or if_match is not None) else self.cache.take(table_id)
         for _ in range(self.max_attempts):
             cached = known is not None
             current = known if known is not None else Known.loaded(self.store.load(table_id))
@@ -179,7 +179,8 @@ class Tables:
                     table_id,
                     appended.failed_follow_ups,
                 )
-            # The cache keeps `state` itself: callers read Result.state, never change it.
+            # The cache keeps `state` itself: Result.state is to read, before the table's next
+            # command in this process takes it.
             self.cache.put(table_id, Known(appended.version, snapshot, state, head), encoded)
             return Result(status, body, state, events)
         raise Contention("the table is too busy right now; try again")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from flask import Flask, Response, g, request
+from flask import Flask, Request, Response
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -29,6 +29,7 @@ from workers import scheduling
 
 from . import errors
 from .auth import Authenticator
+from .http import COMMAND, OUTCOME
 from .json import dumps
 from .views import v1
 
@@ -147,6 +148,63 @@ def access_line(record: dict[str, Any]) -> None:
     os.write(fd, line)
 
 
+class _Request(Request):
+    """Flask's request, also left in the environ (under ``guts.request``) for `_Observed`,
+    which reads its URL rule after Flask has let go of it."""
+
+    def __init__(self, environ: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        super().__init__(environ, *args, **kwargs)
+        environ["guts.request"] = self
+
+
+class _Observed:
+    """WSGI middleware around the Flask app: times every request, then counts it in the
+    metrics and writes its access-log line. It reads what Flask found (the URL rule and its
+    arguments) from the request `_Request` leaves in the environ, and what a command view did
+    from `COMMAND` and `OUTCOME` there."""
+
+    def __init__(self, wsgi_app: Any, metrics: _Metrics) -> None:
+        self.wsgi_app = wsgi_app
+        self.metrics = metrics
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        started = time.perf_counter()
+        statuses: list[str] = []
+
+        def start(status: str, headers: Any, exc_info: Any = None) -> Any:
+            statuses.append(status)
+            return start_response(status, headers, exc_info)
+
+        body = self.wsgi_app(environ, start)
+        elapsed = time.perf_counter() - started
+        self._observe(environ, int(statuses[-1][:3]) if statuses else 500, elapsed)
+        return body
+
+    def _observe(self, environ: dict[str, Any], status: int, elapsed: float) -> None:
+        flask_request = environ.pop("guts.request", None)  # (and the reference cycle)
+        rule = getattr(flask_request, "url_rule", None)
+        endpoint = rule.rule if rule is not None else "unmatched"
+        command = environ.get(COMMAND)
+        name = command.removeprefix("v1.") if command else None
+        outcome = None
+        if name:
+            outcome = environ.get(OUTCOME) or ("ok" if status < 400 else "refused")
+        method = environ.get("REQUEST_METHOD", "")
+        self.metrics.observe(endpoint, method, status, elapsed, name, outcome)
+        view_args = getattr(flask_request, "view_args", None) or {}
+        access_line(
+            {
+                "ts": round(time.time(), 3),
+                "method": method,
+                "endpoint": endpoint,
+                "status": status,
+                "ms": round(elapsed * 1000, 2),
+                "table_id": view_args.get("table_id"),
+                "command": name,
+            }
+        )
+
+
 def create_app(
     settings: Settings | None = None, *, redis_client: redis.Redis | None = None
 ) -> Flask:
@@ -160,6 +218,7 @@ def create_app(
         redis_client, prefix=settings.key_prefix, idempotency_ttl_s=settings.idempotency_ttl_s
     )
     app = Flask("guts")
+    app.request_class = _Request
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     auth = Authenticator(
         settings.operator_keys, settings.auditor_keys, _token_secret(settings, redis_client)
@@ -177,33 +236,7 @@ def create_app(
     errors.install(app)
     app.register_blueprint(v1)
 
-    @app.before_request
-    def started() -> None:
-        g.started = time.perf_counter()
-
-    @app.after_request
-    def finished(response: Response) -> Response:
-        elapsed = time.perf_counter() - g.get("started", time.perf_counter())
-        endpoint = request.url_rule.rule if request.url_rule else "unmatched"
-        command = g.get("command")
-        name = command.removeprefix("v1.") if command else None
-        outcome = None
-        if name:
-            outcome = g.get("outcome") or ("ok" if response.status_code < 400 else "refused")
-        metrics.observe(endpoint, request.method, response.status_code, elapsed, name, outcome)
-        view_args = request.view_args or {}
-        access_line(
-            {
-                "ts": round(time.time(), 3),
-                "method": request.method,
-                "endpoint": endpoint,
-                "status": response.status_code,
-                "ms": round(elapsed * 1000, 2),
-                "table_id": view_args.get("table_id"),
-                "command": name,
-            }
-        )
-        return response
+    app.wsgi_app = _Observed(app.wsgi_app, metrics)  # type: ignore[method-assign]
 
     @app.get("/healthz")
     def healthz() -> Response:

@@ -24,6 +24,10 @@ from .json import dumps, loads
 log = logging.getLogger("guts.api")
 TABLE_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
+COMMAND = "guts.command"
+"""Where `run` leaves the command's name (its endpoint) in the WSGI environ, for the log."""
+OUTCOME = "guts.outcome"
+"""... and its outcome when it went through (ok, replayed); the app's middleware reads both."""
 
 
 def services() -> Any:
@@ -106,7 +110,8 @@ Respond = Callable[[TableState, list[ev.Event]], tuple[int, Any]]
 def run(table_id: str, decide: Decide, respond: Respond, *, create: bool = False) -> Response:
     """Execute a command and answer with its (possibly replayed) response."""
     key, request_hash = idempotency()
-    g.command = request.endpoint
+    environ = request.environ
+    environ[COMMAND] = request.endpoint
     result: Result = tables().execute(
         table_id,
         decide,
@@ -116,7 +121,7 @@ def run(table_id: str, decide: Decide, respond: Respond, *, create: bool = False
         idempotency_key=key,
         request_hash=request_hash,
     )
-    g.outcome = "replayed" if result.replayed else "ok"
+    environ[OUTCOME] = "replayed" if result.replayed else "ok"
     body = result.body
     version = body.get("version") if isinstance(body, dict) else None
     response = json_response(body, result.status, version)

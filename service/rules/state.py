@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from . import events as ev
 from .ruleset import Ruleset, ruleset_from_dict
@@ -27,15 +26,6 @@ DECLARING = "declaring"
 DRAWING = "drawing"
 SHOWDOWN = "showdown"
 TIMED_PHASES = (PASSING, DECLARING, DRAWING)  # phases that wait for players, with a deadline
-
-_T = TypeVar("_T")
-
-
-def _shallow(obj: _T) -> _T:
-    """A shallow copy of a dataclass instance (what copy.copy does, several times faster)."""
-    new = object.__new__(type(obj))
-    new.__dict__.update(obj.__dict__)
-    return new
 
 
 @dataclass
@@ -93,20 +83,6 @@ class Hand:
         """Seats dealt in that have not declared yet, in declaring order."""
         return [s for s in self.order if s not in self.decisions]
 
-    def clone(self) -> Hand:
-        """A copy sharing nothing that `evolve` changes (its lists and dicts are new)."""
-        new = _shallow(self)
-        new.order = list(self.order)
-        new.cards = dict(self.cards)
-        new.antes = dict(self.antes)
-        new.decisions = dict(self.decisions)
-        new.decided_by = dict(self.decided_by)
-        new.passes = dict(self.passes)
-        new.discards = list(self.discards)
-        new.drawers = list(self.drawers)
-        new.drawn = dict(self.drawn)
-        return new
-
 
 @dataclass
 class TableState:
@@ -151,15 +127,6 @@ class TableState:
     def seated(self) -> list[Seat]:
         """Seats held by a player who has not left, by seat number."""
         return [s for _, s in sorted(self.seats.items()) if s.status != LEFT]
-
-    def clone(self) -> TableState:
-        """A copy sharing nothing that `evolve` changes, several times cheaper than decoding
-        a snapshot (the service keeps decoded states and decides on clones of them)."""
-        new = _shallow(self)
-        new.seats = {number: _shallow(seat) for number, seat in self.seats.items()}
-        new.hand = self.hand.clone() if self.hand is not None else None
-        new.sealed_hands = list(self.sealed_hands)
-        return new
 
     def to_data(self) -> dict[str, object]:
         """The state as JSON-ready data (the snapshot the store keeps)."""

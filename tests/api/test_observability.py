@@ -1,0 +1,58 @@
+"""What operators watch: one JSON access-log line per request, and the Prometheus metrics
+(requests by route and status, commands by type and outcome, latency by route)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.apiclient import Api
+
+
+def _metric(api: Api, name: str, **labels: str) -> float:
+    """The value of one sample on /metrics (0 when it is not there yet)."""
+    text = api.get("/metrics", token=None).text
+    for line in text.splitlines():
+        match = re.fullmatch(r"(\w+)\{(.*)\} (\S+)", line)
+        if match is None or match.group(1) != name:
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2)))
+        if found == labels:
+            return float(match.group(3))
+    return 0.0
+
+
+def test_commands_are_counted_by_type_and_outcome_and_timed_by_route(api: Api):
+    table = api.table("three-card")
+    tokens = [api.seat(table, f"p{i}")["token"] for i in range(2)]
+    api.post(f"/v1/tables/{table}/deal")
+    route = "/v1/tables/<table_id>/declare"
+    before = {
+        "ok": _metric(api, "guts_commands_total", command="declare", outcome="ok"),
+        "refused": _metric(api, "guts_commands_total", command="declare", outcome="refused"),
+        "timed": _metric(api, "guts_request_seconds_count", endpoint=route),
+        "409": _metric(api, "guts_requests_total", endpoint=route, method="POST", status="409"),
+    }
+    assert api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=tokens[0]).ok
+    twice = api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=tokens[0])
+    assert twice.status_code == 409
+    assert _metric(api, "guts_commands_total", command="declare", outcome="ok") == before["ok"] + 1
+    refused = _metric(api, "guts_commands_total", command="declare", outcome="refused")
+    assert refused == before["refused"] + 1
+    assert _metric(api, "guts_request_seconds_count", endpoint=route) == before["timed"] + 2
+    statuses = _metric(api, "guts_requests_total", endpoint=route, method="POST", status="409")
+    assert statuses == before["409"] + 1
+
+
+def test_every_request_logs_one_line_with_its_route_table_and_command(api: Api, capsys):
+    table = api.table("three-card")
+    capsys.readouterr()
+    api.seat(table, "p0")
+    assert api.get(f"/v1/tables/{table}/nowhere").status_code == 404
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line]
+    seated, missing = [line for line in lines if "endpoint" in line]
+    assert seated["endpoint"] == "/v1/tables/<table_id>/players"
+    assert (seated["method"], seated["status"], seated["table_id"]) == ("POST", 201, table)
+    assert seated["command"] == "seat_player" and seated["ms"] > 0
+    assert missing["endpoint"] == "unmatched" and missing["status"] == 404
+    assert missing["command"] is None and missing["table_id"] is None
