@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from flask import Response, current_app, g, request
+from flask import Response, current_app, request
 from marshmallow import Schema
 
 from service.rules import events as ev
@@ -26,6 +26,10 @@ TABLE_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
 COMMAND = "guts.command"
 """Where `run` leaves the command's name (its endpoint) in the WSGI environ, for the log."""
+PRINCIPAL = "guts.principal"
+"""Where `principal` keeps the authenticated caller, in the WSGI environ."""
+BODY = "guts.body"
+"""Where `body_bytes` keeps the body it read, in the WSGI environ."""
 OUTCOME = "guts.outcome"
 """... and its outcome when it went through (ok, replayed); the app's middleware reads both."""
 
@@ -40,25 +44,50 @@ def tables() -> Tables:
 
 def principal() -> Principal:
     """The authenticated caller (401 when there is none)."""
-    if "principal" not in g:
-        g.principal = services().auth.authenticate(request.headers.get("Authorization"))
-    return g.principal  # type: ignore[no-any-return]
+    environ = request.environ
+    found: Principal | None = environ.get(PRINCIPAL)
+    if found is None:
+        found = environ[PRINCIPAL] = services().auth.authenticate(header("Authorization"))
+    return found
+
+
+def header(name: str) -> str | None:
+    """A request header (read from the WSGI environ, as werkzeug would, without building the
+    headers object)."""
+    value: str | None = request.environ.get("HTTP_" + name.upper().replace("-", "_"))
+    return value
 
 
 def json_response(body: Any, status: int = 200, version: int | None = None) -> Response:
-    response = Response(dumps(body), status=status, mimetype="application/json")
-    if version is not None:
-        response.headers["ETag"] = f'"{version}"'
-    return response
+    headers = None if version is None else {"ETag": f'"{version}"'}
+    return Response(dumps(body), status, headers, content_type="application/json")
+
+
+def body_bytes() -> bytes:
+    """The request's body, read once. A body with a Content-Length within the limit is read
+    straight from the server's input stream; anything else (no length, too long) goes
+    through werkzeug, which applies the limit (413) and the framing."""
+    environ = request.environ
+    cached: bytes | None = environ.get(BODY)
+    if cached is None:
+        length = environ.get("CONTENT_LENGTH") or ""
+        limit = current_app.config["MAX_CONTENT_LENGTH"]
+        if length.isdigit() and (limit is None or int(length) <= limit):
+            cached = environ["wsgi.input"].read(int(length)) if int(length) else b""
+        else:
+            cached = request.get_data(cache=True)
+        environ[BODY] = cached
+    return cached
 
 
 def load_body(schema: Schema) -> dict[str, Any]:
     """The request's JSON body, validated (an empty body is an empty object)."""
-    raw = request.get_data(cache=True)
+    raw = body_bytes()
     if not raw:
         data: Any = {}
     else:
-        if not request.mimetype or not request.mimetype.endswith("json"):
+        mimetype = request.environ.get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
+        if not mimetype.endswith("json"):
             raise BadRequest("the body must be JSON (Content-Type: application/json)", 415)
         try:
             data = loads(raw)
@@ -77,7 +106,7 @@ def check_table_id(table_id: str) -> str:
 
 
 def if_match() -> int | None:
-    raw = request.headers.get("If-Match")
+    raw = header("If-Match")
     if raw is None:
         return None
     text = raw.strip().removeprefix("W/").strip('"')
@@ -89,7 +118,7 @@ def if_match() -> int | None:
 def idempotency() -> tuple[str | None, str]:
     """The Idempotency-Key and a hash of who sent what where (the same key from another caller
     or with another body is a different request). Without a key there is nothing to hash."""
-    key = request.headers.get("Idempotency-Key")
+    key = header("Idempotency-Key")
     if key is None:
         return None, ""
     if not IDEMPOTENCY_KEY.fullmatch(key):
@@ -97,9 +126,9 @@ def idempotency() -> tuple[str | None, str]:
             "Idempotency-Key must be 1-128 visible ASCII characters", field="Idempotency-Key"
         )
     digest = hashlib.sha256()
-    for part in (request.method, request.path, request.headers.get("Authorization", "")):
+    for part in (request.method, request.path, header("Authorization") or ""):
         digest.update(part.encode() + b"\0")
-    digest.update(request.get_data(cache=True))
+    digest.update(body_bytes())
     return key, digest.hexdigest()
 
 
