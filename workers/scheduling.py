@@ -72,6 +72,7 @@ def _schedule_close(
         hand,
         deadline,
         job_id=job_id("close", table_id, hand, deadline, attempt),
+        description=f"close hand {hand} of table {table_id} at {deadline}",
         result_ttl=300,
         failure_ttl=24 * 3600,
         pipeline=pipe,
@@ -109,6 +110,7 @@ def _schedule_cover(
         table_id,
         grace_until,
         job_id=job_id("cover", table_id, grace_until, attempt),
+        description=f"end the cover grace of table {table_id} at {grace_until}",
         result_ttl=300,
         failure_ttl=24 * 3600,
         pipeline=pipe,
@@ -163,6 +165,7 @@ def _enqueue_resolve(connection: Redis, pipe: Pipeline, table_id: str, hand: int
         table_id,
         hand,
         job_id=job_id("resolve", table_id, hand),
+        description=f"resolve hand {hand} of table {table_id}",
         result_ttl=300,
         pipeline=pipe,
     )
