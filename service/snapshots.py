@@ -93,7 +93,7 @@ class SharedTails:
     (u64), length (u32) and bytes. Writers write their events' cells, then the header;
     nothing is read back or locked. A reader takes the cells it needs only if each still
     holds the version it wants; whatever it takes is then checked against the hash chain by
-    `Known.followed_by`, so a torn or overwritten cell can only make it ask Redis instead.
+    `Known.advanced`, so a torn or overwritten cell can only make it ask Redis instead.
     """
 
     _HEADER = struct.Struct("<16sQ")
@@ -206,13 +206,10 @@ class SnapshotCache:
 
     def put(self, table_id: str, known: Known, events: Sequence[bytes] = ()) -> None:
         """Remember `known`; `events` are the ones this process just stored to reach it."""
-        self._remember(table_id, known)
-        if self.shared is not None and events:
-            self.shared.put(SharedTails.key(self.namespace, table_id), known.version, events)
-
-    def _remember(self, table_id: str, known: Known) -> None:
         with self._lock:
             self._entries[table_id] = known  # a stale entry only costs one conflict
             self._entries.move_to_end(table_id)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
+        if self.shared is not None and events:
+            self.shared.put(SharedTails.key(self.namespace, table_id), known.version, events)

@@ -175,10 +175,11 @@ class _Observed:
             statuses.append(status)
             return start_response(status, headers, exc_info)
 
-        body = self.wsgi_app(environ, start)
-        elapsed = time.perf_counter() - started
-        self._observe(environ, int(statuses[-1][:3]) if statuses else 500, elapsed)
-        return body
+        try:
+            return self.wsgi_app(environ, start)
+        finally:  # (an exception Flask let through is answered 500 by the server)
+            elapsed = time.perf_counter() - started
+            self._observe(environ, int(statuses[-1][:3]) if statuses else 500, elapsed)
 
     def _observe(self, environ: dict[str, Any], status: int, elapsed: float) -> None:
         flask_request = environ.pop("guts.request", None)  # (and the reference cycle)
