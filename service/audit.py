@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from service.eventlog.codec import GENESIS, chain_hash, decode_snapshot, upcast
-from service.eventlog.store import EventStore, StoreError
+from service.eventlog.codec import GENESIS, CodecError, chain_hash, decode_current, upcast
+from service.eventlog.store import EventStore, Loaded, StoreError
 from service.rules import events as ev
 from service.rules.cards import deck_context, shuffled_deck
 from service.rules.commands import deal_from
@@ -161,7 +161,7 @@ def audit_table(store: EventStore, table_id: str) -> dict[str, Any]:
             if len(page) < PAGE:
                 break
             after = page[-1].version
-        _compare_snapshot(replay, loaded.version, loaded.snapshot)
+        _compare_snapshot(replay, loaded)
     except Discrepancy as found:
         discrepancy = found
     except StoreError as exc:  # e.g. a gap in the stream's versions
@@ -184,11 +184,16 @@ def audit_table(store: EventStore, table_id: str) -> dict[str, Any]:
     }
 
 
-def _compare_snapshot(replay: _Replay, version: int, snapshot: bytes | None) -> None:
-    state = replay.state
-    if snapshot is None:
+def _compare_snapshot(replay: _Replay, loaded: Loaded) -> None:
+    """The stored snapshot, with the events after it applied, must be the rebuilt state."""
+    state, version = replay.state, loaded.version
+    if loaded.snapshot is None:
         raise Discrepancy(0, "snapshot", "the table has no snapshot")
-    stored, head = decode_snapshot(snapshot)
+    try:
+        stored, head = decode_current(loaded.snapshot, loaded.tail)
+    except CodecError as exc:
+        problem = f"the events after the snapshot do not follow it: {exc}"
+        raise Discrepancy(version, "snapshot", problem) from exc
     if state.version != version:
         raise Discrepancy(
             state.version, "snapshot", f"the log ends at {state.version}, the table says {version}"

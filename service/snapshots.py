@@ -35,7 +35,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.eventlog.codec import GENESIS, CodecError, decode_following, decode_snapshot
+from service.eventlog.codec import GENESIS, CodecError, decode_current, decode_following
 from service.eventlog.store import Loaded
 from service.rules.state import TableState, evolve
 
@@ -51,10 +51,11 @@ class Known:
     snapshot: bytes | None
     state: TableState | None = None
     head: str = GENESIS
+    tail: tuple[bytes, ...] = ()  # stored events after `snapshot`, when `state` is None
 
     @classmethod
     def loaded(cls, loaded: Loaded) -> Known:
-        return cls(loaded.version, loaded.snapshot)
+        return cls(loaded.version, loaded.snapshot, tail=loaded.tail)
 
     @property
     def readable(self) -> bool:
@@ -62,13 +63,14 @@ class Known:
         return self.state is not None or self.snapshot is not None
 
     def working_state(self) -> tuple[TableState, str]:
-        """The state, for the caller to change (this entry's own, or freshly decoded: an
-        entry a command works on is out of the cache), and the chain head."""
+        """The state, for the caller to change (this entry's own, or freshly decoded with its
+        tail applied: an entry a command works on is out of the cache), and the chain head.
+        A tail that does not chain from its snapshot raises CodecError."""
         if self.state is not None:
             return self.state, self.head
         if self.snapshot is None:
             return TableState(), GENESIS
-        return decode_snapshot(self.snapshot)
+        return decode_current(self.snapshot, self.tail)
 
     def advanced(self, events: Sequence[bytes]) -> Known | None:
         """This state with the stored `events` (the next ones, in order) applied, in place;

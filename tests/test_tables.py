@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 
+from service.eventlog.codec import decode_event
 from service.eventlog.memory import InMemoryEventStore
 from service.rules import commands
 from service.rules.ruleset import resolve_ruleset
+from service.rules.state import replay
 from service.tables import Tables
 
 
@@ -88,3 +90,26 @@ def test_a_command_whose_follow_ups_cannot_be_made_is_stored_without_them(caplog
     assert created.status == 200 and store.load("t").version == 1
     assert store.follow_ups == []
     assert "no follow-ups" in caplog.text
+
+
+def test_snapshots_are_stored_every_few_versions_and_loads_apply_the_events_since():
+    store = InMemoryEventStore()
+    tables = Tables(store, snapshot_every=4)
+    rules = resolve_ruleset("three-card")
+    tables.execute("t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True)
+    snapshot_versions = set()
+    for i in range(9):  # 6 seats, then 3 top-ups
+        if i < 6:
+            tables.execute("t", lambda s, n, i=i: commands.seat_player(s, f"p{i}", 10, n), _ok)
+        else:
+            tables.execute("t", lambda s, n: commands.top_up(s, 0, 5, n), _ok)
+        loaded = store.load("t")
+        snapshot_versions.add(loaded.version - len(loaded.tail))
+        assert len(loaded.tail) < 4
+        replayed = replay(decode_event(e.data) for e in store.read("t"))
+        assert tables.load("t").to_data() == replayed.to_data()
+    assert snapshot_versions == {1, 4, 8}
+    # A process that never saw the table decides on the snapshot and the events after it.
+    other = Tables(store)
+    dealt = other.execute("t", lambda s, n: commands.deal(s, b"x" * 32, n), _ok)
+    assert dealt.state.version == 11 and dealt.state.seats[0].stack == 25 - 1  # minus the ante

@@ -394,7 +394,7 @@ def _hand_events(table_id: str, hand: int) -> list[tuple[int, ev.Event]]:
 def start_audit(table_id: str) -> Response:
     require(principal(), OPERATOR, AUDITOR)
     load_body(schemas.EMPTY)
-    tables().load(check_table_id(table_id))  # 404 for an unknown table
+    tables().check_exists(check_table_id(table_id))  # 404 for an unknown table
     key, request_hash = idempotency()
     if key is None:
         audit_id = secrets.token_hex(12)

@@ -12,13 +12,13 @@ still replays after the event has changed shape.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
 
 from service.rules.events import EVENT_TYPES, Event, event_from_data, event_to_data
-from service.rules.state import TableState
+from service.rules.state import TableState, evolve
 
 Upcast = Callable[[dict[str, Any]], dict[str, Any]]
 _UPCASTERS: dict[tuple[str, int], Upcast] = {}
@@ -127,3 +127,13 @@ def decode_snapshot(raw: bytes) -> tuple[TableState, str]:
     if record.get("v") != SNAPSHOT_VERSION:
         raise CodecError(f"snapshot version {record.get('v')!r} is not {SNAPSHOT_VERSION}")
     return TableState.from_data(record["state"]), record["head"]
+
+
+def decode_current(snapshot: bytes, tail: Sequence[bytes]) -> tuple[TableState, str]:
+    """The state and chain head from a snapshot and the stored events after it (each must
+    chain from the one before: CodecError if not)."""
+    state, head = decode_snapshot(snapshot)
+    for raw in tail:
+        event, head = decode_following(raw, head)
+        evolve(state, event)
+    return state, head

@@ -31,6 +31,7 @@ __all__ = ["InMemoryEventStore"]
 class _Table:
     events: list[bytes] = field(default_factory=list)
     snapshot: bytes | None = None
+    snapshot_version: int = 0
     # idempotency key -> (record, expiry on the store's clock)
     idempotency: dict[str, tuple[Idempotency, float]] = field(default_factory=dict)
 
@@ -60,16 +61,14 @@ class InMemoryEventStore:
         """The table's version and snapshot (0 and None if unknown)."""
         with self._lock:
             table = self._tables.get(table_id)
-            if table is None:
-                return Loaded(version=0, snapshot=None)
-            return Loaded(version=len(table.events), snapshot=table.snapshot)
+            return _loaded(table)
 
     def append(
         self,
         table_id: str,
         expected_version: int,
         events: Sequence[bytes],
-        snapshot: bytes,
+        snapshot: bytes | None,
         idempotency: Idempotency | None = None,
         then: Sequence[Command] = (),
     ) -> AppendResult:
@@ -90,12 +89,14 @@ class InMemoryEventStore:
                         )
                     return AppendResult(version=actual, replayed=stored)
             if actual != expected_version:
-                current = Loaded(actual, table.snapshot if table is not None else None)
+                current = _loaded(table)
                 raise VersionConflict(expected_version, actual, table_id=table_id, current=current)
             if table is None:
                 table = self._tables[table_id] = _Table()
             table.events.extend(bytes(event) for event in events)
-            table.snapshot = bytes(snapshot)
+            if snapshot is not None:
+                table.snapshot = bytes(snapshot)
+                table.snapshot_version = len(table.events)
             if idempotency is not None:
                 expiry = self._clock() + self.idempotency_ttl_s
                 table.idempotency[idempotency.key] = (idempotency, expiry)
@@ -136,3 +137,10 @@ class InMemoryEventStore:
             del table.idempotency[key]
             return None
         return record
+
+
+def _loaded(table: _Table | None) -> Loaded:
+    if table is None:
+        return Loaded(version=0, snapshot=None)
+    tail = tuple(table.events[table.snapshot_version :])
+    return Loaded(version=len(table.events), snapshot=table.snapshot, tail=tail)

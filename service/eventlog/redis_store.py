@@ -3,7 +3,8 @@
 Key layout (``P`` is the prefix, default ``guts``; ``T`` the encoded table id, below)::
 
     P:{T}:events      stream   the log; entry id "<version>-0", one field "data" = event bytes
-    P:{T}:meta        hash     "version" (decimal) and "snapshot" (bytes); load = one HMGET
+    P:{T}:meta        hash     "version" (decimal), "snapshot" (bytes) and "snapshot_version"
+                               (the version the snapshot is of; absent: "version")
     P:{T}:idem:<key>  hash     "request_hash", "response"; expires after idempotency_ttl_s
     P:tables          set      every table id ever created (raw ids, UTF-8)
 
@@ -64,8 +65,9 @@ from service.eventlog.store import (
 __all__ = ["RedisEventStore", "table_key_tag"]
 
 # KEYS: events, meta, tables[, idempotency record]
-# ARGV: expected_version, snapshot, table_id, ttl_s, request_hash, response, event count,
-#       event..., then each follow-up command as its argument count and its arguments.
+# ARGV: expected_version, snapshot ('' with no snapshot), table_id, ttl_s, request_hash,
+#       response, whether there is a snapshot ('1' / '0'), event count, event..., then each
+#       follow-up command as its argument count and its arguments.
 _APPEND_LUA = """
 local events_key, meta_key, tables_key, idem_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local expected = tonumber(ARGV[1])
@@ -82,7 +84,17 @@ if idem_key then
 end
 
 if actual ~= expected then
-  return {'conflict', actual, redis.call('HGET', meta_key, 'snapshot') or ''}
+  -- The current state, for the caller to decide again on: the snapshot and its tail.
+  local stored = redis.call('HMGET', meta_key, 'snapshot', 'snapshot_version')
+  local reply = {'conflict', actual, stored[1] or ''}
+  local since = tonumber(stored[2] or actual)
+  if since < actual then
+    local first, last = string.format('%d-0', since + 1), string.format('%d-0', actual)
+    for _, entry in ipairs(redis.call('XRANGE', events_key, first, last)) do
+      reply[#reply + 1] = entry[2][2]
+    end
+  end
+  return reply
 end
 
 -- The stream must end exactly at the stored version (empty for a new table).
@@ -94,12 +106,17 @@ if top_id ~= want then
 end
 
 local version = actual
-local last = 7 + tonumber(ARGV[7])
-for i = 8, last do
+local last = 8 + tonumber(ARGV[8])
+for i = 9, last do
   version = version + 1
   redis.call('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
 end
-redis.call('HSET', meta_key, 'version', string.format('%d', version), 'snapshot', ARGV[2])
+local now = string.format('%d', version)
+if ARGV[7] == '1' then
+  redis.call('HSET', meta_key, 'version', now, 'snapshot', ARGV[2], 'snapshot_version', now)
+else
+  redis.call('HSET', meta_key, 'version', now)
+end
 if idem_key then
   redis.call('HSET', idem_key, 'request_hash', ARGV[5], 'response', ARGV[6])
   redis.call('EXPIRE', idem_key, ARGV[4])
@@ -182,21 +199,25 @@ class RedisEventStore:
     # -- EventStore --------------------------------------------------------------------
 
     def load(self, table_id: str) -> Loaded:
-        """The table's version and snapshot in one HMGET (0 and None if unknown)."""
+        """The table's version and snapshot in one HMGET (0 and None if unknown), and, when
+        the snapshot is older than the table, its tail in an XRANGE up to that version."""
         with _redis_errors():
-            version, snapshot = self._direct.call(
-                "HMGET", self.meta_key(table_id), "version", "snapshot"
+            version, snapshot, since = self._direct.call(
+                "HMGET", self.meta_key(table_id), "version", "snapshot", "snapshot_version"
             )
         if version is None:
             return Loaded(version=0, snapshot=None)
-        return Loaded(version=int(version), snapshot=_bytes(snapshot))
+        current = int(version)
+        since = current if since is None else int(since)
+        tail = self.read(table_id, since, current - since) if since < current else []
+        return Loaded(current, _bytes(snapshot), tuple(stored.data for stored in tail))
 
     def append(
         self,
         table_id: str,
         expected_version: int,
         events: Sequence[bytes],
-        snapshot: bytes,
+        snapshot: bytes | None,
         idempotency: Idempotency | None = None,
         then: Sequence[Command] = (),
     ) -> AppendResult:
@@ -210,10 +231,11 @@ class RedisEventStore:
             idem_args = [b"", b""]
         args: list[bytes | str | int | float] = [
             expected_version,
-            snapshot,
+            b"" if snapshot is None else snapshot,
             table_id.encode(),
             self.idempotency_ttl_s,
             *idem_args,
+            b"0" if snapshot is None else b"1",
             len(events),
             *events,
         ]
@@ -236,7 +258,8 @@ class RedisEventStore:
             return AppendResult(version=int(reply[1]), replayed=record)
         if status == b"conflict":
             actual = int(reply[1])
-            current = Loaded(actual, _bytes(reply[2]) if actual else None)
+            tail = tuple(_bytes(data) for data in reply[3:])
+            current = Loaded(actual, _bytes(reply[2]) if actual else None, tail)
             raise VersionConflict(expected_version, actual, table_id=table_id, current=current)
         if status == b"mismatch":
             assert idempotency is not None

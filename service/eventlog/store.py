@@ -2,9 +2,11 @@
 
 A table's log is a sequence of opaque, already-encoded events (bytes). Its *version* is
 the number of events in the log, so the event at 1-based position ``n`` has version
-``n``. Beside the log the store keeps the table's latest snapshot (opaque bytes, written
-with every append) and idempotency records (the first response to a request, replayed
-when the same idempotency key comes again).
+``n``. Beside the log the store keeps a snapshot of the table (opaque bytes, replaced by
+the appends that carry one, at least the one that creates the table) and idempotency records
+(the first response to a request, replayed when the same idempotency key comes again). A load
+returns the snapshot and the events stored after it (its *tail*), so the caller can rebuild
+the current state without replaying the log.
 
 The store never decodes events or snapshots and never imports the rules: it checks
 versions, appends, and remembers. Every store implementation runs the one contract
@@ -66,10 +68,13 @@ class Idempotency:
 
 @dataclass(frozen=True)
 class Loaded:
-    """A table's current version and latest snapshot; ``0`` and ``None`` if it does not exist."""
+    """A table's current version, its latest snapshot and the events stored after that
+    snapshot (the snapshot is the table at ``version - len(tail)``); ``0``, ``None`` and
+    ``()`` if the table does not exist."""
 
     version: int
     snapshot: bytes | None
+    tail: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,7 +149,7 @@ class EventStore(Protocol):
     """Append-only, per-table event logs with optimistic concurrency and idempotency."""
 
     def load(self, table_id: str) -> Loaded:
-        """The table's version and snapshot, in one round trip."""
+        """The table's version, snapshot and tail (one round trip when the tail is empty)."""
         ...
 
     def append(
@@ -152,12 +157,13 @@ class EventStore(Protocol):
         table_id: str,
         expected_version: int,
         events: Sequence[bytes],
-        snapshot: bytes,
+        snapshot: bytes | None,
         idempotency: Idempotency | None = None,
         then: Sequence[Command] = (),
     ) -> AppendResult:
-        """Atomically append ``events`` and replace the snapshot, if the table is at
-        ``expected_version`` (0 creates the table), and run the follow-up commands ``then``.
+        """Atomically append ``events`` and, when ``snapshot`` is given, replace the snapshot
+        (None keeps it: the events join its tail), if the table is at ``expected_version``
+        (0 creates the table, and needs a snapshot), and run the follow-up commands ``then``.
 
         With ``idempotency``: a known key with the same request hash returns the current
         version and the stored record and writes nothing; a known key with another hash
@@ -182,7 +188,7 @@ class EventStore(Protocol):
 def check_append_args(
     expected_version: int,
     events: Sequence[bytes],
-    snapshot: bytes,
+    snapshot: bytes | None,
     then: Sequence[Command] = (),
 ) -> None:
     """Reject malformed append arguments before any I/O (shared by every store)."""
@@ -195,7 +201,9 @@ def check_append_args(
     for event in events:
         if not isinstance(event, bytes):
             raise TypeError(f"events must be bytes, not {type(event).__name__}")
-    if not isinstance(snapshot, bytes):
+    if snapshot is None and expected_version == 0:
+        raise ValueError("creating a table needs a snapshot")
+    if snapshot is not None and not isinstance(snapshot, bytes):
         raise TypeError(f"snapshot must be bytes, not {type(snapshot).__name__}")
     for command in then:
         if isinstance(command, str | bytes) or not command or not isinstance(command[0], str):

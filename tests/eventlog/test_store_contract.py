@@ -163,6 +163,29 @@ class TestEventStoreContract:
             store.read("t1", limit=-1)
         assert store.table_ids() == []
 
+    def test_an_append_without_a_snapshot_keeps_it_and_loads_return_the_tail(
+        self, store: EventStore
+    ) -> None:
+        store.append("t1", 0, events("a"), b"s1")
+        store.append("t1", 1, events("b", "c"), None)
+        store.append("t1", 3, events("d"), None)
+        assert store.load("t1") == Loaded(4, b"s1", tuple(events("b", "c", "d")))
+        store.append("t1", 4, events("e"), b"s5")
+        assert store.load("t1") == Loaded(5, b"s5", ())
+        assert datas(store.read("t1")) == events("a", "b", "c", "d", "e")
+
+    def test_a_conflict_carries_the_snapshot_and_its_tail(self, store: EventStore) -> None:
+        store.append("t1", 0, events("a"), b"s1")
+        store.append("t1", 1, events("b"), None)
+        with pytest.raises(VersionConflict) as raised:
+            store.append("t1", 1, events("x"), b"sx")
+        assert raised.value.current == Loaded(2, b"s1", tuple(events("b")))
+
+    def test_creating_a_table_needs_a_snapshot(self, store: EventStore) -> None:
+        with pytest.raises(ValueError):
+            store.append("t1", 0, events("a"), None)
+        assert store.load("t1") == Loaded(version=0, snapshot=None)
+
     def test_follow_ups_run_in_order_with_an_applied_append(self, store: EventStore) -> None:
         result = store.append("t1", 0, events("a"), b"s1", then=[follow_up("x"), follow_up("y")])
         assert result == AppendResult(version=1)
@@ -376,11 +399,12 @@ class TestRedisEventStore:
         self, store: RedisEventStore, redis_client: redis.Redis
     ) -> None:
         store.append("t1", 0, events("a", "b"), b"s")
-        store.append("t1", 2, events("c"), b"s")
+        store.append("t1", 2, events("c"), None)
         entries = redis_client.xrange(b"test:{t1}:events") or []
         assert [entry_id for entry_id, _ in entries] == [b"1-0", b"2-0", b"3-0"]
         assert entries[0][1] == {b"data": b'{"type":"a"}'}
-        assert redis_client.hgetall(b"test:{t1}:meta") == {b"version": b"3", b"snapshot": b"s"}
+        meta = {b"version": b"3", b"snapshot": b"s", b"snapshot_version": b"2"}
+        assert redis_client.hgetall(b"test:{t1}:meta") == meta
         assert redis_client.smembers(b"test:tables") == {b"t1"}
 
     def test_version_is_not_derived_from_xlen(

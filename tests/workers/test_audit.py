@@ -199,3 +199,16 @@ def test_a_seed_swapped_after_its_commitment_is_caught(api: Api, run_jobs, redis
     _rewrite(redis_client, table, swap_seed, rechain=True)
     report = _audit(api, run_jobs, table)
     assert "committed before the deal" in report["first_discrepancy"]["problem"]
+
+
+def test_a_snapshot_that_is_not_the_log_is_caught(api: Api, run_jobs, redis_client):
+    table = _played_table(api)
+    meta = f"guts:{{{table}}}:meta"
+    version, since = (int(v) for v in redis_client.hmget(meta, "version", "snapshot_version"))
+    assert since < version  # the snapshot is older than the table: the audit applies the rest
+    assert _audit(api, run_jobs, table)["ok"]
+    snapshot = orjson.loads(redis_client.hget(meta, "snapshot"))
+    snapshot["state"]["seats"]["1"]["player_id"] = "mallory"  # no later event sets it again
+    redis_client.hset(meta, "snapshot", orjson.dumps(snapshot))
+    found = _audit(api, run_jobs, table)["first_discrepancy"]
+    assert found["event_type"] == "snapshot" and "seats" in found["problem"]
