@@ -11,8 +11,8 @@ Each process remembers the last state it stored or saw per table, decoded, broug
 with the events its sibling workers stored (`service.snapshots`). A command takes that state,
 decides on it and appends conditionally on its version: when it is current that is the
 command's only round trip; when the table moved on, the conflict reply carries the stored
-snapshot and the events since, and the command is decided again on them. Decisions are never taken on stale state: the
-append's version check sees to it.
+snapshot and the events since, and the command is decided again on them. Decisions are never
+taken on stale state: the append's version check sees to it.
 """
 
 from __future__ import annotations

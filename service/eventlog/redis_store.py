@@ -12,7 +12,8 @@ Stream ids encode the version: the event at 1-based position ``n`` has id ``n-0`
 ``read(after=n)`` is ``XRANGE P:{T}:events n+1 +`` and versions come back from the ids.
 (The ids' millisecond part is therefore *not* a time.) The version itself is kept in the
 meta hash and never derived from ``XLEN``; the append script refuses to write when the
-stream's last id is not ``<version>-0`` (:class:`CorruptLog`). Streams are never trimmed.
+stream does not end at ``<version>-0`` (its length differs from the version, or it holds a
+later id: :class:`CorruptLog`). Streams are never trimmed.
 
 Every key of a table carries the hash tag ``{T}``, so the per-table keys share one Redis
 Cluster slot. ``T`` is the table id percent-encoded (RFC 3986 unreserved characters kept),
@@ -97,19 +98,24 @@ if actual ~= expected then
   return reply
 end
 
--- The stream must end exactly at the stored version (empty for a new table).
-local top = redis.call('XREVRANGE', events_key, '+', '-', 'COUNT', 1)[1]
-local top_id = top and top[1] or false
-local want = actual > 0 and string.format('%d-0', actual) or false
-if top_id ~= want then
-  return {'corrupt', top_id or ''}
+-- The stream must end exactly at the stored version (empty for a new table): it holds as
+-- many entries as that, and (the first XADD checks it) none with a later id.
+local function corrupt()
+  local top = redis.call('XREVRANGE', events_key, '+', '-', 'COUNT', 1)[1]
+  return {'corrupt', top and top[1] or ''}
+end
+if redis.call('XLEN', events_key) ~= actual then
+  return corrupt()
 end
 
 local version = actual
 local last = 8 + tonumber(ARGV[8])
 for i = 9, last do
   version = version + 1
-  redis.call('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
+  local added = redis.pcall('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
+  if type(added) == 'table' and added.err then
+    return corrupt()  -- only the first can fail (a later id is in the stream): nothing written
+  end
 end
 local now = string.format('%d', version)
 if ARGV[7] == '1' then

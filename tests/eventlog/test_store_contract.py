@@ -426,6 +426,18 @@ class TestRedisEventStore:
             store.read("t1")
         assert datas(store.read("t1", limit=2)) == events("a", "b")
 
+    def test_a_stream_with_a_later_id_than_its_version_is_refused(
+        self, store: RedisEventStore, redis_client: redis.Redis
+    ) -> None:
+        store.append("t1", 0, events("a", "b"), b"s2")
+        key = b"test:{t1}:events"
+        redis_client.xdel(key, b"2-0")
+        redis_client.xadd(key, {b"data": b"rogue"}, id=b"7-0")  # as many entries, a later id
+        with pytest.raises(CorruptLog):
+            store.append("t1", 2, events("c"), b"s3")
+        assert [entry_id for entry_id, _ in redis_client.xrange(key)] == [b"1-0", b"7-0"]
+        assert store.load("t1") == Loaded(version=2, snapshot=b"s2")
+
     def test_a_stream_without_meta_is_not_a_new_table(
         self, store: RedisEventStore, redis_client: redis.Redis
     ) -> None:
