@@ -13,6 +13,7 @@ from typing import Any
 
 import redis
 from flask import Flask, Request, Response
+from flask.sessions import NullSession, SessionInterface
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -148,6 +149,19 @@ def access_line(record: dict[str, Any]) -> None:
     os.write(fd, line)
 
 
+class _NoSessions(SessionInterface):
+    """The API keeps no sessions (callers send a bearer credential each time): every request
+    gets the same empty, read-only session instead of Flask building one per request."""
+
+    _none = NullSession()
+
+    def open_session(self, app: Flask, request: Request) -> NullSession:
+        return self._none
+
+    def save_session(self, app: Flask, session: Any, response: Response) -> None:
+        """Nothing to save."""
+
+
 class _Request(Request):
     """Flask's request, also left in the environ (under ``guts.request``) for `_Observed`,
     which reads its URL rule after Flask has let go of it."""
@@ -220,6 +234,7 @@ def create_app(
     )
     app = Flask("guts")
     app.request_class = _Request
+    app.session_interface = _NoSessions()
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     auth = Authenticator(
         settings.operator_keys, settings.auditor_keys, _token_secret(settings, redis_client)
