@@ -29,6 +29,7 @@ import orjson
 from service.eventlog.codec import decode_event, encode_events, encode_snapshot
 from service.eventlog.store import (
     Command,
+    CorruptLog,
     EventStore,
     Idempotency,
     IdempotencyMismatch,
@@ -101,7 +102,11 @@ class Tables:
     def check_exists(self, table_id: str) -> None:
         """TableNotFound unless the table exists. Nothing is decoded or checked, so that an
         audit can start on a damaged log."""
-        if self.store.load(table_id).version == 0:
+        try:
+            version = self.store.load(table_id).version
+        except CorruptLog:  # it exists, and its audit will say what is wrong with it
+            return
+        if version == 0:
             raise TableNotFound(f"no table {table_id!r}")
 
     def load(self, table_id: str) -> TableState:

@@ -212,3 +212,12 @@ def test_a_snapshot_that_is_not_the_log_is_caught(api: Api, run_jobs, redis_clie
     redis_client.hset(meta, "snapshot", orjson.dumps(snapshot))
     found = _audit(api, run_jobs, table)["first_discrepancy"]
     assert found["event_type"] == "snapshot" and "seats" in found["problem"]
+
+
+def test_an_audit_starts_on_a_log_with_a_missing_event_and_reports_it(
+    api: Api, run_jobs, redis_client
+):
+    table = _played_table(api)
+    redis_client.xdel(f"guts:{{{table}}}:events", "20-0")  # a gap among the events
+    report = _audit(api, run_jobs, table)
+    assert not report["ok"] and "cannot be read" in report["first_discrepancy"]["problem"]
