@@ -35,9 +35,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.eventlog.codec import GENESIS, CodecError, decode_current, decode_following
+from service.eventlog.codec import GENESIS, CodecError, apply_following, decode_current
 from service.eventlog.store import Loaded
-from service.rules.state import TableState, evolve
+from service.rules.state import TableState
 
 
 @dataclass
@@ -78,9 +78,7 @@ class Known:
         then spoilt: drop it)."""
         state, head = self.working_state()
         try:
-            for raw in events:
-                event, head = decode_following(raw, head)
-                evolve(state, event)
+            head = apply_following(state, head, events)
         except (CodecError, KeyError, TypeError, ValueError):
             return None
         return Known(self.version + len(events), None, state, head)

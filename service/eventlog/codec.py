@@ -129,11 +129,16 @@ def decode_snapshot(raw: bytes) -> tuple[TableState, str]:
     return TableState.from_data(record["state"]), record["head"]
 
 
-def decode_current(snapshot: bytes, tail: Sequence[bytes]) -> tuple[TableState, str]:
-    """The state and chain head from a snapshot and the stored events after it (each must
-    chain from the one before: CodecError if not)."""
-    state, head = decode_snapshot(snapshot)
-    for raw in tail:
+def apply_following(state: TableState, head: str, stored: Sequence[bytes]) -> str:
+    """Apply the `stored` events that follow `head` to `state`, in place; returns the new head
+    (CodecError when one does not chain from the one before)."""
+    for raw in stored:
         event, head = decode_following(raw, head)
         evolve(state, event)
-    return state, head
+    return head
+
+
+def decode_current(snapshot: bytes, tail: Sequence[bytes]) -> tuple[TableState, str]:
+    """The state and chain head from a snapshot and the stored events after it."""
+    state, head = decode_snapshot(snapshot)
+    return state, apply_following(state, head, tail)
