@@ -80,15 +80,29 @@ def body_bytes() -> bytes:
     return cached
 
 
+_VALIDATED_MAX_BODY = 256
+_VALIDATED_MAX_ENTRIES = 1024
+_validated: dict[tuple[Schema, bytes], dict[str, Any]] = {}
+"""Small bodies this process has validated, by schema and bytes, with what the schema made
+of them. The same few bodies (``{"decision": "in"}``, ``{}``) come again and again, and
+running a schema costs more than the rest of reading the request. Only results made of
+scalars are kept, and each caller gets its own copy, so a view cannot change what the next
+request gets. At most `_VALIDATED_MAX_ENTRIES` entries (then it starts again, empty)."""
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def load_body(schema: Schema) -> dict[str, Any]:
     """The request's JSON body, validated (an empty body is an empty object)."""
     raw = body_bytes()
-    if not raw:
-        data: Any = {}
-    else:
+    if raw:
         mimetype = request.environ.get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
         if not mimetype.endswith("json"):
             raise BadRequest("the body must be JSON (Content-Type: application/json)", 415)
+    known = _validated.get((schema, raw))
+    if known is not None:
+        return dict(known)
+    data: Any = {}
+    if raw:
         try:
             data = loads(raw)
         except ValueError:
@@ -96,6 +110,10 @@ def load_body(schema: Schema) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object", 422)
     loaded: dict[str, Any] = schema.load(data)
+    if len(raw) <= _VALIDATED_MAX_BODY and all(isinstance(v, _SCALARS) for v in loaded.values()):
+        if len(_validated) >= _VALIDATED_MAX_ENTRIES:
+            _validated.clear()
+        _validated[(schema, raw)] = dict(loaded)
     return loaded
 
 

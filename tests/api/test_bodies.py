@@ -1,0 +1,88 @@
+"""Reading request bodies: each small body is validated by its schema once per process, and
+what is remembered can neither skip a check nor be changed by a view."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from flask import Flask
+from marshmallow import ValidationError
+
+from service.api import http, schemas
+from service.api.errors import BadRequest
+
+
+class Counted(schemas.Declare):
+    """The declare schema, counting the bodies it validates."""
+
+    loads = 0
+
+    def load(self, data: Any, **kwargs: Any) -> Any:
+        Counted.loads += 1
+        return super().load(data, **kwargs)
+
+
+@pytest.fixture
+def app() -> Iterator[Flask]:
+    http._validated.clear()
+    Counted.loads = 0
+    yield Flask("bodies")
+    http._validated.clear()
+
+
+def _load(app: Flask, schema: Any, body: bytes, content_type: str = "application/json") -> Any:
+    with app.test_request_context(
+        "/", method="POST", data=body, headers={"Content-Type": content_type}
+    ):
+        return http.load_body(schema)
+
+
+def test_a_body_seen_before_is_not_validated_again_and_each_caller_gets_a_copy(app: Flask):
+    schema = Counted()
+    first = _load(app, schema, b'{"decision": "in"}')
+    first["decision"] = "changed by a view"
+    second = _load(app, schema, b'{"decision": "in"}')
+    assert second == {"decision": "in"}
+    assert Counted.loads == 1
+    assert _load(app, schema, b'{"decision": "out"}') == {"decision": "out"}
+    assert Counted.loads == 2
+
+
+def test_a_remembered_body_still_needs_a_json_content_type(app: Flask):
+    _load(app, schemas.DECLARE, b'{"decision": "in"}')
+    with pytest.raises(BadRequest) as refused:
+        _load(app, schemas.DECLARE, b'{"decision": "in"}', content_type="text/plain")
+    assert refused.value.status == 415
+
+
+def test_the_same_bytes_are_validated_again_for_another_schema(app: Flask):
+    assert _load(app, schemas.EMPTY, b"{}") == {}
+    assert _load(app, schemas.DEAL, b"{}") == {"client_seed": ""}
+    with pytest.raises(ValidationError):
+        _load(app, schemas.DECLARE, b"{}")
+
+
+def test_refused_bodies_and_nested_results_are_not_remembered(app: Flask):
+    schema = Counted()
+    for _ in range(2):
+        with pytest.raises(ValidationError):
+            _load(app, schema, b'{"decision": "maybe"}')
+    assert Counted.loads == 2
+    draw = b'{"discard": ["As", "Kd"]}'
+    first = _load(app, schemas.DRAW, draw)
+    first["discard"].append("2c")
+    assert _load(app, schemas.DRAW, draw) == {"discard": ["As", "Kd"]}
+    assert list(http._validated) == []
+
+
+def test_what_is_remembered_is_bounded(app: Flask, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(http, "_VALIDATED_MAX_ENTRIES", 3)
+    for seed in range(7):
+        _load(app, schemas.DEAL, b'{"client_seed": "%d"}' % seed)
+        assert len(http._validated) <= 3
+    http._validated.clear()
+    padded = b'{"client_seed": "x"' + b" " * http._VALIDATED_MAX_BODY + b"}"
+    assert _load(app, schemas.DEAL, padded) == {"client_seed": "x"}
+    assert list(http._validated) == []
