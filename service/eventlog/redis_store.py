@@ -48,6 +48,11 @@ from urllib.parse import quote
 
 import redis
 
+try:  # redis[hiredis] brings it; it packs a command in C
+    from hiredis import pack_command as _pack_command
+except ImportError:  # pragma: no cover - redis-py's own packer then
+    _pack_command = None
+
 from service.eventlog.store import (
     AppendResult,
     Command,
@@ -320,9 +325,10 @@ class RedisEventStore:
 
 class _Direct:
     """One connection per thread and process, for the store's hot commands, used without
-    redis-py's pool (a lock and a pid check per command), retry wrapper and script object.
-    A command that fails on a broken connection is sent again on a new one (up to
-    `attempts` times), as redis-py's default retry would."""
+    redis-py's pool (a lock and a pid check per command), retry wrapper and script object;
+    commands are packed by hiredis directly (redis-py adds a pass over the arguments). A
+    command that fails on a broken connection is sent again on a new one (up to `attempts`
+    times), as redis-py's default retry would."""
 
     def __init__(self, client: redis.Redis, attempts: int = 3) -> None:
         self._pool = client.connection_pool
@@ -341,13 +347,26 @@ class _Direct:
         for attempt in range(1, self.attempts + 1):
             connection = self._connection()
             try:
-                connection.send_command(*args)
+                if _pack_command is None:
+                    connection.send_command(*args)
+                else:
+                    connection.send_packed_command([_pack(args)])
                 return connection.read_response()
             except (redis.ConnectionError, redis.TimeoutError):
                 connection.disconnect()
                 if attempt == self.attempts:
                     raise
         raise AssertionError("unreachable")
+
+
+def _pack(args: tuple[Any, ...]) -> bytes:
+    """One command in Redis's protocol (arguments: bytes, str, int or float)."""
+    assert _pack_command is not None
+    try:
+        packed: bytes = _pack_command(args)
+    except TypeError as error:  # as redis-py reports it
+        raise redis.DataError(str(error)) from error
+    return packed
 
 
 class _Owned:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import binascii
 import os
+import re
 import sys
 import threading
 import time
@@ -372,17 +373,22 @@ def slot(key: bytes) -> int:
 
 class CommandCounter:
     """Records every command any redis-py connection sends (the store's own connections
-    included), by wrapping the connection class's send_command."""
+    included, which pack their commands themselves), by wrapping the connection class's
+    send_packed_command and reading each command's name off the wire format."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.commands: list[str] = []
-        original: Callable[..., Any] = AbstractConnection.send_command
+        original: Callable[..., Any] = AbstractConnection.send_packed_command
 
-        def counting(connection: AbstractConnection, *args: Any, **options: Any) -> Any:
-            self.commands.append(str(args[0]))
-            return original(connection, *args, **options)
+        def counting(connection: AbstractConnection, packed: Any, *args: Any, **kw: Any) -> Any:
+            wire = b"".join(packed) if isinstance(packed, list) else packed
+            # each command is "*<count>\r\n$<length>\r\n<name>\r\n..."
+            self.commands += [
+                m.decode() for m in re.findall(rb"\*\d+\r\n\$\d+\r\n([A-Z]+)\r\n", wire)
+            ]
+            return original(connection, packed, *args, **kw)
 
-        monkeypatch.setattr(AbstractConnection, "send_command", counting)
+        monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
 
 
 class TestRedisEventStore:
