@@ -254,12 +254,14 @@ class RedisEventStore:
             args.append(len(command))
             args.extend(command)
         script = self._append_script
-        with _redis_errors():
+        try:  # (inline rather than `with _redis_errors()`: this runs on every command)
             try:
                 reply = self._direct.call("EVALSHA", script.sha, len(keys), *keys, *args)
             except redis.exceptions.NoScriptError:  # a restarted or flushed Redis
                 self.client.script_load(script.script)
                 reply = self._direct.call("EVALSHA", script.sha, len(keys), *keys, *args)
+        except redis.RedisError as error:
+            raise _store_error(error) from error
         status = reply[0]
         if status == b"ok":
             return AppendResult(version=int(reply[1]), failed_follow_ups=int(reply[2]))
@@ -323,6 +325,19 @@ class RedisEventStore:
         return sorted(_bytes(member).decode() for member in members)
 
 
+_forks = 0
+"""How many forks lie between the first process and this one: a connection made before the
+last fork belongs to the parent (comparing this is cheaper than asking for the pid)."""
+
+
+def _after_fork_in_child() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class _Direct:
     """One connection per thread and process, for the store's hot commands, used without
     redis-py's pool (a lock and a pid check per command), retry wrapper and script object;
@@ -337,7 +352,7 @@ class _Direct:
 
     def _connection(self) -> Any:
         owned = getattr(self._local, "owned", None)
-        if owned is None or owned.pid != os.getpid():  # first use here, or a forked child
+        if owned is None or owned.forks != _forks:  # first use here, or in a forked child
             connection = self._pool.connection_class(**self._pool.connection_kwargs)
             owned = self._local.owned = _Owned(connection)
         return owned.connection
@@ -375,11 +390,11 @@ class _Owned:
     connection's reference cycles. (redis-py's disconnect leaves a socket inherited from
     the parent process open in the parent.)"""
 
-    __slots__ = ("connection", "pid")
+    __slots__ = ("connection", "forks")
 
     def __init__(self, connection: Any) -> None:
         self.connection = connection
-        self.pid = os.getpid()
+        self.forks = _forks
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -404,7 +419,12 @@ def _redis_errors() -> Iterator[None]:
     """Turn redis-py errors into the store's: unreachable Redis -> StoreUnavailable."""
     try:
         yield
-    except (redis.ConnectionError, redis.TimeoutError) as error:
-        raise StoreUnavailable(f"Redis is unreachable: {error}") from error
     except redis.RedisError as error:
-        raise StoreError(f"Redis refused the command: {error}") from error
+        raise _store_error(error) from error
+
+
+def _store_error(error: redis.RedisError) -> StoreError:
+    """The store's error for a redis-py error."""
+    if isinstance(error, redis.ConnectionError | redis.TimeoutError):
+        return StoreUnavailable(f"Redis is unreachable: {error}")
+    return StoreError(f"Redis refused the command: {error}")

@@ -16,12 +16,14 @@ token; two seats in, four out), resolve. For the baseline, each client repeats
 ``POST /baseline``. Every request is built once per thread, before the run, for both targets,
 so the load generator's own cost per request is small and alike; each is timed in Lua
 (monotonic clock, from the moment wrk takes the request to its response); only responses
-that complete in the measured window (after a 2 s warm-up, 10 s long) are counted.
+that complete in the measured window (after a 2 s warm-up, 5 s long) are counted.
 
-The machine is shared and its speed drifts by tens of percent from one minute to the next,
-so the two targets are measured in alternating rounds (service, baseline, service, ...;
-``--rounds``, default 3). Each round's ratios compare a service run with the baseline run
-right after it; every round is printed, and the verdict is on the median ratios.
+The machine is shared and its speed drifts by tens of percent from one minute to the next
+(on some days by several times), so the two targets are measured in many short alternating
+rounds (``--rounds``, default 7, of 5 s measured per target), each pairing a service run with
+the baseline run next to it; which of the two goes first alternates from round to round, so
+a steady drift favours neither. Every round is printed, and the verdict is on the median
+ratios.
 
 Goals: declare throughput >= 0.5x the baseline's, and declare p99 <= 2.0x the baseline's.
 """
@@ -57,8 +59,8 @@ TABLES = 64
 SEATS = 6
 WEB_WORKERS = 2
 WARMUP_S = 2.0
-MEASURE_S = 10.0
-ROUNDS = 3
+MEASURE_S = 5.0
+ROUNDS = 7
 BUY_IN = 1_000_000
 OPERATOR_KEY = "bench-operator-key"
 TOKEN_SECRET = "bench-token-secret"
@@ -432,9 +434,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tables = setup_tables(service_url)
                 took = time.monotonic() - started
                 print(f"round {number}: set up {TABLES} tables x {SEATS} players in {took:.1f} s")
-                service = run_wrk(f"service{number}", service_url, "hands", tables, workdir)
-                baseline = run_wrk(f"baseline{number}", baseline_url, "baseline", [], workdir)
-                rounds.append((service, baseline))
+                targets_now = {
+                    "service": (service_url, "hands", tables),
+                    "baseline": (baseline_url, "baseline", []),
+                }
+                order = ("service", "baseline") if number % 2 else ("baseline", "service")
+                measured = {
+                    name: run_wrk(f"{name}{number}", *targets_now[name], workdir) for name in order
+                }
+                rounds.append((measured["service"], measured["baseline"]))
         met = report(rounds)
         keep = _show_failures(*(m for pair in rounds for m in pair)) or keep
         return 0 if met else 1
