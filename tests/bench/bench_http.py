@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -219,6 +220,7 @@ class Measurement:
     socket_errors: int
     latencies_s: list[float]  # sorted, of the counted requests
     failure_sample: str = ""  # the first non-2xx response, if any
+    machine: CpuTimes | None = None  # the whole machine's CPU time in the measured window
 
     @property
     def rate(self) -> float:
@@ -228,12 +230,43 @@ class Measurement:
     def hands_rate(self) -> float:
         return self.hands / MEASURE_S
 
+    @property
+    def rate_per_busy_cpu_s(self) -> float:
+        """Counted requests per CPU-second the machine spent busy in the window (servers,
+        Redis, load generator and anything else): the cost of a request, whatever share of
+        the CPUs the host lent the machine then."""
+        busy = self.machine.busy_s if self.machine else 0.0
+        return self.counted / busy if busy else math.nan
+
     def percentile_ms(self, q: float) -> float:
         """Nearest-rank percentile of the counted requests' latency, in ms."""
         if not self.latencies_s:
             return math.nan
         rank = max(1, math.ceil(q * len(self.latencies_s)))
         return self.latencies_s[rank - 1] * 1000
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """The machine's CPU time (all CPUs, seconds) from /proc/stat: busy (user, nice, system,
+    irq, softirq), and stolen by the host (the hypervisor ran someone else instead)."""
+
+    busy_s: float
+    steal_s: float
+
+    @staticmethod
+    def now() -> CpuTimes | None:
+        try:
+            fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        except OSError:  # not Linux
+            return None
+        ticks = [int(field) for field in fields] + [0] * 8
+        user, nice, system, _idle, _iowait, irq, softirq, steal = ticks[:8]
+        hz = os.sysconf("SC_CLK_TCK")
+        return CpuTimes((user + nice + system + irq + softirq) / hz, steal / hz)
+
+    def __sub__(self, other: CpuTimes) -> CpuTimes:
+        return CpuTimes(self.busy_s - other.busy_s, self.steal_s - other.steal_s)
 
 
 # --- processes ------------------------------------------------------------------------------
@@ -343,13 +376,20 @@ def run_wrk(
     script.write_text(LUA.replace("__CONFIG__", to_lua(config)))
     duration_s = math.ceil(WARMUP_S + MEASURE_S + 1)
     command = ["wrk", f"-t{CLIENTS}", f"-c{CLIENTS}", f"-d{duration_s}s", "--timeout", "10s"]
-    subprocess.run(
-        [*command, "-s", str(script), base],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        timeout=duration_s + 30,
-    )
-    return _read_counts(label, out)
+    wrk = subprocess.Popen([*command, "-s", str(script), base], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(max(0.0, config["t0"] - time.monotonic()))
+        before = CpuTimes.now()
+        time.sleep(max(0.0, config["t1"] - time.monotonic()))
+        after = CpuTimes.now()
+        if wrk.wait(timeout=duration_s + 30) != 0:
+            raise RuntimeError(f"wrk failed (exit {wrk.returncode}) against {base}")
+    finally:
+        if wrk.poll() is None:
+            wrk.kill()
+            wrk.wait()
+    machine = after - before if before and after else None
+    return dataclasses.replace(_read_counts(label, out), machine=machine)
 
 
 def _read_counts(label: str, path: Path) -> Measurement:
@@ -380,28 +420,39 @@ def report(rounds: list[tuple[Measurement, Measurement]]) -> bool:
     )
     print(
         f"{'':28}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'non-2xx':>10}{'sock err':>10}"
-        f"{'all cmds/s':>12}{'hands/s':>10}"
+        f"{'busy %':>8}{'steal %':>8}{'/cpu-s':>8}{'all cmds/s':>12}{'hands/s':>10}"
     )
-    throughputs, tails = [], []
+    capacity_s = MEASURE_S * (os.cpu_count() or 1) / 100  # 1% of the CPUs over the window
+    throughputs, tails, efficiencies = [], [], []
     for number, (service, baseline) in enumerate(rounds, start=1):
         for name, m in ((f"{number}. service: declare", service), ("   baseline", baseline)):
+            machine = m.machine or CpuTimes(math.nan, math.nan)
             extra = ""
             if m is service:
                 extra = f"{m.served / MEASURE_S:12.1f}{m.hands_rate:10.1f}"
             print(
                 f"{name:28}{m.rate:10.1f}{m.percentile_ms(0.50):10.1f}"
-                f"{m.percentile_ms(0.99):10.1f}{m.failures:10d}{m.socket_errors:10d}{extra}"
+                f"{m.percentile_ms(0.99):10.1f}{m.failures:10d}{m.socket_errors:10d}"
+                f"{machine.busy_s / capacity_s:8.0f}{machine.steal_s / capacity_s:8.0f}"
+                f"{m.rate_per_busy_cpu_s:8.0f}{extra}"
             )
         throughput = service.rate / baseline.rate if baseline.rate else math.nan
         tail = service.percentile_ms(0.99) / baseline.percentile_ms(0.99)
+        efficiency = service.rate_per_busy_cpu_s / baseline.rate_per_busy_cpu_s
         throughputs.append(throughput)
         tails.append(tail)
-        print(f"{'   ratios':28}{throughput:10.2f}{'':10}{tail:10.2f}")
+        efficiencies.append(efficiency)
+        print(f"{'   ratios':28}{throughput:10.2f}{'':10}{tail:10.2f}{'':36}{efficiency:8.2f}")
     print()
     throughput_ok = _goal(
         "declare throughput / baseline throughput", statistics.median(throughputs), ">=", 0.5
     )
     tail_ok = _goal("declare p99 / baseline p99", statistics.median(tails), "<=", 2.0)
+    print(
+        f"(median declares per busy CPU-second / the baseline's = "
+        f"{statistics.median(efficiencies):.2f}: what a request costs the machine, whatever "
+        "share of the CPUs the host gave it)"
+    )
     return throughput_ok and tail_ok
 
 
