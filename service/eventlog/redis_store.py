@@ -49,9 +49,9 @@ from urllib.parse import quote
 import redis
 
 try:  # redis[hiredis] brings it; it packs a command in C
-    from hiredis import pack_command as _pack_command
+    from hiredis import pack_command as _hiredis_pack
 except ImportError:  # pragma: no cover - redis-py's own packer then
-    _pack_command = None
+    _hiredis_pack = None
 
 from service.eventlog.store import (
     AppendResult,
@@ -362,10 +362,7 @@ class _Direct:
         for attempt in range(1, self.attempts + 1):
             connection = self._connection()
             try:
-                if _pack_command is None:
-                    connection.send_command(*args)
-                else:
-                    connection.send_packed_command([_pack(args)])
+                connection.send_packed_command(_pack(connection, args))
                 return connection.read_response()
             except (redis.ConnectionError, redis.TimeoutError):
                 connection.disconnect()
@@ -374,14 +371,14 @@ class _Direct:
         raise AssertionError("unreachable")
 
 
-def _pack(args: tuple[Any, ...]) -> bytes:
+def _pack(connection: Any, args: tuple[Any, ...]) -> list[bytes]:
     """One command in Redis's protocol (arguments: bytes, str, int or float)."""
-    assert _pack_command is not None
+    if _hiredis_pack is None:
+        return connection.pack_command(*args)  # type: ignore[no-any-return]
     try:
-        packed: bytes = _pack_command(args)
+        return [_hiredis_pack(args)]
     except TypeError as error:  # as redis-py reports it
         raise redis.DataError(str(error)) from error
-    return packed
 
 
 class _Owned:

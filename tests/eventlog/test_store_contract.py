@@ -18,6 +18,7 @@ from redis.connection import AbstractConnection
 from redis.retry import Retry
 
 from service.eventlog.memory import InMemoryEventStore
+from service.eventlog import redis_store
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import (
     AppendResult,
@@ -27,6 +28,7 @@ from service.eventlog.store import (
     IdempotencyMismatch,
     Loaded,
     StoredEvent,
+    StoreError,
     StoreUnavailable,
     VersionConflict,
 )
@@ -559,7 +561,26 @@ class TestRedisEventStore:
         port = redis_client.get_connection_kwargs()["port"]
         dead = redis.Redis(port=port + 1 if port < 65535 else port - 1, retry=Retry(NoBackoff(), 0))
         try:
+            store = RedisEventStore(dead)
             with pytest.raises(StoreUnavailable):
-                RedisEventStore(dead).load("t1")
+                store.load("t1")
+            with pytest.raises(StoreUnavailable):
+                store.append("t1", 0, events("a"), b"s")
         finally:
             dead.close()
+
+    def test_commands_are_packed_by_redis_py_without_hiredis(
+        self, store: RedisEventStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(redis_store, "_hiredis_pack", None)
+        assert store.append("t1", 0, events("a", "b"), b"s").version == 2
+        assert store.load("t1") == Loaded(2, b"s")
+
+    def test_a_command_redis_refuses_is_a_store_error(
+        self, store: RedisEventStore, redis_client: redis.Redis
+    ) -> None:
+        redis_client.set(b"test:{t1}:meta", b"not a hash")  # written behind our back
+        with pytest.raises(StoreError) as refused:
+            store.append("t1", 0, events("a"), b"s")
+        assert not isinstance(refused.value, StoreUnavailable)
+        assert "WRONGTYPE" in str(refused.value)
