@@ -17,8 +17,8 @@ from redis.backoff import NoBackoff
 from redis.connection import AbstractConnection
 from redis.retry import Retry
 
-from service.eventlog.memory import InMemoryEventStore
 from service.eventlog import redis_store
+from service.eventlog.memory import InMemoryEventStore
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import (
     AppendResult,
