@@ -30,7 +30,7 @@ from workers import scheduling
 
 from . import errors
 from .auth import Authenticator
-from .http import COMMAND, OUTCOME
+from .http import COMMAND, ENVIRON, OUTCOME, SERVICES
 from .json import dumps
 from .views import v1
 
@@ -172,14 +172,16 @@ class _Request(Request):
 
 
 class _Observed:
-    """WSGI middleware around the Flask app: times every request, then counts it in the
-    metrics and writes its access-log line. It reads what Flask found (the URL rule and its
-    arguments) from the request `_Request` leaves in the environ, and what a command view did
-    from `COMMAND` and `OUTCOME` there."""
+    """WSGI middleware around the Flask app: makes the request's environ and the app's
+    services current (`service.api.http.ENVIRON`), times every request, then counts it in
+    the metrics and writes its access-log line. It reads what Flask found (the URL rule and
+    its arguments) from the request `_Request` leaves in the environ, and whether a command
+    view ran a command, and how it went, from `COMMAND` and `OUTCOME` there."""
 
-    def __init__(self, wsgi_app: Any, metrics: _Metrics) -> None:
+    def __init__(self, wsgi_app: Any, metrics: _Metrics, services: Services) -> None:
         self.wsgi_app = wsgi_app
         self.metrics = metrics
+        self.services = services
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         started = time.perf_counter()
@@ -189,9 +191,12 @@ class _Observed:
             statuses.append(status)
             return start_response(status, headers, exc_info)
 
+        environ[SERVICES] = self.services
+        current = ENVIRON.set(environ)
         try:
             return self.wsgi_app(environ, start)
         finally:  # (an exception Flask let through is answered 500 by the server)
+            ENVIRON.reset(current)
             elapsed = time.perf_counter() - started
             self._observe(environ, int(statuses[-1][:3]) if statuses else 500, elapsed)
 
@@ -199,10 +204,9 @@ class _Observed:
         flask_request = environ.pop("guts.request", None)  # (and the reference cycle)
         rule = getattr(flask_request, "url_rule", None)
         endpoint = rule.rule if rule is not None else "unmatched"
-        command = environ.get(COMMAND)
-        name = command.removeprefix("v1.") if command else None
-        outcome = None
-        if name:
+        name = outcome = None
+        if environ.get(COMMAND) and rule is not None and rule.endpoint:
+            name = rule.endpoint.removeprefix("v1.")
             outcome = environ.get(OUTCOME) or ("ok" if status < 400 else "refused")
         method = environ.get("REQUEST_METHOD", "")
         self.metrics.observe(endpoint, method, status, elapsed, name, outcome)
@@ -245,14 +249,14 @@ def create_app(
     namespace += f"|{settings.key_prefix}"
     cache = SnapshotCache(shared=inherited(), namespace=namespace)
     tables = Tables(store, cache=cache, follow_ups=scheduling.follow_ups(redis_client))
-    app.extensions["guts"] = Services(settings, redis_client, tables, auth)
+    services = app.extensions["guts"] = Services(settings, redis_client, tables, auth)
     metrics = _Metrics()
     app.extensions["guts_metrics"] = metrics
     _configure_logging()
     errors.install(app)
     app.register_blueprint(v1)
 
-    app.wsgi_app = _Observed(app.wsgi_app, metrics)  # type: ignore[method-assign]
+    app.wsgi_app = _Observed(app.wsgi_app, metrics, services)  # type: ignore[method-assign]
 
     @app.get("/healthz")
     def healthz() -> Response:

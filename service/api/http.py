@@ -7,6 +7,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -25,17 +26,31 @@ log = logging.getLogger("guts.api")
 TABLE_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
 COMMAND = "guts.command"
-"""Where `run` leaves the command's name (its endpoint) in the WSGI environ, for the log."""
+"""Set in the WSGI environ by `run` when the request ran a table command (for the log)."""
 PRINCIPAL = "guts.principal"
 """Where `principal` keeps the authenticated caller, in the WSGI environ."""
 BODY = "guts.body"
 """Where `body_bytes` keeps the body it read, in the WSGI environ."""
 OUTCOME = "guts.outcome"
 """... and its outcome when it went through (ok, replayed); the app's middleware reads both."""
+SERVICES = "guts.services"
+"""Where the app's middleware puts the app's `Services`, in the WSGI environ."""
+
+ENVIRON: ContextVar[dict[str, Any] | None] = ContextVar("guts.environ", default=None)
+"""The WSGI environ of the request being handled, set by the app's middleware for the length
+of the request. The helpers here read the request from it: Flask's `request` proxy costs a
+few Python calls per use, and a command used it a dozen times."""
+
+
+def environ() -> dict[str, Any]:
+    """The current request's WSGI environ (from Flask when the middleware did not run)."""
+    found = ENVIRON.get()
+    return found if found is not None else request.environ
 
 
 def services() -> Any:
-    return current_app.extensions["guts"]
+    found = environ().get(SERVICES)
+    return found if found is not None else current_app.extensions["guts"]
 
 
 def tables() -> Tables:
@@ -44,17 +59,17 @@ def tables() -> Tables:
 
 def principal() -> Principal:
     """The authenticated caller (401 when there is none)."""
-    environ = request.environ
-    found: Principal | None = environ.get(PRINCIPAL)
+    env = environ()
+    found: Principal | None = env.get(PRINCIPAL)
     if found is None:
-        found = environ[PRINCIPAL] = services().auth.authenticate(header("Authorization"))
+        found = env[PRINCIPAL] = services().auth.authenticate(header("Authorization"))
     return found
 
 
 def header(name: str) -> str | None:
     """A request header (read from the WSGI environ, as werkzeug would, without building the
     headers object)."""
-    value: str | None = request.environ.get("HTTP_" + name.upper().replace("-", "_"))
+    value: str | None = environ().get("HTTP_" + name.upper().replace("-", "_"))
     return value
 
 
@@ -67,16 +82,16 @@ def body_bytes() -> bytes:
     """The request's body, read once. A body with a Content-Length within the limit is read
     straight from the server's input stream; anything else (no length, too long) goes
     through werkzeug, which applies the limit (413) and the framing."""
-    environ = request.environ
-    cached: bytes | None = environ.get(BODY)
+    env = environ()
+    cached: bytes | None = env.get(BODY)
     if cached is None:
-        length = environ.get("CONTENT_LENGTH") or ""
+        length = env.get("CONTENT_LENGTH") or ""
         limit = current_app.config["MAX_CONTENT_LENGTH"]
         if length.isdigit() and (limit is None or int(length) <= limit):
-            cached = environ["wsgi.input"].read(int(length)) if int(length) else b""
+            cached = env["wsgi.input"].read(int(length)) if int(length) else b""
         else:
             cached = request.get_data(cache=True)
-        environ[BODY] = cached
+        env[BODY] = cached
     return cached
 
 
@@ -95,7 +110,7 @@ def load_body(schema: Schema) -> dict[str, Any]:
     """The request's JSON body, validated (an empty body is an empty object)."""
     raw = body_bytes()
     if raw:
-        mimetype = request.environ.get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
+        mimetype = environ().get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
         if not mimetype.endswith("json"):
             raise BadRequest("the body must be JSON (Content-Type: application/json)", 415)
     known = _validated.get((schema, raw))
@@ -157,8 +172,8 @@ Respond = Callable[[TableState, list[ev.Event]], tuple[int, Any]]
 def run(table_id: str, decide: Decide, respond: Respond, *, create: bool = False) -> Response:
     """Execute a command and answer with its (possibly replayed) response."""
     key, request_hash = idempotency()
-    environ = request.environ
-    environ[COMMAND] = request.endpoint
+    env = environ()
+    env[COMMAND] = True
     result: Result = tables().execute(
         table_id,
         decide,
@@ -168,7 +183,7 @@ def run(table_id: str, decide: Decide, respond: Respond, *, create: bool = False
         idempotency_key=key,
         request_hash=request_hash,
     )
-    environ[OUTCOME] = "replayed" if result.replayed else "ok"
+    env[OUTCOME] = "replayed" if result.replayed else "ok"
     body = result.body
     version = body.get("version") if isinstance(body, dict) else None
     response = json_response(body, result.status, version)

@@ -1,5 +1,6 @@
-"""Reading request bodies: each small body is validated by its schema once per process, and
-what is remembered can neither skip a check nor be changed by a view."""
+"""Reading requests: each small body is validated by its schema once per process, and what
+is remembered can neither skip a check nor be changed by a view; the request being handled
+is current for the helpers only while it is."""
 
 from __future__ import annotations
 
@@ -86,3 +87,23 @@ def test_what_is_remembered_is_bounded(app: Flask, monkeypatch: pytest.MonkeyPat
     padded = b'{"client_seed": "x"' + b" " * http._VALIDATED_MAX_BODY + b"}"
     assert _load(app, schemas.DEAL, padded) == {"client_seed": "x"}
     assert list(http._validated) == []
+
+
+def test_the_request_being_handled_is_current_only_while_it_is(app: Flask):
+    from service.api.app import _Metrics, _Observed
+
+    seen: list[Any] = []
+
+    def inner(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        seen.append((http.environ(), http.services()))
+        start_response("204 No Content", [])
+        return []
+
+    services = object()
+    observed = _Observed(inner, _Metrics(), services)  # type: ignore[arg-type]
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/"}
+    observed(environ, lambda status, headers, exc_info=None: None)
+    assert seen == [(environ, services)]
+    assert http.ENVIRON.get() is None  # nothing left behind for the thread's next request
+    with app.test_request_context("/elsewhere"):  # without the middleware: Flask's request
+        assert http.environ()["PATH_INFO"] == "/elsewhere"
