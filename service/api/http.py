@@ -74,8 +74,10 @@ def header(name: str) -> str | None:
 
 
 def json_response(body: Any, status: int = 200, version: int | None = None) -> Response:
-    headers = None if version is None else {"ETag": f'"{version}"'}
-    return Response(dumps(body), status, headers, content_type="application/json")
+    response = Response(dumps(body), status, mimetype="application/json")
+    if version is not None:
+        response.headers["ETag"] = f'"{version}"'
+    return response
 
 
 def body_bytes() -> bytes:

@@ -40,6 +40,7 @@ answers with a replay (when an idempotency key was given) or a :class:`VersionCo
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -152,6 +153,7 @@ return {'ok', version, failed}
 """
 
 
+@functools.lru_cache(maxsize=8192)
 def table_key_tag(table_id: str) -> str:
     """The hash-tag body for ``table_id``: percent-encoded, never containing ``{}:``.
 
