@@ -91,22 +91,24 @@ def _enqueue_at(
     *,
     job_id: str,
     description: str,
+    by_rq: bool = False,
 ) -> None:
-    """Put on `pipe` what RQ's `enqueue_at` of the job on the deadlines queue puts there."""
-    template = _JobTemplate.of(connection, func)
-    if template is None:
-        queue(DEADLINES, connection).enqueue_at(
-            when,
-            func,
-            *args,
-            job_id=job_id,
-            description=description,
-            pipeline=pipe,
-            **_SCHEDULED_OPTIONS,
-        )
+    """Put on `pipe` what RQ's `enqueue_at` of the job on the deadlines queue puts there:
+    from the function's template, or (`by_rq`, or when it has none) by RQ itself."""
+    template = None if by_rq else _JobTemplate.of(connection, func)
+    if template is not None:
+        for command in template.fill(_JobTemplate.values(func, args, job_id, description, when)):
+            pipe.execute_command(*command)
         return
-    for command in template.fill(_JobTemplate.values(func, args, job_id, description, when)):
-        pipe.execute_command(*command)
+    queue(DEADLINES, connection).enqueue_at(
+        when,
+        func,
+        *args,
+        job_id=job_id,
+        description=description,
+        pipeline=pipe,
+        **_SCHEDULED_OPTIONS,
+    )
 
 
 class _Slot(str):
@@ -208,14 +210,8 @@ class _JobTemplate:
         description = f"stand-in job {number} of {func.__qualname__}"
         when = datetime(2030 + number, number, number, number, number, number, tzinfo=UTC)
         pipe = connection.pipeline(transaction=False)  # only records; never executed
-        queue(DEADLINES, connection).enqueue_at(
-            when,
-            func,
-            *args,
-            job_id=job_id,
-            description=description,
-            pipeline=pipe,
-            **_SCHEDULED_OPTIONS,
+        _enqueue_at(
+            connection, pipe, when, func, args, job_id=job_id, description=description, by_rq=True
         )
         recorded = [tuple(command) for command, _options in pipe.command_stack]
         for command in recorded:
