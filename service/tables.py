@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from service.eventlog.codec import decode_event, encode_events, encode_snapshot
+from service.eventlog.codec import decode_current, decode_event, encode_events, encode_snapshot
 from service.eventlog.store import (
     Command,
     CorruptLog,
@@ -114,7 +114,7 @@ class Tables:
         loaded = self.store.load(table_id)
         if loaded.version == 0 or loaded.snapshot is None:
             raise TableNotFound(f"no table {table_id!r}")
-        return Known.loaded(loaded).working_state()[0]
+        return decode_current(loaded.snapshot, loaded.tail)[0]
 
     def events(
         self, table_id: str, after: int = 0, limit: int | None = None
@@ -199,7 +199,7 @@ class Tables:
                 )
             # The cache keeps `state` itself: Result.state is to read, before the table's next
             # command in this process takes it.
-            self.cache.put(table_id, Known(appended.version, snapshot, state, head), encoded)
+            self.cache.put(table_id, Known(appended.version, None, state, head), encoded)
             return Result(status, body, state, events)
         raise Contention("the table is too busy right now; try again")
 
