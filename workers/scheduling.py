@@ -269,38 +269,32 @@ def follow_ups(connection: Redis) -> Callable[[TableState, list[ev.Event]], list
     in the step that stores the events, so they happen exactly when the events do."""
 
     def commands(state: TableState, events: list[ev.Event]) -> list[Command]:
-        todo = _work_for(state, events)
-        if not todo:
-            return []
         pipe = connection.pipeline(transaction=False)  # only records; never executed
-        for queue_it in todo:
-            queue_it(connection, pipe)
+        _queue_work(connection, pipe, state, events)
         return [args for args, _options in pipe.command_stack]
 
     return commands
 
 
-def _work_for(state: TableState, events: list[ev.Event]) -> list[Callable[[Redis, Pipeline], None]]:
-    """What `events` (just applied to `state`) call for, to be put on a pipeline."""
+def _queue_work(
+    connection: Redis, pipe: Pipeline, state: TableState, events: list[ev.Event]
+) -> None:
+    """Put on `pipe` what `events` (just applied to `state`) call for."""
     hand = state.hand
-    table_id = state.table_id
     if not events:
-        return []
+        return
     if hand is None:
         resolved = any(isinstance(e, ev.HandResolved) for e in events)
         if resolved and state.grace_until and short_of_cover(state):
-            grace_until = state.grace_until
-            return [lambda c, pipe: _schedule_cover(c, pipe, table_id, grace_until)]
-        return []
-    number, deadline = hand.number, hand.deadline
+            _schedule_cover(connection, pipe, state.table_id, state.grace_until)
+        return
     if hand.phase in TIMED_PHASES:
         if any(getattr(e, "deadline", None) for e in events):
-            return [lambda c, pipe: _schedule_close(c, pipe, table_id, number, deadline)]
+            _schedule_close(connection, pipe, state.table_id, hand.number, hand.deadline)
     elif hand.phase == SHOWDOWN and state.rules.auto_resolve:
         # (The deadline index entry is left: the close job or the backstop drops it, which
         # saves work on the declaration that completes the hand.)
-        return [lambda c, pipe: _enqueue_resolve(c, pipe, table_id, number)]
-    return []
+        _enqueue_resolve(connection, pipe, state.table_id, hand.number)
 
 
 def _enqueue_resolve(connection: Redis, pipe: Pipeline, table_id: str, hand: int) -> None:

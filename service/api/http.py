@@ -4,7 +4,6 @@ through `Tables` (idempotency, If-Match)."""
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -22,7 +21,6 @@ from .auth import Principal
 from .errors import BadRequest, NotFound
 from .json import dumps, loads
 
-log = logging.getLogger("guts.api")
 TABLE_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
 COMMAND = "guts.command"
