@@ -107,6 +107,17 @@ def _run_worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _run_dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.redis_url:
+        return _fail(
+            "REDIS_URL is not set: `guts dispatch` needs the Redis that the API uses "
+            "(`guts serve` runs a dispatcher of its own)"
+        )
+    from workers.dispatcher import run_dispatcher
+
+    return run_dispatcher(settings)
+
+
 def _configure_verify(parser: argparse.ArgumentParser, settings: Settings) -> None:
     parser.add_argument(
         "args",
@@ -126,6 +137,8 @@ COMMANDS: tuple[Command, ...] = (
             _run_serve),
     Command("worker", "run the RQ worker alone (needs REDIS_URL)", _configure_worker,
             _run_worker),
+    Command("dispatch", "run a deadline dispatcher alone (needs REDIS_URL)",
+            lambda parser, settings: None, _run_dispatch),
     Command("verify", "check a hand history's deal against its revealed seed (stdlib only)",
             _configure_verify, _run_verify),
 )  # fmt: skip
@@ -198,7 +211,8 @@ def serve(settings: Settings, *, host: str, port: int, workers: int, data_dir: P
                 return 0 if stop.signum is not None else 1
             where = f"http://{_url_host(host)}:{port}"
             print(
-                f"guts: listening on {where} ({workers} web workers, 1 RQ worker); {redis_label}",
+                f"guts: listening on {where} ({workers} web workers, 1 RQ worker, 1 dispatcher); "
+                f"{redis_label}",
                 flush=True,
             )
             code = _supervise(children, stop)
@@ -224,11 +238,13 @@ def _warn_without_operators(settings: Settings) -> None:
 def _start_children(
     children: Children, host: str, port: int, workers: int, redis_url: str, metrics_dir: str
 ) -> None:
-    """gunicorn (metrics in multiprocess mode) and one `guts worker`, both on `redis_url`."""
+    """gunicorn (metrics in multiprocess mode), one `guts worker` (audits) and one `guts
+    dispatch` (deadlines), all on `redis_url`."""
     env = {**os.environ, "REDIS_URL": redis_url}
     web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": metrics_dir}
     children.start("gunicorn", gunicorn_command(host, port, workers), web_env)
     children.start("worker", [sys.executable, "-m", "service.cli", "worker"], env)
+    children.start("dispatcher", [sys.executable, "-m", "service.cli", "dispatch"], env)
 
 
 class StopSignal:

@@ -7,6 +7,10 @@ record in one conditional, atomic step. When another command won the race for th
 the command is decided again on the new state (bounded), unless the caller pinned a version
 with If-Match.
 
+Every append also stores the table's next due moment (`service.rules.clock.next_due`), and when
+the command changed it, the due index is told right after (a separate step: the append touches
+only the table's own keys; see `service.eventlog.due_index`).
+
 Each process remembers the last state it stored or saw per table, decoded, brought up to date
 with the events its sibling workers stored (`service.snapshots`). A command takes that state,
 decides on it and appends conditionally on its version: when it is current that is the
@@ -27,14 +31,15 @@ from typing import Any
 import orjson
 
 from service.eventlog.codec import decode_current, decode_event, encode_events, encode_snapshot
+from service.eventlog.due_index import DueIndex
 from service.eventlog.store import (
-    Command,
     CorruptLog,
     EventStore,
     Idempotency,
     IdempotencyMismatch,
     VersionConflict,
 )
+from service.rules.clock import Due, NothingDue, act_when_due, next_due
 from service.rules.errors import GutsError
 from service.rules.events import Event
 from service.rules.state import TableState, evolve
@@ -42,7 +47,6 @@ from service.snapshots import Known, SnapshotCache
 
 Decide = Callable[[TableState, datetime], list[Event]]
 Respond = Callable[[TableState, list[Event]], tuple[int, Any]]
-FollowUps = Callable[[TableState, list[Event]], list[Command]]
 log = logging.getLogger("guts.tables")
 
 
@@ -52,6 +56,10 @@ class TableNotFound(GutsError):
 
 class TableExists(GutsError):
     """A table with this id already exists."""
+
+
+class LogUnreadable(GutsError):
+    """The table's stored log or snapshot fails verification: it cannot be loaded."""
 
 
 class PreconditionFailed(GutsError):
@@ -95,9 +103,8 @@ class Tables:
     """The store gets a new snapshot each time the version passes a multiple of this (and
     with the table's first events); a load applies the events since (fewer than this, plus a
     command's batch) to the snapshot."""
-    follow_ups: FollowUps | None = None
-    """What new events call for beyond the log (the RQ job that closes a hand at its
-    deadline, ...), as Redis commands the store runs in the step that stores the events."""
+    index: DueIndex | None = None
+    """Where the tables' due moments are indexed for the dispatchers (None: nowhere)."""
 
     def check_exists(self, table_id: str) -> None:
         """TableNotFound unless the table exists. Nothing is decoded or checked, so that an
@@ -114,7 +121,8 @@ class Tables:
         loaded = self.store.load(table_id)
         if loaded.version == 0 or loaded.snapshot is None:
             raise TableNotFound(f"no table {table_id!r}")
-        return decode_current(loaded.snapshot, loaded.tail)[0]
+        snapshot = loaded.snapshot
+        return _readable(table_id, lambda: decode_current(snapshot, loaded.tail))[0]
 
     def events(
         self, table_id: str, after: int = 0, limit: int | None = None
@@ -148,7 +156,8 @@ class Tables:
                 raise TableExists(f"table {table_id!r} already exists")
             if not create and (current.version == 0 or not current.readable):
                 raise TableNotFound(f"no table {table_id!r}")
-            state, head = current.working_state()
+            state, head = _readable(table_id, current.working_state)
+            before = next_due(state)
             if if_match is not None and if_match != state.version:
                 raise PreconditionFailed(f"the table is at version {state.version}, not {if_match}")
             try:
@@ -169,10 +178,11 @@ class Tables:
             snapshot = None
             if current.version == 0 or current.version // every != state.version // every:
                 snapshot = encode_snapshot(state, head)
-            then = self._follow_ups(table_id, state, events)
+            due = next_due(state)
+            epoch = None if due is None else due.epoch
             try:
                 appended = self.store.append(
-                    table_id, current.version, encoded, snapshot, record, then
+                    table_id, current.version, encoded, snapshot, record, epoch
                 )
             except VersionConflict as conflict:
                 if if_match is not None:
@@ -191,28 +201,48 @@ class Tables:
                 ) from exc
             if appended.replayed is not None:
                 return self._replay(appended.replayed, request_hash)
-            if appended.failed_follow_ups:  # the events are stored all the same
-                log.error(
-                    '{"error":"follow-ups refused by Redis","table_id":"%s","count":%d}',
-                    table_id,
-                    appended.failed_follow_ups,
-                )
+            if due != before or current.version == 0:
+                self._index(table_id, appended.version, epoch)
             # The cache keeps `state` itself: Result.state is to read, before the table's next
             # command in this process takes it.
             self.cache.put(table_id, Known(appended.version, None, state, head), encoded)
             return Result(status, body, state, events)
         raise Contention("the table is too busy right now; try again")
 
-    def _follow_ups(self, table_id: str, state: TableState, events: list[Event]) -> list[Command]:
-        """The follow-up commands of `events`. Failing to make them never fails the command:
-        it is logged, and the hand waits for its players or an operator's close."""
-        if self.follow_ups is None:
-            return []
+    def _index(self, table_id: str, version: int, due: float | None) -> None:
+        """Tell the due index the table's new due. Failing to never fails the command (its
+        events are stored): the index's repair finds the table within seconds."""
+        if self.index is None:
+            return
         try:
-            return self.follow_ups(state, events)
-        except Exception:  # noqa: BLE001 - a stored command must not fail over its follow-up
-            log.exception('{"error":"no follow-ups","table_id":"%s"}', table_id)
-            return []
+            self.index.record(table_id, version, due)
+        except Exception:  # noqa: BLE001 - the command is stored; the repair covers this
+            log.exception('{"error":"due not indexed","table_id":"%s"}', table_id)
+
+    def close_due(self, table_id: str) -> Due | None:
+        """What the clock does: act on the table for whatever fell due (a deadline, an
+        automatic resolve, the end of a cover grace). Returns what was done, or None when
+        nothing was due (another dispatcher or a player got there first, or the index was
+        early); the table's stored due is then indexed again."""
+        acted: list[Due] = []
+
+        def decide(state: TableState, now: datetime) -> list[Event]:
+            due = next_due(state)
+            events = act_when_due(state, now)
+            acted[:] = [due] if due is not None else []
+            return events
+
+        try:
+            self.execute(table_id, decide, _no_response)
+        except NothingDue:
+            self._reindex(table_id)
+            return None
+        return acted[0] if acted else None
+
+    def _reindex(self, table_id: str) -> None:
+        if self.index is not None:
+            ((version, due),) = self.store.dues([table_id])
+            self.index.record(table_id, version, due)
 
     @staticmethod
     def _replay(seen: Idempotency, request_hash: str) -> Result:
@@ -220,3 +250,22 @@ class Tables:
             raise IdempotencyReused("this Idempotency-Key was used with a different request")
         stored = orjson.loads(seen.response)
         return Result(stored["status"], stored["body"], replayed=True)
+
+
+def _no_response(state: TableState, events: list[Event]) -> tuple[int, Any]:
+    return 200, {"version": state.version}
+
+
+def _readable(
+    table_id: str, decode: Callable[[], tuple[TableState, str]]
+) -> tuple[TableState, str]:
+    """`decode()`, with any failure to read the stored log as `LogUnreadable`."""
+    try:
+        return decode()
+    except GutsError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a log that fails to decode, however it fails
+        raise LogUnreadable(
+            f"the log of table {table_id!r} failed verification and cannot be loaded "
+            f"({type(error).__name__}); it is quarantined until an operator repairs it"
+        ) from error

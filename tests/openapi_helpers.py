@@ -18,7 +18,7 @@ from typing import Any
 from rq import SimpleWorker
 
 from tests.apiclient import AUDITOR, OPERATOR, Api
-from workers.queues import AUDITS, SERIALIZER
+from workers.queues import QUEUES, SERIALIZER
 
 ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 CARD = re.compile(r"^[2-9TJQKA][shdc]$")
@@ -174,7 +174,7 @@ def audit_runner(redis_client: Any) -> Callable[[], None]:
     """Run the queued audits now, in this process, with a real (burst) RQ worker."""
 
     def run() -> None:
-        worker = SimpleWorker([AUDITS], connection=redis_client, serializer=SERIALIZER)
+        worker = SimpleWorker(list(QUEUES), connection=redis_client, serializer=SERIALIZER)
         worker.work(burst=True, logging_level="WARNING")
 
     return run

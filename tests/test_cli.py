@@ -150,7 +150,7 @@ def test_serve_runs_everything_stops_on_sigterm_and_keeps_tables(
     data_dir = tmp_path / "data"
     first = Served(data_dir, tmp_path)
     serve.append(first)
-    assert first.wait_healthy() == {"status": "ok", "redis": True}
+    assert first.wait_healthy() == {"status": "ok", "redis": True, "quarantined": []}
     created = first.call("POST", "/v1/tables", {"preset": "three-card"})
     assert created.status_code == 201, created.text
     table_id = created.json()["table_id"]

@@ -1,10 +1,8 @@
-"""Start one RQ worker on the service's queues, with RQ's scheduler (deadlines are
-scheduled jobs: ``enqueue_at`` needs a worker started with the scheduler) and the deadline
-backstop beside it (see ``workers.backstop``: it closes what the scheduler missed).
+"""Start one RQ worker on the service's queues (audits).
 
-Stopping is RQ's own: the first SIGTERM or SIGINT is a warm shutdown (the job in flight
-finishes, then the worker and its scheduler exit); a second one within the job is a cold
-shutdown. This module only starts workers; the jobs live in their own modules.
+Deadlines are the dispatcher's (``workers.dispatcher``), so the worker runs without RQ's
+scheduler. Stopping is RQ's own: the first SIGTERM or SIGINT is a warm shutdown (the job in
+flight finishes), a second one within the job is a cold shutdown.
 """
 
 from __future__ import annotations
@@ -16,8 +14,6 @@ from redis import Redis
 from rq import Worker
 
 from .queues import QUEUES, SERIALIZER
-
-BACKSTOP_JOIN_S = 5.0  # a sweep in progress gets this long to finish on shutdown
 
 
 def worker_name() -> str:
@@ -36,23 +32,10 @@ def build_worker(connection: Redis, *, name: str | None = None) -> Worker:
 
 
 def run_worker(redis_url: str, *, burst: bool = False) -> bool:
-    """Run a worker against `redis_url` until it is stopped, with the backstop sweeping in a
-    thread; with `burst`, sweep once, run the jobs that are due and return. Returns whether
-    the worker ran any job."""
-    from .backstop import Backstop, sweep
-
+    """Run a worker against `redis_url` until it is stopped (with `burst`, run the jobs that
+    are queued and return). Returns whether the worker ran any job."""
     connection = Redis.from_url(redis_url)
     try:
-        worker = build_worker(connection)
-        if burst:
-            sweep(connection)
-            return worker.work(burst=True, with_scheduler=True, logging_level="INFO")
-        backstop = Backstop(redis_url)
-        backstop.start()
-        try:
-            return worker.work(with_scheduler=True, logging_level="INFO")
-        finally:
-            backstop.stop()
-            backstop.join(BACKSTOP_JOIN_S)
+        return build_worker(connection).work(burst=burst, logging_level="INFO")
     finally:
         connection.close()

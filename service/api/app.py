@@ -23,10 +23,10 @@ from prometheus_client import (
 )
 
 from service.config import Settings
+from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.snapshots import SnapshotCache, inherited
 from service.tables import Tables
-from workers import scheduling
 
 from . import errors
 from .auth import Authenticator
@@ -248,7 +248,8 @@ def create_app(
     namespace = "|".join(str(where.get(k)) for k in ("host", "port", "path", "db"))
     namespace += f"|{settings.key_prefix}"
     cache = SnapshotCache(shared=inherited(), namespace=namespace)
-    tables = Tables(store, cache=cache, follow_ups=scheduling.follow_ups(redis_client))
+    index = DueIndex(redis_client, prefix=settings.key_prefix)
+    tables = Tables(store, cache=cache, index=index)
     services = app.extensions["guts"] = Services(settings, redis_client, tables, auth)
     metrics = _Metrics()
     app.extensions["guts_metrics"] = metrics
@@ -260,11 +261,18 @@ def create_app(
 
     @app.get("/healthz")
     def healthz() -> Response:
+        quarantined: list[dict[str, Any]] = []
         try:
             redis_ok = bool(redis_client.ping())
+            held = index.quarantined()
+            quarantined = [{"table_id": table_id, **entry} for table_id, entry in held.items()]
         except redis.RedisError:
             redis_ok = False
-        body = {"status": "ok" if redis_ok else "degraded", "redis": redis_ok}
+        body = {
+            "status": "ok" if redis_ok else "degraded",
+            "redis": redis_ok,
+            "quarantined": quarantined,
+        }
         return Response(dumps(body), status=200 if redis_ok else 503, mimetype="application/json")
 
     @app.get("/metrics")

@@ -26,6 +26,7 @@ from service.rules.errors import (
 from service.tables import (
     Contention,
     IdempotencyReused,
+    LogUnreadable,
     PreconditionFailed,
     TableExists,
     TableNotFound,
@@ -71,6 +72,7 @@ _GUTS: list[tuple[type[GutsError], int, str]] = [
     (TableNotFound, 404, "Not Found"),
     (UnknownSeat, 404, "Not Found"),
     (TableExists, 409, "Conflict"),
+    (LogUnreadable, 409, "Log Failed Verification"),
     (PreconditionFailed, 412, "Precondition Failed"),
     (IdempotencyReused, 422, "Idempotency Key Reused"),
     (Contention, 503, "Busy"),

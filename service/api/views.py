@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
+from service import audits
 from service.phh import to_phh
 from service.rules import commands
 from service.rules import events as ev
@@ -18,7 +19,6 @@ from service.rules.history import hand_history
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_view
-from workers import scheduling
 
 from . import schemas
 from .auth import Forbidden, may_view, require, require_player_of
@@ -400,9 +400,10 @@ def start_audit(table_id: str) -> Response:
         audit_id = secrets.token_hex(12)
     else:  # the same key for the same table and caller is the same audit: queued once
         audit_id = hashlib.sha256(f"{table_id}\0{request_hash}\0{key}".encode()).hexdigest()[:24]
-    known = scheduling.load_audit(services().redis, audit_id)
+    prefix = services().settings.key_prefix
+    known = audits.load_audit(services().redis, prefix, audit_id)
     if known is None:
-        scheduling.enqueue_audit(services().redis, audit_id, table_id)
+        audits.enqueue_audit(services().redis, prefix, audit_id, table_id)
     status = known["status"] if known else "queued"
     response = json_response({"audit_id": audit_id, "table_id": table_id, "status": status}, 202)
     response.headers["Location"] = f"/v1/audits/{audit_id}"
@@ -412,10 +413,11 @@ def start_audit(table_id: str) -> Response:
 @v1.get("/audits/<audit_id>")
 def get_audit(audit_id: str) -> Response:
     require(principal(), OPERATOR, AUDITOR)
-    record = scheduling.load_audit(services().redis, audit_id) if audit_id.isalnum() else None
+    prefix = services().settings.key_prefix
+    record = audits.load_audit(services().redis, prefix, audit_id) if audit_id.isalnum() else None
     if record is None:
         raise NotFound(f"no audit {audit_id!r}"[:80])
-    if record["status"] in ("queued", "running") and scheduling.audit_failed(
+    if record["status"] in ("queued", "running") and audits.audit_failed(
         services().redis, audit_id
     ):
         record = {**record, "status": "failed"}

@@ -1,8 +1,7 @@
 """An in-memory event store with the same semantics as the Redis one.
 
 For unit tests and single-process tools. Thread-safe: one lock guards every operation,
-so each call is atomic like a Lua script on Redis. Nothing is persisted. There is no Redis
-to run an append's follow-up commands on: they are kept, in order, in ``follow_ups``.
+so each call is atomic like a Lua script on Redis. Nothing is persisted.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from dataclasses import dataclass, field
 
 from service.eventlog.store import (
     AppendResult,
-    Command,
     Idempotency,
     IdempotencyMismatch,
     Loaded,
@@ -32,6 +30,7 @@ class _Table:
     events: list[bytes] = field(default_factory=list)
     snapshot: bytes | None = None
     snapshot_version: int = 0
+    due: float | None = None
     # idempotency key -> (record, expiry on the store's clock)
     idempotency: dict[str, tuple[Idempotency, float]] = field(default_factory=dict)
 
@@ -54,8 +53,6 @@ class InMemoryEventStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._tables: dict[str, _Table] = {}
-        self.follow_ups: list[tuple[str, tuple[bytes | str | int | float, ...]]] = []
-        """(table id, command) of every follow-up an applied append carried."""
 
     def load(self, table_id: str) -> Loaded:
         """The table's version and snapshot (0 and None if unknown)."""
@@ -70,10 +67,10 @@ class InMemoryEventStore:
         events: Sequence[bytes],
         snapshot: bytes | None,
         idempotency: Idempotency | None = None,
-        then: Sequence[Command] = (),
+        due: float | None = None,
     ) -> AppendResult:
         """See :meth:`EventStore.append`."""
-        check_append_args(expected_version, events, snapshot, then)
+        check_append_args(expected_version, events, snapshot, due)
         with self._lock:
             table = self._tables.get(table_id)
             actual = len(table.events) if table is not None else 0
@@ -100,7 +97,7 @@ class InMemoryEventStore:
             if idempotency is not None:
                 expiry = self._clock() + self.idempotency_ttl_s
                 table.idempotency[idempotency.key] = (idempotency, expiry)
-            self.follow_ups.extend((table_id, tuple(command)) for command in then)
+            table.due = due
             return AppendResult(version=len(table.events))
 
     def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
@@ -126,6 +123,12 @@ class InMemoryEventStore:
         """Every table created so far, sorted."""
         with self._lock:
             return sorted(self._tables)
+
+    def dues(self, table_ids: Sequence[str]) -> list[tuple[int, float | None]]:
+        """Each table's version and due moment ((0, None) if unknown)."""
+        with self._lock:
+            found = [self._tables.get(table_id) for table_id in table_ids]
+            return [(0, None) if t is None else (len(t.events), t.due) for t in found]
 
     def _live_record(self, table: _Table, key: str) -> Idempotency | None:
         """The record for ``key`` unless it has expired (expired ones are dropped)."""

@@ -3,31 +3,25 @@
 Key layout (``P`` is the prefix, default ``guts``; ``T`` the encoded table id, below)::
 
     P:{T}:events      stream   the log; entry id "<version>-0", one field "data" = event bytes
-    P:{T}:meta        hash     "version" (decimal), "snapshot" (bytes) and "snapshot_version"
-                               (the version the snapshot is of; absent: "version")
+    P:{T}:meta        hash     "version" (decimal), "snapshot" (bytes), "snapshot_version"
+                               (the version the snapshot is of; absent: "version") and "due"
+                               (the table's next due moment, epoch seconds; absent: none)
     P:{T}:idem:<key>  hash     "request_hash", "response"; expires after idempotency_ttl_s
-    P:tables          set      every table id ever created (raw ids, UTF-8)
 
 Stream ids encode the version: the event at 1-based position ``n`` has id ``n-0``, so
 ``read(after=n)`` is ``XRANGE P:{T}:events n+1 +`` and versions come back from the ids.
 (The ids' millisecond part is therefore *not* a time.) The version itself is kept in the
-meta hash and never derived from ``XLEN``; the append script refuses to write when the
-stream does not end at ``<version>-0`` (its length differs from the version, or it holds a
-later id: :class:`CorruptLog`). Streams are never trimmed.
+meta hash and never derived from ``XLEN``; the append script (``lua/append.lua``) refuses to
+write when the stream does not end at ``<version>-0`` (its length differs from the version,
+or it holds a later id: :class:`CorruptLog`). Streams are never trimmed.
 
-Every key of a table carries the hash tag ``{T}``, so the per-table keys share one Redis
-Cluster slot. ``T`` is the table id percent-encoded (RFC 3986 unreserved characters kept),
-so ids with ``{``, ``}``, ``:`` or spaces cannot bleed into the key structure: ``t-1`` is
-stored as ``guts:{t-1}:...``, ``a}b`` as ``guts:{a%7Db}:...`` (and ``""`` as ``guts:{%}:...``).
-
-The global ``P:tables`` set is updated inside the append script (passed in ``KEYS``), so
-creating a table and registering it are one atomic step. An append's follow-up commands
-(see :mod:`service.eventlog.store`; the RQ job and deadline-index entry of a new deadline)
-run at the end of the same script, so a deadline's job exists exactly when its deal does,
-and cost no round trip of their own. Under Redis Cluster those keys live in other slots
-and the script would be refused (CROSSSLOT): the ``SADD`` and the follow-ups would then
-have to become a separate step after the script, with audits tolerating a table that
-exists but is not yet listed, and the backstop covering a deadline whose job was lost.
+Every key of a table carries the hash tag ``{T}``, and the append script touches only the
+keys of its own table, so a table lives in one Redis Cluster slot. ``T`` is the table id
+percent-encoded (RFC 3986 unreserved characters kept), so ids with ``{``, ``}``, ``:`` or
+spaces cannot bleed into the key structure: ``t-1`` is stored as ``guts:{t-1}:...``, ``a}b``
+as ``guts:{a%7Db}:...`` (and ``""`` as ``guts:{%}:...``). There is no global key: the list of
+tables is found by scanning for meta hashes, and the index of due tables is kept apart
+(``service.eventlog.due_index``).
 
 Loads and appends, the commands every table command makes, go over one connection per
 thread (:class:`_Direct`) rather than through redis-py's pool, retry and script wrappers,
@@ -44,8 +38,9 @@ import functools
 import os
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import redis
 
@@ -56,7 +51,6 @@ except ImportError:  # pragma: no cover - redis-py's own packer then
 
 from service.eventlog.store import (
     AppendResult,
-    Command,
     CorruptLog,
     Idempotency,
     IdempotencyMismatch,
@@ -71,86 +65,7 @@ from service.eventlog.store import (
 
 __all__ = ["RedisEventStore", "table_key_tag"]
 
-# KEYS: events, meta, tables[, idempotency record]
-# ARGV: expected_version, snapshot ('' with no snapshot), table_id, ttl_s, request_hash,
-#       response, whether there is a snapshot ('1' / '0'), event count, event..., then each
-#       follow-up command as its argument count and its arguments.
-_APPEND_LUA = """
-local events_key, meta_key, tables_key, idem_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local expected = tonumber(ARGV[1])
-local actual = tonumber(redis.call('HGET', meta_key, 'version') or '0')
-
-if idem_key then
-  local record = redis.call('HMGET', idem_key, 'request_hash', 'response')
-  if record[1] then
-    if record[1] == ARGV[5] then
-      return {'replayed', actual, record[2]}
-    end
-    return {'mismatch', record[1]}
-  end
-end
-
-if actual ~= expected then
-  -- The current state, for the caller to decide again on: the snapshot and its tail.
-  local stored = redis.call('HMGET', meta_key, 'snapshot', 'snapshot_version')
-  local reply = {'conflict', actual, stored[1] or ''}
-  local since = tonumber(stored[2] or actual)
-  if since < actual then
-    local first, last = string.format('%d-0', since + 1), string.format('%d-0', actual)
-    for _, entry in ipairs(redis.call('XRANGE', events_key, first, last)) do
-      reply[#reply + 1] = entry[2][2]
-    end
-  end
-  return reply
-end
-
--- The stream must end exactly at the stored version (empty for a new table): it holds as
--- many entries as that, and (the first XADD checks it) none with a later id.
-local function corrupt()
-  local top = redis.call('XREVRANGE', events_key, '+', '-', 'COUNT', 1)[1]
-  return {'corrupt', top and top[1] or ''}
-end
-if redis.call('XLEN', events_key) ~= actual then
-  return corrupt()
-end
-
-local version = actual
-local last = 8 + tonumber(ARGV[8])
-for i = 9, last do
-  version = version + 1
-  local added = redis.pcall('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
-  if type(added) == 'table' and added.err then
-    return corrupt()  -- only the first can fail (a later id is in the stream): nothing written
-  end
-end
-local now = string.format('%d', version)
-if ARGV[7] == '1' then
-  redis.call('HSET', meta_key, 'version', now, 'snapshot', ARGV[2], 'snapshot_version', now)
-else
-  redis.call('HSET', meta_key, 'version', now)
-end
-if idem_key then
-  redis.call('HSET', idem_key, 'request_hash', ARGV[5], 'response', ARGV[6])
-  redis.call('EXPIRE', idem_key, ARGV[4])
-end
-if expected == 0 then
-  redis.call('SADD', tables_key, ARGV[3])
-end
-
--- Follow-ups: the events are written, so a refused follow-up must not abort the script
--- (Redis keeps what a failed script wrote); it is counted and reported instead.
-local failed = 0
-local i = last + 1
-while i <= #ARGV do
-  local count = tonumber(ARGV[i])
-  local reply = redis.pcall(unpack(ARGV, i + 1, i + count))
-  if type(reply) == 'table' and reply.err then
-    failed = failed + 1
-  end
-  i = i + count + 1
-end
-return {'ok', version, failed}
-"""
+_APPEND_LUA = (Path(__file__).parent / "lua" / "append.lua").read_text()
 
 
 @functools.lru_cache(maxsize=8192)
@@ -186,7 +101,6 @@ class RedisEventStore:
         self.client = client
         self.prefix = prefix
         self.idempotency_ttl_s = idempotency_ttl_s
-        self._tables_key = f"{prefix}:tables".encode()
         # register_script hashes locally; the script is sent once (SCRIPT LOAD) on the first
         # NOSCRIPT reply and called by EVALSHA from then on.
         self._append_script = client.register_script(_APPEND_LUA)
@@ -232,11 +146,11 @@ class RedisEventStore:
         events: Sequence[bytes],
         snapshot: bytes | None,
         idempotency: Idempotency | None = None,
-        then: Sequence[Command] = (),
+        due: float | None = None,
     ) -> AppendResult:
         """See :meth:`EventStore.append`: one EVALSHA of the append script."""
-        check_append_args(expected_version, events, snapshot, then)
-        keys = [self.events_key(table_id), self.meta_key(table_id), self._tables_key]
+        check_append_args(expected_version, events, snapshot, due)
+        keys = [self.events_key(table_id), self.meta_key(table_id)]
         if idempotency is not None:
             keys.append(self.idempotency_key(table_id, idempotency.key))
             idem_args = [idempotency.request_hash.encode(), idempotency.response]
@@ -245,16 +159,13 @@ class RedisEventStore:
         args: list[bytes | str | int | float] = [
             expected_version,
             b"" if snapshot is None else snapshot,
-            table_id.encode(),
             self.idempotency_ttl_s,
             *idem_args,
             b"0" if snapshot is None else b"1",
+            b"" if due is None else f"{due:.3f}",
             len(events),
             *events,
         ]
-        for command in then:
-            args.append(len(command))
-            args.extend(command)
         script = self._append_script
         try:  # (inline rather than `with _redis_errors()`: this runs on every command)
             try:
@@ -266,7 +177,7 @@ class RedisEventStore:
             raise _store_error(error) from error
         status = reply[0]
         if status == b"ok":
-            return AppendResult(version=int(reply[1]), failed_follow_ups=int(reply[2]))
+            return AppendResult(version=int(reply[1]))
         if status == b"replayed":
             assert idempotency is not None
             record = Idempotency(idempotency.key, idempotency.request_hash, _bytes(reply[2]))
@@ -321,10 +232,29 @@ class RedisEventStore:
         )
 
     def table_ids(self) -> list[str]:
-        """Every table ever created, sorted (SMEMBERS of ``P:tables``)."""
+        """Every table ever created, sorted: a SCAN for the tables' meta hashes (it reads
+        the whole keyspace, so it is for tools and the due index's repair, not for requests)."""
+        pattern = f"{self.prefix}:{{*}}:meta".encode()
+        found = []
         with _redis_errors():
-            members = self.client.smembers(self._tables_key)
-        return sorted(_bytes(member).decode() for member in members)
+            for key in self.client.scan_iter(match=pattern, count=1000):
+                tag = _bytes(key)[len(self.prefix) + 2 : -len(b"}:meta")]
+                if b"}" not in tag:  # (not an idempotency record whose key ends so)
+                    found.append(unquote(tag.decode()) if tag != b"%" else "")
+        return sorted(found)
+
+    def dues(self, table_ids: Sequence[str]) -> list[tuple[int, float | None]]:
+        """Each table's version and due moment: one HMGET per table, in one pipeline."""
+        if not table_ids:
+            return []
+        with _redis_errors(), self.client.pipeline(transaction=False) as pipe:
+            for table_id in table_ids:
+                pipe.hmget(self.meta_key(table_id), "version", "due")
+            replies = pipe.execute()
+        return [
+            (0, None) if version is None else (int(version), None if due is None else float(due))
+            for version, due in replies
+        ]
 
 
 _forks = 0

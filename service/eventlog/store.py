@@ -12,21 +12,22 @@ The store never decodes events or snapshots and never imports the rules: it chec
 versions, appends, and remembers. Every store implementation runs the one contract
 suite in ``tests/eventlog/test_store_contract.py``.
 
-An append may carry *follow-up commands* (``then``): Redis commands that must happen exactly
-when the events are stored, such as putting the RQ job that closes a hand at its deadline on
-the schedule. The store runs them in the same atomic step, after the events, and only if the
-append is applied (never on a conflict, a replay or a mismatch).
+Beside the snapshot the store keeps the table's *due* moment: when something falls due on the
+table without a player acting (a deadline, an automatic resolve), in seconds since the epoch,
+as the caller computed it from the state the append leaves. It is written in the same atomic
+step as the events, so it is always the due of the stored version; the global index that
+finds due tables (``service.eventlog.due_index``) is kept by a separate step.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 __all__ = [
     "AppendResult",
-    "Command",
     "CorruptLog",
     "EventStore",
     "IdempotencyMismatch",
@@ -37,12 +38,9 @@ __all__ = [
     "StoreUnavailable",
     "VersionConflict",
     "check_append_args",
+    "check_due",
     "check_read_args",
 ]
-
-
-Command = Sequence[bytes | str | int | float]
-"""A Redis command, name first (``("ZADD", "key", 12.5, "member")``), as an append's follow-up."""
 
 
 @dataclass(frozen=True)
@@ -83,13 +81,10 @@ class AppendResult:
 
     ``version`` is the table's version after the call. ``replayed`` is set (and nothing was
     written) when the idempotency key had been seen before with the same request hash.
-    ``failed_follow_ups`` counts follow-up commands that Redis refused; the events are
-    stored all the same (the caller logs it: the backstop covers a missing deadline job).
     """
 
     version: int
     replayed: Idempotency | None = None
-    failed_follow_ups: int = 0
 
 
 class StoreError(Exception):
@@ -159,11 +154,12 @@ class EventStore(Protocol):
         events: Sequence[bytes],
         snapshot: bytes | None,
         idempotency: Idempotency | None = None,
-        then: Sequence[Command] = (),
+        due: float | None = None,
     ) -> AppendResult:
         """Atomically append ``events`` and, when ``snapshot`` is given, replace the snapshot
-        (None keeps it: the events join its tail), if the table is at ``expected_version``
-        (0 creates the table, and needs a snapshot), and run the follow-up commands ``then``.
+        (None keeps it: the events join its tail), and set the table's due moment to ``due``
+        (None: nothing is due), if the table is at ``expected_version`` (0 creates the table,
+        and needs a snapshot).
 
         With ``idempotency``: a known key with the same request hash returns the current
         version and the stored record and writes nothing; a known key with another hash
@@ -184,12 +180,17 @@ class EventStore(Protocol):
         """Every table ever created, sorted."""
         ...
 
+    def dues(self, table_ids: Sequence[str]) -> list[tuple[int, float | None]]:
+        """Each table's version and due moment, in one round trip (``(0, None)`` for a
+        table that does not exist)."""
+        ...
+
 
 def check_append_args(
     expected_version: int,
     events: Sequence[bytes],
     snapshot: bytes | None,
-    then: Sequence[Command] = (),
+    due: float | None = None,
 ) -> None:
     """Reject malformed append arguments before any I/O (shared by every store)."""
     if isinstance(expected_version, bool) or not isinstance(expected_version, int):
@@ -205,9 +206,15 @@ def check_append_args(
         raise ValueError("creating a table needs a snapshot")
     if snapshot is not None and not isinstance(snapshot, bytes):
         raise TypeError(f"snapshot must be bytes, not {type(snapshot).__name__}")
-    for command in then:
-        if isinstance(command, str | bytes) or not command or not isinstance(command[0], str):
-            raise TypeError(f"a follow-up command is a name and its arguments, not {command!r}")
+    check_due(due)
+
+
+def check_due(due: float | None) -> None:
+    """Reject a due moment that is not a finite number of seconds (or None)."""
+    if due is None:
+        return
+    if isinstance(due, bool) or not isinstance(due, int | float) or not math.isfinite(due):
+        raise TypeError(f"due must be finite seconds since the epoch or None, not {due!r}")
 
 
 def check_read_args(after: int, limit: int | None) -> None:

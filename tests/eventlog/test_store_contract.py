@@ -60,23 +60,6 @@ def datas(stored: list[StoredEvent]) -> list[bytes]:
     return [event.data for event in stored]
 
 
-FOLLOWED = "test:followed"
-
-
-def follow_up(word: str) -> tuple[str, str, str]:
-    """A follow-up command whose effect `followed` can see: push `word` on a list."""
-    return ("RPUSH", FOLLOWED, word)
-
-
-def followed(store: EventStore) -> list[str]:
-    """The words of the follow-ups that ran, in order (the memory store keeps the commands,
-    Redis ran them)."""
-    if isinstance(store, InMemoryEventStore):
-        return [str(command[2]) for _, command in store.follow_ups if command[1] == FOLLOWED]
-    assert isinstance(store, RedisEventStore)
-    return [word.decode() for word in store.client.lrange(FOLLOWED, 0, -1)]
-
-
 class TestEventStoreContract:
     """What every EventStore promises (see service/eventlog/store.py)."""
 
@@ -189,33 +172,32 @@ class TestEventStoreContract:
             store.append("t1", 0, events("a"), None)
         assert store.load("t1") == Loaded(version=0, snapshot=None)
 
-    def test_follow_ups_run_in_order_with_an_applied_append(self, store: EventStore) -> None:
-        result = store.append("t1", 0, events("a"), b"s1", then=[follow_up("x"), follow_up("y")])
-        assert result == AppendResult(version=1)
-        assert followed(store) == ["x", "y"]
-        store.append("t1", 1, events("b", "c"), b"s3", then=[follow_up("z")])
-        assert followed(store) == ["x", "y", "z"]
+    def test_the_due_moment_is_stored_with_the_events(self, store: EventStore) -> None:
+        store.append("t1", 0, events("a"), b"s1", due=1_800_000_000.25)
+        assert store.dues(["t1", "nope"]) == [(1, 1_800_000_000.25), (0, None)]
+        store.append("t1", 1, events("b", "c"), None, due=None)
+        assert store.dues(["t1"]) == [(3, None)]
+        store.append("t1", 3, events("d"), None, due=1_800_000_060.0)
+        assert store.dues(["t1"]) == [(4, 1_800_000_060.0)]
 
-    def test_follow_ups_do_not_run_when_nothing_is_appended(self, store: EventStore) -> None:
+    def test_the_due_moment_does_not_change_when_nothing_is_appended(
+        self, store: EventStore
+    ) -> None:
         record = Idempotency("k", "h", b"r")
-        store.append("t1", 0, events("a"), b"s1", record)
+        store.append("t1", 0, events("a"), b"s1", record, due=100.0)
         with pytest.raises(VersionConflict):
-            store.append("t1", 0, events("b"), b"s", then=[follow_up("conflict")])
-        replay = store.append("t1", 0, events("a"), b"s1", record, then=[follow_up("replay")])
-        assert replay.replayed == record
+            store.append("t1", 0, events("b"), b"s", due=200.0)
+        assert store.append("t1", 0, events("a"), b"s1", record, due=300.0).replayed == record
         with pytest.raises(IdempotencyMismatch):
-            store.append(
-                "t1", 1, events("b"), b"s", Idempotency("k", "other", b"r"), [follow_up("m")]
-            )
-        assert followed(store) == []
-        assert store.load("t1") == Loaded(version=1, snapshot=b"s1")
+            store.append("t1", 1, events("b"), b"s", Idempotency("k", "other", b"r"), due=400.0)
+        assert store.dues(["t1"]) == [(1, 100.0)]
 
-    def test_malformed_follow_ups_are_refused_before_writing(self, store: EventStore) -> None:
-        for then in (["RPUSH"], [()], [(b"RPUSH", "k", "v")], [(1, "k")]):
+    def test_a_malformed_due_is_refused_before_writing(self, store: EventStore) -> None:
+        for due in ("soon", float("nan"), float("inf"), True):
             with pytest.raises(TypeError):
-                store.append("t1", 0, events("a"), b"s", then=then)  # type: ignore[arg-type]
+                store.append("t1", 0, events("a"), b"s", due=due)  # type: ignore[arg-type]
         assert store.load("t1") == Loaded(version=0, snapshot=None)
-        assert followed(store) == []
+        assert store.dues([]) == []
 
     def test_repeated_idempotency_key_replays_the_first_response(self, store: EventStore) -> None:
         first = Idempotency("key-1", "hash-a", b'{"seat":2}')
@@ -413,7 +395,7 @@ class TestRedisEventStore:
         assert entries[0][1] == {b"data": b'{"type":"a"}'}
         meta = {b"version": b"3", b"snapshot": b"s", b"snapshot_version": b"2"}
         assert redis_client.hgetall(b"test:{t1}:meta") == meta
-        assert redis_client.smembers(b"test:tables") == {b"t1"}
+        assert sorted(redis_client.keys(b"*")) == [b"test:{t1}:events", b"test:{t1}:meta"]
 
     def test_version_is_not_derived_from_xlen(
         self, store: RedisEventStore, redis_client: redis.Redis
@@ -460,10 +442,10 @@ class TestRedisEventStore:
     def test_keys_of_a_table_share_one_hash_tag(
         self, store: RedisEventStore, redis_client: redis.Redis, table_id: str
     ) -> None:
-        store.append(table_id, 0, events("a"), b"s", Idempotency("{k}:x", "h", b"r"))
+        store.append(table_id, 0, events("a"), b"s", Idempotency("{k}:x", "h", b"r"), due=5.0)
+        store.append(table_id, 1, events("b"), None, due=None)
         keys = [key for key in redis_client.keys(b"*") if isinstance(key, bytes)]
-        keys.remove(b"test:tables")
-        assert len(keys) == 3
+        assert len(keys) == 3  # an append writes its own table's keys and nothing else
         assert len({slot(key) for key in keys}) == 1
         assert slot(store.events_key(table_id)) == slot(keys[0])
 
@@ -490,25 +472,12 @@ class TestRedisEventStore:
         store.load("t1")
         assert counter.commands == ["EVALSHA", "EVALSHA", "EVALSHA", "HMGET"]
 
-    def test_follow_ups_add_no_round_trip(
-        self, store: RedisEventStore, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        store.append("warm-up", 0, events("a"), b"s")
-        counter = CommandCounter(monkeypatch)
-        store.append("t1", 0, events("a"), b"s", then=[follow_up("x"), ("SET", "test:k", 1.5)])
-        assert counter.commands == ["EVALSHA"]
-        assert followed(store) == ["x"]
-        assert store.client.get("test:k") == b"1.5"
-
-    def test_a_refused_follow_up_is_counted_and_the_events_stay(
+    def test_table_ids_are_found_by_their_meta_hashes_only(
         self, store: RedisEventStore, redis_client: redis.Redis
     ) -> None:
-        redis_client.set("test:a-string", "v")
-        then = [follow_up("before"), ("HSET", "test:a-string", "f", "v"), follow_up("after")]
-        result = store.append("t1", 0, events("a"), b"s1", then=then)
-        assert result == AppendResult(version=1, failed_follow_ups=1)
-        assert store.load("t1") == Loaded(version=1, snapshot=b"s1")
-        assert followed(store) == ["before", "after"]
+        store.append("t1", 0, events("a"), b"s", Idempotency("x}:meta", "h", b"r"))
+        RedisEventStore(redis_client, prefix="test:other").append("t2", 0, events("a"), b"s")
+        assert store.table_ids() == ["t1"]
 
     def test_a_killed_connection_is_replaced_without_losing_the_command(
         self, store: RedisEventStore, redis_client: redis.Redis

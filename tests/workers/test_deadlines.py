@@ -1,23 +1,33 @@
-"""Declaration deadlines: the close job is right however RQ runs it (early, twice, racing a
-last declaration, after the hand moved on), and auto-resolve finishes hands by itself."""
+"""The dispatcher enforces what falls due (deadlines, auto-resolve, the cover grace) exactly
+once, whoever else acts at the same moment, and one table's trouble never holds up another.
+
+Each test drives a real `Dispatcher` against the suite's Redis and the API server; where the
+moment matters, the dispatcher's and the rules' clock is set past the due moment instead of
+sleeping until it.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
+import orjson
 import pytest
 
+from service.config import Settings
+from service.eventlog.codec import chain_hash
+from service.eventlog.due_index import DueIndex
+from service.eventlog.redis_store import RedisEventStore
 from service.rules.times import parse_iso
+from service.tables import Tables
 from tests.apiclient import Api
-from workers.jobs import close_hand
-from workers.queues import DEADLINES, queue
-from workers.scheduling import deadlines_key
+from workers.dispatcher import Dispatcher, DispatchTimes
 
 
-def _deal(api: Api, timeout_s: int, players: int = 3, preset: str = "three-card"):
-    table = api.table(preset, decision_timeout_s=timeout_s)
+def _deal(api: Api, timeout_s: int, players: int = 3, preset: str = "three-card", **rules):
+    table = api.table(preset, decision_timeout_s=timeout_s, **rules)
     tokens = [api.seat(table, f"p{i}")["token"] for i in range(players)]
     dealt = api.post(f"/v1/tables/{table}/deal").json()
     return table, tokens, dealt
@@ -33,140 +43,232 @@ def _decisions(api: Api, table: str, seat: int) -> list[dict]:
     ]
 
 
-def test_a_silent_player_is_made_out_by_the_platform(api: Api, redis_client):
-    table, tokens, dealt = _deal(api, timeout_s=1)
+class Clock:
+    """A settable clock shared by a dispatcher and its rules (epoch seconds)."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def time(self) -> float:
+        return time.time() if self.at is None else self.at
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.time(), UTC)
+
+    def past(self, moment: str, seconds: float = 0.001) -> None:
+        self.at = parse_iso(moment).timestamp() + seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def make_dispatcher(redis_client, clock: Clock) -> Callable[..., Dispatcher]:
+    def make(prefix: str = "guts", **times) -> Dispatcher:
+        store = RedisEventStore(redis_client, prefix=prefix)
+        index = DueIndex(redis_client, prefix=prefix)
+        tables = Tables(store, index=index, now=clock.now)
+        return Dispatcher(tables, index, DispatchTimes(**times), clock=clock.time)
+
+    return make
+
+
+@pytest.fixture
+def dispatcher(make_dispatcher) -> Dispatcher:
+    return make_dispatcher()
+
+
+def test_a_deal_indexes_its_deadline_and_the_append_touches_only_its_table(
+    api: Api, redis_client, dispatcher: Dispatcher
+):
+    table = api.table("three-card", decision_timeout_s=30)
+    for i in range(3):
+        api.seat(table, f"p{i}")
+    with redis_client.monitor() as monitor:
+        dealt = api.post(f"/v1/tables/{table}/deal").json()
+        redis_client.ping()  # the last command the monitor waits for
+        seen = []
+        while not seen or seen[-1][1] != "PING":
+            command = monitor.next_command()
+            seen.append((command["client_type"], command["command"].split()[0].upper(), command))
+    handshakes = {"HELLO", "CLIENT", "SELECT"}  # a new connection's (a server thread's first)
+    sent = [name for client, name, _ in seen if client != "lua" and name not in handshakes]
+    assert sent == ["EVALSHA", "EVALSHA", "PING"]  # the append, then the due's record
+    in_scripts = [c["command"].split()[1] for client, _, c in seen if client == "lua"]
+    append_keys = in_scripts[: len(in_scripts) - 3]  # the record script's are the last three
+    assert append_keys and all(f"{{{table}}}" in key for key in append_keys), in_scripts
+    assert all("{%due}" in key for key in in_scripts[len(append_keys) :]), in_scripts
+    deadline = parse_iso(dealt["deadline"]).timestamp()
+    assert dispatcher.index.due_at(table) == pytest.approx(deadline, abs=0.001)
+    assert dispatcher.tables.store.dues([table])[0][1] == pytest.approx(deadline, abs=0.001)
+
+
+def test_nothing_is_done_before_the_deadline(api: Api, dispatcher: Dispatcher):
+    table, _, dealt = _deal(api, timeout_s=20)
+    before = len(_events(api, table))
+    assert dispatcher.tick() == 0
+    assert len(_events(api, table)) == before
+
+
+def test_a_silent_player_is_made_out_by_the_platform_at_the_deadline(
+    api: Api, dispatcher: Dispatcher, clock: Clock
+):
+    table, tokens, dealt = _deal(api, timeout_s=5)
     api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=tokens[1])
-    assert close_hand(redis_client, table, dealt["hand"], dealt["deadline"]) == "closed"
+    clock.past(dealt["deadline"])
+    assert dispatcher.tick() == 1
     silent = [e["data"] for e in _events(api, table) if e["type"] == "decision_made"]
     assert {(d["seat"], d["decision"], d["by"]) for d in silent} == {
         (1, "in", "player"),
         (2, "out", "platform"),
         (0, "out", "platform"),
     }
+    platform = [d for d in silent if d["by"] == "platform"]
+    assert all(parse_iso(d["at"]) >= parse_iso(dealt["deadline"]) for d in platform)
     assert api.get(f"/v1/tables/{table}").json()["hand"]["phase"] == "showdown"
+    assert dispatcher.index.due_at(table) is None  # nothing more is due: showdown is manual
 
 
-def test_deal_schedules_a_close_job_before_the_deadline(api: Api, redis_client):
-    table, _, dealt = _deal(api, timeout_s=30)
-    registry = queue(DEADLINES, redis_client).scheduled_job_registry
-    (job_id,) = registry.get_job_ids()
-    scheduled = registry.get_scheduled_time(job_id).replace(tzinfo=UTC)
-    lead = (parse_iso(dealt["deadline"]) - scheduled).total_seconds()
-    assert 0 < lead <= 2.0
+def test_two_dispatchers_at_once_record_each_decision_once(api: Api, make_dispatcher, clock: Clock):
+    table, _, dealt = _deal(api, timeout_s=5)
+    clock.past(dealt["deadline"])
+    first, second = make_dispatcher(), make_dispatcher()
+    barrier = threading.Barrier(2)
 
+    def run(dispatcher: Dispatcher) -> None:
+        barrier.wait()
+        dispatcher.tick()
 
-def test_a_deal_and_its_close_job_are_stored_in_one_round_trip(api: Api, redis_client):
-    table = api.table("three-card", decision_timeout_s=30)
-    for i in range(3):
-        api.seat(table, f"p{i}")
-    with redis_client.monitor() as monitor:
-        api.post(f"/v1/tables/{table}/deal")
-        redis_client.ping()  # the last command the monitor waits for
-        seen = []
-        while not seen or seen[-1] != ("tcp", "PING"):
-            command = monitor.next_command()
-            seen.append((command["client_type"], command["command"].split()[0].upper()))
-    handshakes = {"HELLO", "CLIENT", "SELECT"}  # a new connection's (a server thread's first)
-    sent = [name for client, name in seen if client != "lua" and name not in handshakes]
-    in_script = {name for client, name in seen if client == "lua"}
-    assert sent == ["EVALSHA", "PING"]
-    # Inside the script: the events, the deadline index entry and the close job.
-    assert {"XADD", "ZADD", "HSET"} <= in_script
-    assert queue(DEADLINES, redis_client).scheduled_job_registry.get_job_ids()
-    assert redis_client.zscore(deadlines_key(), table) is not None
-
-
-def test_an_early_run_far_from_the_deadline_reschedules_and_acts_not(api: Api, redis_client):
-    table, _, dealt = _deal(api, timeout_s=20)
-    before = len(_events(api, table))
-    assert close_hand(redis_client, table, dealt["hand"], dealt["deadline"]) == "rescheduled"
-    assert len(_events(api, table)) == before
-    assert len(queue(DEADLINES, redis_client).scheduled_job_registry.get_job_ids()) == 2
-
-
-def test_an_early_run_near_the_deadline_waits_for_it(api: Api, redis_client):
-    table, _, dealt = _deal(api, timeout_s=2)
-    assert close_hand(redis_client, table, dealt["hand"], dealt["deadline"]) == "closed"
-    closes = [e for e in _events(api, table) if e["data"].get("by") == "platform"]
-    assert closes
-    assert all(parse_iso(e["data"]["at"]) >= parse_iso(dealt["deadline"]) for e in closes)
-
-
-def test_a_duplicate_run_records_nothing_twice(api: Api, redis_client):
-    table, _, dealt = _deal(api, timeout_s=1)
-    time.sleep(1.05)
-    runs = [close_hand(redis_client, table, dealt["hand"], dealt["deadline"]) for _ in range(2)]
-    assert runs == ["closed", "moved_on"]
+    threads = [threading.Thread(target=run, args=(d,)) for d in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     for seat in range(3):
         assert len(_decisions(api, table, seat)) == 1
+    # A lease that expires with its table unsettled (a dispatcher that died) comes due again.
+    clock.at = clock.time() + 60
+    assert first.tick() == 0  # the closed hand has nothing due and left the index
 
 
 @pytest.mark.parametrize("offset_s", [-0.01, -0.002, 0.0, 0.002, 0.01])
-def test_a_last_moment_declaration_races_the_close_and_exactly_one_is_recorded(
-    api: Api, redis_client, offset_s: float
+def test_a_last_moment_declaration_races_the_dispatcher_and_exactly_one_is_recorded(
+    api: Api, make_dispatcher, offset_s: float
 ):
     table, tokens, dealt = _deal(api, timeout_s=1, players=2)
     deadline = parse_iso(dealt["deadline"]).timestamp()
     statuses: list[int] = []
+    dispatcher = make_dispatcher(poll_s=0.001)
+    stop = threading.Event()
+    running = threading.Thread(target=dispatcher.run, args=(stop,))
 
     def late_declare() -> None:
         time.sleep(max(0.0, deadline + offset_s - time.time()))
         r = api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=tokens[0])
         statuses.append(r.status_code)
 
-    thread = threading.Thread(target=late_declare)
-    thread.start()
-    close_hand(redis_client, table, dealt["hand"], dealt["deadline"])
-    thread.join()
+    declaring = threading.Thread(target=late_declare)
+    running.start()
+    declaring.start()
+    declaring.join()
+    until = time.monotonic() + 10
+    while api.get(f"/v1/tables/{table}").json()["hand"]["phase"] == "declaring":
+        assert time.monotonic() < until, "the hand did not close"
+        time.sleep(0.02)
+    stop.set()
+    running.join()
     recorded = _decisions(api, table, 0)
     assert len(recorded) == 1
     by = recorded[0]["data"]["by"]
     assert (by == "player") == (statuses == [200]), (by, statuses)
 
 
-def test_a_close_for_a_hand_that_moved_on_does_nothing(api: Api, redis_client):
-    table, tokens, dealt = _deal(api, timeout_s=1, players=2)
+def test_a_stale_index_entry_for_a_hand_that_moved_on_does_nothing(
+    api: Api, redis_client, dispatcher: Dispatcher
+):
+    table, tokens, dealt = _deal(api, timeout_s=30, players=2)
     for token in tokens:
         api.post(f"/v1/tables/{table}/declare", {"decision": "out"}, token=token)
     api.post(f"/v1/tables/{table}/resolve")
+    assert dispatcher.index.due_at(table) is None  # the resolve took it out
     version = api.get(f"/v1/tables/{table}").json()["version"]
-    time.sleep(1.05)
-    assert close_hand(redis_client, table, dealt["hand"], dealt["deadline"]) == "moved_on"
+    redis_client.zadd(dispatcher.index.index_key, {table: 1.0})  # as a lost record would
+    redis_client.zadd(dispatcher.index.index_key, {"no-such-table": 2.0})
+    assert dispatcher.tick() == 2
     assert api.get(f"/v1/tables/{table}").json()["version"] == version
+    assert redis_client.zcard(dispatcher.index.index_key) == 0
 
 
-def test_auto_resolve_settles_a_hand_once_everyone_declared(api: Api, run_jobs):
+def test_an_index_entry_earlier_than_the_deadline_is_put_back_at_the_deadline(
+    api: Api, redis_client, dispatcher: Dispatcher
+):
+    table, _, dealt = _deal(api, timeout_s=30)
+    redis_client.zadd(dispatcher.index.index_key, {table: 1.0})
+    assert dispatcher.tick() == 1
+    deadline = parse_iso(dealt["deadline"]).timestamp()
+    assert dispatcher.index.due_at(table) == pytest.approx(deadline, abs=0.001)
+    assert api.get(f"/v1/tables/{table}").json()["hand"]["phase"] == "declaring"
+
+
+def test_a_lost_record_is_repaired_from_the_tables_stored_due(
+    api: Api, redis_client, dispatcher: Dispatcher
+):
+    table, _, dealt = _deal(api, timeout_s=30)
+    redis_client.delete(dispatcher.index.index_key, dispatcher.index.versions_key)
+    assert dispatcher.repair() == 1
+    deadline = parse_iso(dealt["deadline"]).timestamp()
+    assert dispatcher.index.due_at(table) == pytest.approx(deadline, abs=0.001)
+    assert dispatcher.repair() == 0
+
+
+def test_records_that_arrive_out_of_order_never_move_a_due_back(dispatcher: Dispatcher):
+    index = dispatcher.index
+    assert index.record("t", 5, 100.0)
+    assert not index.record("t", 4, 500.0)
+    assert index.due_at("t") == 100.0
+    assert index.record("t", 6, None)
+    assert index.due_at("t") is None
+
+
+def test_auto_resolve_settles_a_hand_once_everyone_declared(api: Api, dispatcher: Dispatcher):
     table, tokens, _ = _deal(api, timeout_s=30, preset="monte-carlo")
     for token in tokens:
         api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=token)
-    run_jobs()
+    assert dispatcher.tick() == 1
     types = [e["type"] for e in _events(api, table)]
     assert types.count("hand_resolved") == 1
     assert api.get(f"/v1/tables/{table}").json()["hand"] is None
 
 
-def test_auto_resolve_after_the_deadline_closes(api: Api, redis_client, run_jobs):
-    table, tokens, dealt = _deal(api, timeout_s=1, preset="survivor")
+def test_auto_resolve_after_the_deadline_closes(api: Api, dispatcher: Dispatcher, clock: Clock):
+    table, tokens, dealt = _deal(api, timeout_s=5, preset="survivor")
     api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=tokens[0])
-    assert close_hand(redis_client, table, dealt["hand"], dealt["deadline"]) == "closed"
-    run_jobs()
+    clock.past(dealt["deadline"])
+    assert dispatcher.tick() == 1  # closes: showdown, and the resolve is due at once
+    assert dispatcher.tick() == 1  # resolves
     resolved = [e for e in _events(api, table) if e["type"] == "hand_resolved"]
     assert len(resolved) == 1 and resolved[0]["data"]["outcome"] == "uncontested"
 
 
-def test_sequential_turns_each_get_their_own_deadline(api: Api, redis_client):
-    table, tokens, dealt = _deal(api, timeout_s=1, preset="two-card")
-    assert close_hand(redis_client, table, dealt["hand"], dealt["deadline"]) == "closed"
+def test_sequential_turns_each_get_their_own_deadline(
+    api: Api, dispatcher: Dispatcher, clock: Clock
+):
+    table, tokens, dealt = _deal(api, timeout_s=5, preset="two-card")
+    clock.past(dealt["deadline"])
+    assert dispatcher.tick() == 1
     hand = api.get(f"/v1/tables/{table}").json()["hand"]
     assert hand["decisions"] == {"1": "out"} and hand["on_turn"] == 2
     assert parse_iso(hand["deadline"]) > parse_iso(dealt["deadline"])
-    assert datetime.now(UTC) < parse_iso(hand["deadline"])
+    deadline = parse_iso(hand["deadline"]).timestamp()
+    assert dispatcher.index.due_at(table) == pytest.approx(deadline, abs=0.001)
 
 
-def _declared_hand_leaving_seat_2_short(api: Api, cover_grace_s: int) -> str:
-    """A `monte-carlo` table whose hand is declared: seat 2 (6 chips) loses to seat 1 and,
-    once the hand is resolved, is short of the pot (the cover rule's grace starts)."""
-    table = api.table("monte-carlo", decision_timeout_s=30, cover_grace_s=cover_grace_s)
+def _declared_hand_leaving_seat_2_short(api: Api, cover_grace_s: int, preset: str) -> str:
+    """A table whose hand is declared: seat 2 (6 chips) loses to seat 1 and, once the hand is
+    resolved, is short of the pot (the cover rule's grace starts)."""
+    table = api.table(preset, decision_timeout_s=30, cover_grace_s=cover_grace_s)
     tokens = [api.seat(table, f"p{i}", buy_in=b)["token"] for i, b in enumerate([100, 100, 6])]
     api.post(
         f"/v1/tables/{table}/deal",
@@ -177,25 +279,137 @@ def _declared_hand_leaving_seat_2_short(api: Api, cover_grace_s: int) -> str:
     return table
 
 
-def test_the_cover_grace_is_enforced_when_it_ends(api: Api, redis_client):
-    from workers.jobs import enforce_cover_grace
-
-    table = _declared_hand_leaving_seat_2_short(api, cover_grace_s=1)
+def test_the_cover_grace_is_enforced_when_it_ends(api: Api, dispatcher: Dispatcher, clock: Clock):
+    table = _declared_hand_leaving_seat_2_short(api, cover_grace_s=5, preset="monte-carlo")
     resolved = api.post(f"/v1/tables/{table}/resolve").json()
     assert resolved["matched"] == {"2": 3}  # seat 2 is left with 2 chips: short of the pot
-    registry = queue(DEADLINES, redis_client).scheduled_job_registry
-    scheduled = [j.decode() for j in redis_client.zrange(registry.key, 0, -1)]  # due ones too
-    assert any(j.startswith("cover-") for j in scheduled), scheduled
-    assert enforce_cover_grace(redis_client, table, resolved["grace_until"]) == "sat_out"
+    grace = parse_iso(resolved["grace_until"]).timestamp()
+    assert dispatcher.index.due_at(table) == pytest.approx(grace, abs=0.001)
+    assert dispatcher.tick() == 0
+    clock.past(resolved["grace_until"])
+    assert dispatcher.tick() == 1
     seats = {s["seat"]: s["status"] for s in api.get(f"/v1/tables/{table}").json()["seats"]}
     assert seats == {0: "active", 1: "active", 2: "waiting"}
-    assert enforce_cover_grace(redis_client, table, resolved["grace_until"]) == "nothing_to_do"
+    assert dispatcher.index.due_at(table) is None
 
 
-def test_a_hand_resolved_by_the_worker_gets_its_cover_grace_too(api: Api, redis_client, run_jobs):
-    table = _declared_hand_leaving_seat_2_short(api, cover_grace_s=30)
-    run_jobs()  # auto_resolve: the worker resolves the hand, and seat 2 is short of the pot
+def test_a_hand_resolved_by_the_dispatcher_gets_its_cover_grace_too(
+    api: Api, dispatcher: Dispatcher
+):
+    table = _declared_hand_leaving_seat_2_short(api, cover_grace_s=30, preset="monte-carlo")
+    assert dispatcher.tick() == 1  # auto_resolve: seat 2 is then short of the pot
     view = api.get(f"/v1/tables/{table}").json()
     assert view["hand"] is None
-    registry = queue(DEADLINES, redis_client).scheduled_job_registry
-    assert [j for j in registry.get_job_ids() if j.startswith("cover-")]
+    assert dispatcher.index.due_at(table) is not None  # the grace's end
+
+
+def _corrupt(redis_client, table: str) -> None:
+    """Edit the table's last event as someone with Redis access could, chain recomputed, so
+    that its log no longer loads (the event is of no type the rules know)."""
+    key = f"guts:{{{table}}}:events"
+    entries = redis_client.xrange(key)
+    records = [orjson.loads(fields[b"data"]) for _, fields in entries]
+    records[-1]["type"] = "hand_exploded"
+    head = "0" * 64
+    for record in records:
+        head = record["hash"] = chain_hash(head, record)
+    redis_client.delete(key)
+    for version, record in enumerate(records, start=1):
+        redis_client.xadd(key, {"data": orjson.dumps(record)}, id=f"{version}-0")
+
+
+def test_a_table_that_cannot_be_loaded_is_quarantined_and_holds_up_no_other(
+    api: Api, redis_client, dispatcher: Dispatcher, clock: Clock
+):
+    bad, bad_tokens, bad_dealt = _deal(api, timeout_s=5)
+    api.post(f"/v1/tables/{bad}/declare", {"decision": "in"}, token=bad_tokens[0])
+    _corrupt(redis_client, bad)
+    healthy = [_deal(api, timeout_s=5) for _ in range(3)]
+    redis_client.zadd(dispatcher.index.index_key, {bad: 1.0})  # first in line
+    clock.past(max(d["deadline"] for _, _, d in healthy))
+    assert dispatcher.tick() == 4
+    for table, _, _ in healthy:
+        assert api.get(f"/v1/tables/{table}").json()["hand"]["phase"] == "showdown"
+    quarantined = dispatcher.index.quarantined()
+    assert list(quarantined) == [bad]
+    assert "failed verification" in quarantined[bad]["reason"]
+    retry_at = dispatcher.index.due_at(bad)
+    assert retry_at is not None and retry_at > clock.time() + 60  # not retried in a loop
+    assert dispatcher.tick() == 0
+    read = api.get(f"/v1/tables/{bad}")
+    assert read.status_code == 409
+    assert read.headers["Content-Type"] == "application/problem+json"
+    assert "failed verification" in read.json()["detail"]
+    health = api.get("/healthz").json()
+    assert [q["table_id"] for q in health["quarantined"]] == [bad]
+
+
+def test_a_quarantined_table_that_loads_again_is_released(
+    api: Api, redis_client, dispatcher: Dispatcher, clock: Clock
+):
+    table, _, dealt = _deal(api, timeout_s=5)
+    dispatcher.index.quarantine(table, "was broken", retry_s=0)
+    dispatcher.repair()  # learns what is quarantined
+    clock.past(dealt["deadline"])
+    assert dispatcher.tick() == 1
+    assert dispatcher.index.quarantined() == {}
+
+
+def test_a_backlog_of_stale_entries_does_not_delay_live_deadlines(
+    api: Api, redis_client, make_dispatcher
+):
+    """2,000 stale entries (tables that do not exist, due long ago) sit ahead of live hands
+    with 1 s deadlines: every live hand still closes, within a second of its deadline."""
+    index = DueIndex(redis_client)
+    redis_client.zadd(index.index_key, {f"stale-{i}": 1.0 + i for i in range(2000)})
+    live = [_deal(api, timeout_s=1, players=2) for _ in range(5)]
+    dispatcher = make_dispatcher(poll_s=0.005)
+    stop = threading.Event()
+    running = threading.Thread(target=dispatcher.run, args=(stop,))
+    running.start()
+    try:
+        for table, _, dealt in live:
+            deadline = parse_iso(dealt["deadline"])
+            until = time.monotonic() + 10
+            while not _decisions(api, table, 0):
+                assert time.monotonic() < until, "a live hand did not close"
+                time.sleep(0.02)
+            closed = parse_iso(_decisions(api, table, 0)[0]["data"]["at"])
+            assert deadline <= closed < deadline + timedelta(seconds=1)
+    finally:
+        stop.set()
+        running.join()
+    assert redis_client.zcard(index.index_key) == 0
+
+
+def test_the_whole_flow_under_another_key_prefix_writes_nothing_under_guts(
+    redis_client, redis_url, make_dispatcher, clock: Clock
+):
+    from rq import SimpleWorker
+
+    from service.api.app import create_app
+    from workers.queues import QUEUES, SERIALIZER
+
+    settings = Settings(redis_url=redis_url, operator_keys=("op",), key_prefix="x")
+    client = create_app(settings).test_client()
+    headers = {"Authorization": "Bearer op"}
+    table = client.post("/v1/tables", json={"preset": "monte-carlo"}, headers=headers).json
+    table_id = table["table_id"]
+    for i in range(2):
+        seated = client.post(
+            f"/v1/tables/{table_id}/players",
+            json={"player_id": f"p{i}", "buy_in": 50},
+            headers=headers,
+        )
+        assert seated.status_code == 201
+    dealt = client.post(f"/v1/tables/{table_id}/deal", json={}, headers=headers).json
+    dispatcher = make_dispatcher(prefix="x")
+    clock.past(dealt["deadline"])
+    assert dispatcher.tick() == 1  # closes; auto-resolve is then due
+    assert dispatcher.tick() == 1  # resolves
+    audit = client.post(f"/v1/tables/{table_id}/audit", headers=headers).json
+    SimpleWorker(list(QUEUES), connection=redis_client, serializer=SERIALIZER).work(burst=True)
+    report = client.get(f"/v1/audits/{audit['audit_id']}", headers=headers).json
+    assert report["status"] == "finished" and report["result"]["ok"], report
+    assert redis_client.keys("guts:*") == []
+    assert redis_client.keys("x:*")

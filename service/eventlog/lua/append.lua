@@ -1,0 +1,69 @@
+-- Append events to one table's log, if the table is at the expected version.
+-- Touches only the table's own keys (all under its hash tag).
+-- KEYS: events, meta[, idempotency record]
+-- ARGV: expected_version, snapshot ('' with none), ttl_s, request_hash, response,
+--       whether there is a snapshot ('1' / '0'), due ('' when nothing is due: the epoch
+--       seconds of the table's next due moment), event count, event...
+local events_key, meta_key, idem_key = KEYS[1], KEYS[2], KEYS[3]
+local expected = tonumber(ARGV[1])
+local actual = tonumber(redis.call('HGET', meta_key, 'version') or '0')
+
+if idem_key then
+  local record = redis.call('HMGET', idem_key, 'request_hash', 'response')
+  if record[1] then
+    if record[1] == ARGV[4] then
+      return {'replayed', actual, record[2]}
+    end
+    return {'mismatch', record[1]}
+  end
+end
+
+if actual ~= expected then
+  -- The current state, for the caller to decide again on: the snapshot and its tail.
+  local stored = redis.call('HMGET', meta_key, 'snapshot', 'snapshot_version')
+  local reply = {'conflict', actual, stored[1] or ''}
+  local since = tonumber(stored[2] or actual)
+  if since < actual then
+    local first, last = string.format('%d-0', since + 1), string.format('%d-0', actual)
+    for _, entry in ipairs(redis.call('XRANGE', events_key, first, last)) do
+      reply[#reply + 1] = entry[2][2]
+    end
+  end
+  return reply
+end
+
+-- The stream must end exactly at the stored version (empty for a new table): it holds as
+-- many entries as that, and (the first XADD checks it) none with a later id.
+local function corrupt()
+  local top = redis.call('XREVRANGE', events_key, '+', '-', 'COUNT', 1)[1]
+  return {'corrupt', top and top[1] or ''}
+end
+if redis.call('XLEN', events_key) ~= actual then
+  return corrupt()
+end
+
+local version = actual
+local last = 8 + tonumber(ARGV[8])
+for i = 9, last do
+  version = version + 1
+  local added = redis.pcall('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
+  if type(added) == 'table' and added.err then
+    return corrupt()  -- only the first can fail (a later id is in the stream): nothing written
+  end
+end
+local now = string.format('%d', version)
+if ARGV[6] == '1' then
+  redis.call('HSET', meta_key, 'version', now, 'snapshot', ARGV[2], 'snapshot_version', now)
+else
+  redis.call('HSET', meta_key, 'version', now)
+end
+if ARGV[7] == '' then
+  redis.call('HDEL', meta_key, 'due')
+else
+  redis.call('HSET', meta_key, 'due', ARGV[7])
+end
+if idem_key then
+  redis.call('HSET', idem_key, 'request_hash', ARGV[4], 'response', ARGV[5])
+  redis.call('EXPIRE', idem_key, ARGV[3])
+end
+return {'ok', version}

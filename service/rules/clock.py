@@ -1,0 +1,79 @@
+"""When time matters to a table: its next due moment, and what the platform does then.
+
+The platform acts on a table without a player only when time says so:
+
+- a waiting phase (passing, declaring, drawing) whose deadline passed: it closes it for the
+  players who let it pass (`close_at_deadline`);
+- a hand whose declarations are complete, under the `auto_resolve` option: it resolves it at
+  once (`resolve`);
+- a game whose cover grace ended with players still short: they sit out (`enforce_cover`).
+
+`next_due(state)` says which of these comes next and when; `act_when_due(state, now)` returns
+the events of that action once its moment has come. Whatever runs the clock (the dispatcher,
+an operator's close) asks these two instead of looking at phases itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from . import events as ev
+from .commands import close_at_deadline, enforce_cover, resolve, short_of_cover
+from .errors import RuleViolation
+from .state import SHOWDOWN, TIMED_PHASES, TableState
+from .times import parse_iso
+
+CLOSE = "close"
+"""A waiting phase's deadline: the platform acts for the players who let it pass."""
+RESOLVE = "resolve"
+"""Declarations are complete and the table resolves by itself (`auto_resolve`)."""
+ENFORCE_COVER = "enforce_cover"
+"""The cover grace ended: players who still cannot cover sit out the rest of the game."""
+
+
+class NothingDue(RuleViolation):
+    """Nothing falls due on the table at this moment."""
+
+
+@dataclass(frozen=True)
+class Due:
+    """The next thing the platform does on a table by itself, and from when (`at`, ISO UTC)."""
+
+    action: str
+    at: str
+
+    @property
+    def epoch(self) -> float:
+        """`at` in seconds since the epoch."""
+        return parse_iso(self.at).timestamp()
+
+
+def next_due(state: TableState) -> Due | None:
+    """What falls due next on the table, if anything will without a player acting."""
+    hand = state.hand
+    if hand is not None:
+        if hand.phase in TIMED_PHASES:
+            return Due(CLOSE, hand.deadline)
+        if hand.phase == SHOWDOWN and state.rules.auto_resolve:
+            # Due from the moment the declarations completed, which is before any time the
+            # state records after the deal: the deal's time says "now" to any later clock.
+            return Due(RESOLVE, hand.dealt_at)
+        return None
+    if state.grace_until is not None and short_of_cover(state):
+        return Due(ENFORCE_COVER, state.grace_until)
+    return None
+
+
+def act_when_due(state: TableState, now: datetime) -> list[ev.Event]:
+    """The events of the action due at `now`; `NothingDue` when nothing is (yet)."""
+    due = next_due(state)
+    if due is None:
+        raise NothingDue("nothing falls due on this table")
+    if now < parse_iso(due.at):
+        raise NothingDue(f"the next {due.action} is due at {due.at}")
+    if due.action == CLOSE:
+        return close_at_deadline(state, now)
+    if due.action == RESOLVE:
+        return resolve(state, now)
+    return enforce_cover(state, now)

@@ -1,0 +1,186 @@
+"""The deadline dispatcher: acts on tables when something falls due on them.
+
+Modelled on Sidekiq's scheduled poller: every dispatcher process polls the due index (see
+``service.eventlog.due_index``), claims the tables due now with one atomic step (a short lease,
+so any dispatcher may die and none is special), and acts on each through the application
+service's ``close_due`` use case, which asks the rules what is due (``service.rules.clock``).
+Acting is a version-checked append, so two dispatchers, or a dispatcher and a player, never
+both act on one deadline.
+
+A claimed table is first checked against its stored due (one pipelined read for the whole
+batch), so a backlog of stale entries (hands that moved on, tables gone) costs a read each and
+never delays a live deadline behind work. A table that cannot be loaded is quarantined: logged
+with its id, counted, listed in ``/healthz``, and tried again only every ``quarantine_retry_s``;
+the other tables go on. A lost connection to Redis is waited out (redis-py reconnects), with a
+log line, and the dispatcher goes on where it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import redis
+
+from service.config import Settings
+from service.eventlog.due_index import DueIndex
+from service.eventlog.redis_store import RedisEventStore
+from service.eventlog.store import StoreUnavailable
+from service.tables import Tables
+
+log = logging.getLogger("guts.dispatcher")
+_GONE = 1 << 62
+"""The version an index record of a table that does not exist carries (later than any)."""
+
+
+@dataclass(frozen=True)
+class DispatchTimes:
+    """How a dispatcher paces itself (seconds)."""
+
+    poll_s: float = 0.02
+    """Longest sleep between two looks at the index (new dues are at least this fresh)."""
+    lease_s: float = 10.0
+    """How long a claimed table is left to its claimant before another may take it."""
+    batch: int = 200
+    """Tables claimed in one step."""
+    repair_s: float = 5.0
+    """Period of the repair that re-indexes dues a crash kept from the index."""
+    quarantine_retry_s: float = 300.0
+    """How long a table that cannot be loaded is left alone before it is tried again."""
+    backoff_s: float = 1.0
+    """Wait after Redis could not be reached (doubling up to 10 s)."""
+
+
+class Dispatcher:
+    """One dispatcher: `run` until `stop` is set; `tick` is one pass (see the module doc)."""
+
+    def __init__(
+        self,
+        tables: Tables,
+        index: DueIndex,
+        times: DispatchTimes = DispatchTimes(),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.tables = tables
+        self.index = index
+        self.times = times
+        self.clock = clock
+        self.acted = 0
+        self.quarantined = 0
+        self._held: set[str] = set()  # quarantined tables, as of the last repair
+
+    def tick(self) -> int:
+        """Claim what is due now and settle it; how many tables were claimed."""
+        now = self.clock()
+        claimed = self.index.claim(now, self.times.lease_s, self.times.batch)
+        if not claimed:
+            return 0
+        for table_id, (version, due) in zip(claimed, self.tables.store.dues(claimed), strict=True):
+            if version and due is not None and due > now:  # early or stale: not due yet
+                self.index.record(table_id, version, due)
+            elif version == 0:  # no such table (any more)
+                self.index.record(table_id, 1 << 62, None)
+            else:  # due (or written before dues were stored): ask the rules
+                self._act(table_id)
+        return len(claimed)
+
+    def _act(self, table_id: str) -> None:
+        try:
+            done = self.tables.close_due(table_id)
+        except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
+            raise  # not the table's fault: the run loop waits for Redis
+        except Exception as error:  # noqa: BLE001 - one table's failure never stops the others
+            self.quarantined += 1
+            self._held.add(table_id)
+            self.index.quarantine(table_id, str(error), self.times.quarantine_retry_s)
+            log.error(
+                '{"dispatcher":"quarantined","table_id":"%s","error":"%s"}',
+                table_id,
+                type(error).__name__,
+            )
+            return
+        if table_id in self._held and self.index.release(table_id):
+            self._held.discard(table_id)
+            log.warning('{"dispatcher":"released","table_id":"%s"}', table_id)
+        if done is not None:
+            self.acted += 1
+
+    def sleep_s(self) -> float:
+        """How long to wait before the next tick: until the earliest due, at most `poll_s`."""
+        head = self.index.next_at()
+        if head is None:
+            return self.times.poll_s
+        return min(self.times.poll_s, max(0.0, head - self.clock()))
+
+    def repair(self) -> int:
+        """Index dues that a crash kept out of the index; how many."""
+        self._held = set(self.index.quarantined())
+        fixed = self.index.repair(self.tables.store)
+        if fixed:
+            log.warning('{"dispatcher":"repaired","tables":%d}', fixed)
+        return fixed
+
+    def run(self, stop: threading.Event) -> None:
+        """Dispatch until `stop` is set, surviving Redis going away and coming back."""
+        backoff = self.times.backoff_s
+        next_repair = 0.0  # at once: dues a crash kept from the index come first
+        while not stop.is_set():
+            try:
+                if time.monotonic() >= next_repair:
+                    self.repair()
+                    next_repair = time.monotonic() + self.times.repair_s * random.uniform(0.8, 1.2)
+                while self.tick() and not stop.is_set():
+                    pass
+                wait = self.sleep_s()
+                backoff = self.times.backoff_s
+            except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError) as error:
+                log.warning(
+                    '{"dispatcher":"redis unreachable","retry_s":%.1f,"error":"%s"}',
+                    backoff,
+                    type(error).__name__,
+                )
+                wait, backoff = backoff, min(backoff * 2, 10.0)
+            if wait > 0:
+                stop.wait(wait)
+
+
+def build_dispatcher(settings: Settings, client: redis.Redis) -> Dispatcher:
+    """A dispatcher on `client` for the tables under `settings.key_prefix`."""
+    store = RedisEventStore(
+        client, prefix=settings.key_prefix, idempotency_ttl_s=settings.idempotency_ttl_s
+    )
+    index = DueIndex(client, prefix=settings.key_prefix)
+    return Dispatcher(Tables(store, index=index), index)
+
+
+def run_dispatcher(settings: Settings) -> int:
+    """Entry point of `guts dispatch`: dispatch until SIGTERM or SIGINT; the exit code."""
+    if not settings.redis_url:
+        log.error("REDIS_URL is not set: the dispatcher needs the Redis that the API uses")
+        return 1
+    _configure_logging()
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    client = redis.Redis.from_url(settings.redis_url, health_check_interval=10)
+    try:
+        log.info('{"dispatcher":"started","prefix":"%s"}', settings.key_prefix)
+        build_dispatcher(settings, client).run(stop)
+    finally:
+        client.close()
+    return 0
+
+
+def _configure_logging() -> None:
+    logger = logging.getLogger("guts")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
