@@ -244,45 +244,80 @@ def _listening(host: str, port: int) -> bool:
 
 def _work_until_stopped(redis_url: str, backoff: Backoff = WORKER_BACKOFF) -> int:
     """Run the RQ worker until SIGTERM or SIGINT; 0 then. When it fails on Redis (raises
-    ConnectionError or TimeoutError, or returns while Redis does not answer), log a line and
-    run it again after a delay that grows while Redis stays away."""
+    ConnectionError or TimeoutError, or returns while Redis does not answer) and no such
+    signal came, log a line and run it again after a delay that grows while Redis stays away.
+    """
     import redis
     from rq.exceptions import StopRequested
 
     from workers.worker import run_worker
 
-    originals = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    stops = {signal.SIGTERM, signal.SIGINT}
+    originals = {signum: signal.getsignal(signum) for signum in stops}
     stop = StopSignal()
     failures = 0
-    try:
-        while True:
-            for signum, handler in originals.items():  # RQ's own handlers stop it gracefully
+    with _caught_signals() as caught:
+        try:
+            while True:
+                for signum, handler in originals.items():  # RQ's handlers: a warm shutdown
+                    signal.signal(signum, handler)
+                started = time.monotonic()
+                try:
+                    run_worker(redis_url)
+                    trouble = None if _answers(redis_url) else "Redis does not answer"
+                except (redis.ConnectionError, redis.TimeoutError) as error:
+                    trouble = f"{type(error).__name__}: {error}"
+                finally:
+                    stop.install()  # ours while we wait
+                if trouble is None or stop.signum is not None or caught() & stops:
+                    return 0
+                failures = backoff.failures_after(failures, time.monotonic() - started)
+                delay = backoff.delay(failures)
+                print(
+                    f"guts: worker lost Redis at {redact_url(redis_url)} ({trouble}); "
+                    f"trying again in {delay:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                if stop.wait(delay):
+                    return 0
+        except StopRequested:  # a signal that came while RQ's handler was still in place
+            return 0
+        finally:
+            for signum, handler in originals.items():
                 signal.signal(signum, handler)
-            started = time.monotonic()
-            try:
-                run_worker(redis_url)
-                trouble = None if _answers(redis_url) else "Redis does not answer"
-            except (redis.ConnectionError, redis.TimeoutError) as error:
-                trouble = f"{type(error).__name__}: {error}"
-            finally:
-                stop.install()  # ours while we wait
-            if trouble is None or stop.signum is not None:
-                return 0
-            failures = backoff.failures_after(failures, time.monotonic() - started)
-            delay = backoff.delay(failures)
-            print(
-                f"guts: worker lost Redis at {redact_url(redis_url)} ({trouble}); "
-                f"trying again in {delay:.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-            if stop.wait(delay):
-                return 0
-    except StopRequested:  # a signal that came while RQ's handler was still in place
-        return 0
+
+
+@contextlib.contextmanager
+def _caught_signals() -> Iterator[Callable[[], set[int]]]:
+    """Yield a function that says which signals this process has caught since, whoever's
+    Python handler took them (RQ's stops the worker, and may then fail on a Redis that is
+    gone): Python writes each one's number to the wakeup fd. Processes forked meanwhile
+    (RQ's scheduler and work horses, which RQ itself stops with SIGTERM) drop the fd."""
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    os.set_blocking(write, False)
+    previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    os.register_at_fork(after_in_child=_drop_wakeup_fd)
+    seen: set[int] = set()
+
+    def caught() -> set[int]:
+        with contextlib.suppress(BlockingIOError):
+            while data := os.read(read, 512):
+                seen.update(data)
+        return seen
+
+    try:
+        yield caught
     finally:
-        for signum, handler in originals.items():
-            signal.signal(signum, handler)
+        signal.set_wakeup_fd(previous)
+        os.close(read)
+        os.close(write)
+
+
+def _drop_wakeup_fd() -> None:
+    with contextlib.suppress(ValueError):  # forked from a thread other than the main one
+        signal.set_wakeup_fd(-1)
 
 
 def _answers(redis_url: str) -> bool:
