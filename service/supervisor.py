@@ -209,7 +209,8 @@ class Supervisor:
                     self.log(f"{child.spec.name} restarted (pid {child.process.pid})")
 
     def stop(self) -> bool:
-        """Stop every child; True when all that ran exited by themselves with code 0."""
+        """Stop every child; True when each that ran exited with code 0, or was ended by the
+        SIGTERM itself (one just restarted may not have set up its handler yet)."""
         running = [c for c in self._children if c.process is not None]
         for child in self._children:
             child.restart_at = None
@@ -231,7 +232,7 @@ class Supervisor:
                     os.killpg(process.pid, signal.SIGKILL)
                 code = process.wait()
             child.process = None
-            clean = clean and code == 0
+            clean = clean and code in (0, -signal.SIGTERM)
         return clean
 
     def __enter__(self) -> Supervisor:

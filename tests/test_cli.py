@@ -417,3 +417,16 @@ def test_worker_alone_waits_for_redis_and_works_once_it_is_back(tmp_path: Path) 
         if worker.poll() is None:
             worker.kill()
             worker.wait()
+
+
+def test_serve_stopped_just_after_a_restart_still_exits_0(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    served = Served(tmp_path / "data", tmp_path)
+    serve.append(served)
+    served.wait_healthy()
+    (killed,) = _child_pids(served.process.pid, "worker")
+    os.kill(killed, signal.SIGKILL)
+    back = _eventually(lambda: _child_pids(served.process.pid, "worker"), BACK_WITHIN_S)
+    assert back and back != [killed], served.output()
+    assert served.terminate() == 0, served.output()  # however far the new worker had got

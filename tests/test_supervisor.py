@@ -119,7 +119,7 @@ def test_a_killed_child_is_restarted_and_the_others_are_left_alone(supervised) -
     after = supervisor.pids()
     assert after["victim"] not in (None, before["victim"])
     assert after["bystander"] == before["bystander"]
-    supervisor.stop()
+    assert supervisor.stop()  # SIGTERM to each, which ends them
     assert not _alive(after["victim"]) and not _alive(after["bystander"])
 
 
