@@ -1,34 +1,33 @@
 """The ``guts`` command.
 
 ``guts serve``
-    The API under gunicorn (sync workers) plus one RQ worker with the scheduler. Without
-    ``REDIS_URL`` it first starts an embedded redis-server (append-only file, fsync every
-    second) under ``<data-dir>/redis`` and hands its URL to both. SIGTERM or SIGINT stops it
-    cleanly: gunicorn finishes the requests in flight, the worker its job in flight, Redis
-    flushes its log last, and the command exits 0.
+    The API under gunicorn (sync workers), one RQ worker (audits) and one deadline
+    dispatcher (the list is :func:`serve_children`). Without ``REDIS_URL`` it first starts
+    an embedded redis-server (append-only file, fsync every second) under ``<data-dir>/redis`` and hands
+    its URL to them. A child that dies, the API included, is started again after a short
+    delay (``service.supervisor``). SIGTERM or SIGINT stops it cleanly: gunicorn finishes the
+    requests in flight, the worker its job in flight, Redis flushes its log last, and the
+    command exits 0.
 ``guts worker``
-    The RQ worker alone, against ``REDIS_URL``.
+    The RQ worker alone, against ``REDIS_URL``; while Redis cannot be reached it waits for
+    it (retrying with a growing delay) until SIGTERM or SIGINT.
+``guts dispatch``
+    A deadline dispatcher alone (``workers.dispatcher``), against ``REDIS_URL``.
 
 Each subcommand is one :class:`Command` in ``COMMANDS``: a function that adds its
 arguments and one that runs it. Add a new one (``guts verify``, ...) by appending there.
-
-The children of ``guts serve`` run in their own process groups, so a Ctrl-C in a terminal
-reaches only ``guts serve``, which then stops them in the graceful way (gunicorn reads
-SIGINT as "quit now" and SIGTERM as "finish what you are doing"). On Linux they also get
-SIGTERM if ``guts serve`` itself is killed outright.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import fcntl
+import functools
 import os
 import re
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,17 +35,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from types import FrameType
-from typing import IO
 from urllib.parse import urlsplit, urlunsplit
 
 from service.config import Settings
 from service.redis_server import RedisServer, RedisServerError
+from service.supervisor import Backoff, ChildSpec, StopSignal, Supervisor
 
 WSGI_APP = "service.wsgi:app"
-STOP_TIMEOUT_S = 35.0  # above gunicorn's default graceful timeout (30 s)
 START_TIMEOUT_S = 30.0
-_PR_SET_PDEATHSIG = 1
+WORKER_BACKOFF = Backoff(first_s=0.5, cap_s=10.0, stable_s=30.0)
 
 
 # --- subcommands --------------------------------------------------------------------------
@@ -100,8 +97,10 @@ def _run_worker(args: argparse.Namespace, settings: Settings) -> int:
 
     from workers.worker import run_worker
 
+    if not args.burst:
+        return _work_until_stopped(settings.redis_url)
     try:
-        run_worker(settings.redis_url, burst=args.burst)
+        run_worker(settings.redis_url, burst=True)
     except redis.ConnectionError as error:
         return _fail(f"cannot reach Redis at {redact_url(settings.redis_url)}: {error}")
     return 0
@@ -195,7 +194,8 @@ def redact_url(url: str) -> str:
 
 
 def serve(settings: Settings, *, host: str, port: int, workers: int, data_dir: Path) -> int:
-    """Run Redis (unless REDIS_URL is set), gunicorn and one RQ worker until a signal."""
+    """Run Redis (unless REDIS_URL is set) and the children of :func:`serve_children`,
+    restarting any that dies, until a signal."""
     _warn_without_operators(settings)
     stop = StopSignal()
     stop.install()
@@ -203,26 +203,150 @@ def serve(settings: Settings, *, host: str, port: int, workers: int, data_dir: P
         with contextlib.ExitStack() as stack:  # unwinds children, metrics dir, Redis last
             redis_url, redis_label = stack.enter_context(_redis(settings, data_dir))
             metrics_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="guts-metrics-"))
-            children = stack.enter_context(Children())
             if stop.signum is not None:
                 return 0
-            _start_children(children, host, port, workers, redis_url, metrics_dir)
-            if not _wait_listening(host, port, children, stop):
+            specs = serve_children(host, port, workers, redis_url, metrics_dir)
+            supervisor = stack.enter_context(Supervisor(specs))
+            supervisor.start()
+            listening = functools.partial(_listening, host, port)
+            if not supervisor.wait_ready(listening, stop, START_TIMEOUT_S):
                 return 0 if stop.signum is not None else 1
             where = f"http://{_url_host(host)}:{port}"
+            running = ", ".join(spec.name for spec in specs)
             print(
-                f"guts: listening on {where} ({workers} web workers, 1 RQ worker, 1 dispatcher); "
-                f"{redis_label}",
+                f"guts: listening on {where} ({workers} web workers; {running}); {redis_label}",
                 flush=True,
             )
-            code = _supervise(children, stop)
+            supervisor.run(stop)
             print("guts: stopping", file=sys.stderr, flush=True)
-            clean = children.stop()
-            return code if clean else 1
+            return 0 if supervisor.stop() else 1
     except (RedisServerError, DataDirBusy) as error:
         return _fail(str(error))
     finally:
         stop.uninstall()
+
+
+def serve_children(
+    host: str, port: int, workers: int, redis_url: str, metrics_dir: str
+) -> list[ChildSpec]:
+    """What `guts serve` runs, all on `redis_url`: gunicorn (metrics in multiprocess mode), one
+    `guts worker` (audits) and one `guts dispatch` (deadlines). One line per child."""
+    env = {**os.environ, "REDIS_URL": redis_url}
+    web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": metrics_dir}
+    return [
+        ChildSpec("gunicorn", tuple(gunicorn_command(host, port, workers)), web_env),
+        ChildSpec("worker", _guts("worker"), env),
+        ChildSpec("dispatcher", _guts("dispatch"), env),
+    ]
+
+
+def _guts(*args: str) -> tuple[str, ...]:
+    """The command line of `guts ARGS` with this Python."""
+    return (sys.executable, "-m", "service.cli", *args)
+
+
+def _listening(host: str, port: int) -> bool:
+    """Whether something accepts connections on host:port."""
+    target = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    try:
+        with socket.create_connection((target, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+# --- guts worker --------------------------------------------------------------------------
+
+
+def _work_until_stopped(redis_url: str, backoff: Backoff = WORKER_BACKOFF) -> int:
+    """Run the RQ worker until SIGTERM or SIGINT; 0 then. When it fails on Redis (raises
+    ConnectionError or TimeoutError, or returns while Redis does not answer) and no such
+    signal came, log a line and run it again after a delay that grows while Redis stays away.
+    """
+    import redis
+    from rq.exceptions import StopRequested
+
+    from workers.worker import run_worker
+
+    stops = {signal.SIGTERM, signal.SIGINT}
+    originals = {signum: signal.getsignal(signum) for signum in stops}
+    stop = StopSignal()
+    failures = 0
+    with _caught_signals() as caught:
+        try:
+            while True:
+                for signum, handler in originals.items():  # RQ's handlers: a warm shutdown
+                    signal.signal(signum, handler)
+                started = time.monotonic()
+                try:
+                    run_worker(redis_url)
+                    trouble = None if _answers(redis_url) else "Redis does not answer"
+                except (redis.ConnectionError, redis.TimeoutError) as error:
+                    trouble = f"{type(error).__name__}: {error}"
+                finally:
+                    stop.install()  # ours while we wait
+                if trouble is None or stop.signum is not None or caught() & stops:
+                    return 0
+                failures = backoff.failures_after(failures, time.monotonic() - started)
+                delay = backoff.delay(failures)
+                print(
+                    f"guts: worker lost Redis at {redact_url(redis_url)} ({trouble}); "
+                    f"trying again in {delay:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                if stop.wait(delay):
+                    return 0
+        except StopRequested:  # a signal that came while RQ's handler was still in place
+            return 0
+        finally:
+            for signum, handler in originals.items():
+                signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def _caught_signals() -> Iterator[Callable[[], set[int]]]:
+    """Yield a function that says which signals this process has caught since, whoever's
+    Python handler took them (RQ's stops the worker, and may then fail on a Redis that is
+    gone): Python writes each one's number to the wakeup fd. Processes forked meanwhile
+    (RQ's work horses, which RQ itself stops with SIGTERM) drop the fd."""
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    os.set_blocking(write, False)
+    previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    os.register_at_fork(after_in_child=_drop_wakeup_fd)
+    seen: set[int] = set()
+
+    def caught() -> set[int]:
+        with contextlib.suppress(BlockingIOError):
+            while data := os.read(read, 512):
+                seen.update(data)
+        return seen
+
+    try:
+        yield caught
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(read)
+        os.close(write)
+
+
+def _drop_wakeup_fd() -> None:
+    with contextlib.suppress(ValueError):  # forked from a thread other than the main one
+        signal.set_wakeup_fd(-1)
+
+
+def _answers(redis_url: str) -> bool:
+    """Whether the Redis at `redis_url` answers a PING."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        return bool(client.ping())
+    except (redis.ConnectionError, redis.TimeoutError):
+        return False
+    finally:
+        client.close()
 
 
 def _warn_without_operators(settings: Settings) -> None:
@@ -233,41 +357,6 @@ def _warn_without_operators(settings: Settings) -> None:
             file=sys.stderr,
             flush=True,
         )
-
-
-def _start_children(
-    children: Children, host: str, port: int, workers: int, redis_url: str, metrics_dir: str
-) -> None:
-    """gunicorn (metrics in multiprocess mode), one `guts worker` (audits) and one `guts
-    dispatch` (deadlines), all on `redis_url`."""
-    env = {**os.environ, "REDIS_URL": redis_url}
-    web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": metrics_dir}
-    children.start("gunicorn", gunicorn_command(host, port, workers), web_env)
-    children.start("worker", [sys.executable, "-m", "service.cli", "worker"], env)
-    children.start("dispatcher", [sys.executable, "-m", "service.cli", "dispatch"], env)
-
-
-class StopSignal:
-    """Remembers the first SIGTERM or SIGINT; the supervisor polls it."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self._previous: dict[int, object] = {}
-
-    def install(self) -> None:
-        """Catch SIGTERM and SIGINT from now on."""
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            self._previous[signum] = signal.signal(signum, self._handle)
-
-    def uninstall(self) -> None:
-        """Restore the handlers that were there before :meth:`install`."""
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
-        self._previous.clear()
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is None:
-            self.signum = signum
 
 
 class DataDirBusy(RuntimeError):
@@ -330,119 +419,6 @@ def _gunicorn_version() -> tuple[int, int]:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
-class Children:
-    """Child processes that are stopped together: SIGTERM to each, wait, then SIGKILL."""
-
-    def __init__(self, stop_timeout_s: float = STOP_TIMEOUT_S) -> None:
-        self.stop_timeout_s = stop_timeout_s
-        self.processes: dict[str, subprocess.Popen[bytes]] = {}
-
-    def start(
-        self,
-        name: str,
-        argv: Sequence[str],
-        env: dict[str, str],
-        *,
-        stdout: IO[bytes] | int | None = None,
-        stderr: IO[bytes] | int | None = None,
-    ) -> subprocess.Popen[bytes]:
-        """Start `argv` in a process group of its own (see the module docstring)."""
-        process = subprocess.Popen(
-            list(argv),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            process_group=0,
-            preexec_fn=_die_with_parent,  # safe: this process starts no threads
-        )
-        self.processes[name] = process
-        return process
-
-    def first_exited(self) -> tuple[str, int] | None:
-        """The name and exit code of a child that has exited, if any."""
-        for name, process in self.processes.items():
-            code = process.poll()
-            if code is not None:
-                return name, code
-        return None
-
-    def stop(self) -> bool:
-        """Stop every child; True when all exited by themselves with code 0."""
-        for process in self.processes.values():
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + self.stop_timeout_s
-        clean = True
-        for name, process in self.processes.items():
-            try:
-                code = process.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                print(f"guts: {name} did not stop in time; killing it", file=sys.stderr)
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                code = process.wait()
-            clean = clean and code == 0
-        self.processes.clear()
-        return clean
-
-    def __enter__(self) -> Children:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-
-def _load_prctl() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return prctl
-
-
-_PRCTL = _load_prctl()
-
-
-def _die_with_parent() -> None:
-    """In a new child, before exec: get SIGTERM when the parent dies (Linux only)."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _wait_listening(host: str, port: int, children: Children, stop: StopSignal) -> bool:
-    """Wait until something accepts connections on host:port; False if a child died, a
-    signal came or START_TIMEOUT_S passed first."""
-    target = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while stop.signum is None:
-        exited = children.first_exited()
-        if exited is not None:
-            _fail(f"{exited[0]} exited with code {exited[1]} while starting")
-            return False
-        with contextlib.suppress(OSError), socket.create_connection((target, port), timeout=1):
-            return True
-        if time.monotonic() > deadline:
-            _fail(f"nothing listens on {host}:{port} after {START_TIMEOUT_S:.0f} s")
-            return False
-        time.sleep(0.1)
-    return False
-
-
-def _supervise(children: Children, stop: StopSignal) -> int:
-    """Wait for a stop signal (0) or for a child to die on its own (1)."""
-    while stop.signum is None:
-        exited = children.first_exited()
-        if exited is not None:
-            _fail(f"{exited[0]} exited with code {exited[1]}; stopping everything")
-            return 1
-        time.sleep(0.1)
-    return 0
 
 
 if __name__ == "__main__":

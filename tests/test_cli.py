@@ -13,7 +13,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -209,43 +211,226 @@ def test_worker_without_redis_url_exits_with_a_clear_message() -> None:
 def test_serve_workers_share_what_they_store_so_commands_do_not_conflict(
     serve: list[Served], tmp_path: Path
 ) -> None:
-    """With two web workers, the worker taking a command brings its state up to date with the
-    events the other one stored: every append is accepted first time (no version conflict).
-    Two clients play a table each at once, so both workers take commands of both tables."""
-    import redis
-
+    """Two web workers, two tables played at once (a client each), so both workers take
+    commands of both tables and each must decide on what the other one stored (shared in
+    memory, or read back when an append is refused as stale and decided again). Whichever
+    way each command went, every one is answered with its success status, each table's log
+    holds exactly the events of the commands sent, and no chip is made or lost."""
     served = Served(tmp_path / "data", tmp_path, _env(GUTS_WEB_WORKERS="2"))
     serve.append(served)
     served.wait_healthy()
-    client = redis.Redis(port=served.redis_port())
-    hands = 10
+    players, buy_in, hands = 3, 500, 10
 
     def play(table: str) -> None:
         tokens = []
-        for seat in range(3):
-            body = {"player_id": f"p{seat}", "buy_in": 500}
-            tokens.append(served.call("POST", f"/v1/tables/{table}/players", body).json()["token"])
+        for seat in range(players):
+            body = {"player_id": f"p{seat}", "buy_in": buy_in}
+            seated = served.call("POST", f"/v1/tables/{table}/players", body)
+            assert seated.status_code == 201, seated.text
+            tokens.append(seated.json()["token"])
         for _ in range(hands):
-            assert served.call("POST", f"/v1/tables/{table}/deal", {}).status_code == 201
+            dealt = served.call("POST", f"/v1/tables/{table}/deal", {})
+            assert dealt.status_code == 201, dealt.text
             for seat, token in enumerate(tokens):
                 decision = {"decision": "in" if seat < 2 else "out"}
                 declared = served.call("POST", f"/v1/tables/{table}/declare", decision, token)
                 assert declared.status_code == 200, declared.text
-            assert served.call("POST", f"/v1/tables/{table}/resolve", {}).status_code == 200
+            resolved = served.call("POST", f"/v1/tables/{table}/resolve", {})
+            assert resolved.status_code == 200, resolved.text
 
+    tables = []
+    for _ in range(2):
+        created = served.call("POST", "/v1/tables", {"preset": "three-card"})
+        assert created.status_code == 201, created.text
+        tables.append(created.json()["table_id"])
+    with ThreadPoolExecutor(len(tables)) as pool:
+        list(pool.map(play, tables))  # re-raises a failed assertion of either client
+
+    for table in tables:
+        log = served.call("GET", f"/v1/tables/{table}/events?limit=1000").json()
+        events = log["events"]
+        assert [e["version"] for e in events] == list(range(1, len(events) + 1))
+        assert log["version"] == len(events)
+        types = Counter(e["type"] for e in events)
+        assert types["table_created"] == 1
+        assert types["player_seated"] == players
+        assert types["hand_dealt"] == hands
+        assert types["decision_made"] == players * hands
+        assert types["hand_resolved"] == hands
+        view = served.call("GET", f"/v1/tables/{table}").json()
+        assert view["version"] == len(events)
+        pools = view["pot"] + view["low_pot"] + view["reserve"] + view["side_pot"]
+        assert sum(seat["stack"] for seat in view["seats"]) + pools == players * buy_in
+
+
+# --- supervision: a child of `guts serve` that dies is started again -----------------------
+
+SERVE_CHILDREN = {  # each child of `guts serve` -> what its command line holds
+    "gunicorn": ("-m", "gunicorn"),
+    "worker": ("service.cli", "worker"),
+    "dispatcher": ("service.cli", "dispatch"),
+}
+BACK_WITHIN_S = 5.0
+CLOSED_WITHIN_S = 10.0
+
+
+def _processes() -> Iterator[tuple[int, int, int, list[str]]]:
+    """(pid, parent pid, process group, argv) of every live (not zombie) process, from /proc."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile
+            continue
+        state, ppid, pgrp = stat.rpartition(")")[2].split()[:3]
+        if state != "Z":
+            yield int(entry.name), int(ppid), int(pgrp), argv
+
+
+def _child_pids(parent: int, child: str) -> list[int]:
+    """The pids of `parent`'s children whose command line holds SERVE_CHILDREN[child]."""
+    wanted = list(SERVE_CHILDREN[child])
+    return [
+        pid
+        for pid, ppid, _, argv in _processes()
+        if ppid == parent and any(argv[i : i + len(wanted)] == wanted for i in range(len(argv)))
+    ]
+
+
+def _eventually(predicate: Any, within_s: float) -> Any:
+    """The first true value of `predicate()` within `within_s`, else that last value."""
+    deadline = time.monotonic() + within_s
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
+class Load(threading.Thread):
+    """Asks /healthz again and again until stopped; keeps (time, answered 200) of each."""
+
+    def __init__(self, base: str) -> None:
+        super().__init__(daemon=True)
+        self.base = base
+        self.results: list[tuple[float, bool]] = []
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                ok = requests.get(self.base + "/healthz", timeout=5).status_code == 200
+            except requests.RequestException:
+                ok = False
+            self.results.append((time.monotonic(), ok))
+            time.sleep(0.01)
+
+    def answered_since(self, since: float) -> bool:
+        return any(ok for at, ok in self.results if at > since)
+
+
+@pytest.mark.parametrize("child", list(SERVE_CHILDREN))
+def test_serve_restarts_a_killed_child_and_hands_still_close_by_themselves(
+    serve: list[Served], tmp_path: Path, child: str
+) -> None:
+    served = Served(tmp_path / "data", tmp_path)
+    serve.append(served)
+    served.wait_healthy()
+    (killed,) = _child_pids(served.process.pid, child)
+    load = Load(served.base)
+    load.start()
     try:
-        tables = [
-            served.call("POST", "/v1/tables", {"preset": "three-card"}).json()["table_id"]
-            for _ in range(2)
-        ]
-        client.config_resetstat()
-        with ThreadPoolExecutor(len(tables)) as pool:
-            list(pool.map(play, tables))
-        stats = client.info("commandstats")
+        assert _eventually(lambda: load.answered_since(0), START_TIMEOUT_S)
+        os.kill(killed, signal.SIGKILL)
+        back = _eventually(lambda: _child_pids(served.process.pid, child), BACK_WITHIN_S)
+        assert back and back != [killed], (
+            f"{child} not back in {BACK_WITHIN_S} s:\n{served.output()}"
+        )
+        restarted = time.monotonic()
+        assert _eventually(lambda: load.answered_since(restarted), START_TIMEOUT_S)
     finally:
-        client.close()
-    appends = stats["cmdstat_evalsha"]["calls"]
-    # The script checks the log (XLEN) only once the version check has passed.
-    accepted = stats["cmdstat_xlen"]["calls"]
-    assert accepted == len(tables) * (3 + hands * 5)
-    assert appends == accepted, f"{appends - accepted} appends were refused as stale"
+        load.stopped.set()
+        load.join()
+    if child != "gunicorn":  # the API did not go away at all
+        assert all(ok for _, ok in load.results), f"the API failed while {child} restarted"
+    assert not [pid for pid, _, pgrp, _ in _processes() if pgrp == killed], "leftovers"
+    assert f"{child} (pid {killed}) was killed by SIGKILL" in served.output()
+
+    served.wait_healthy()
+    created = served.call("POST", "/v1/tables", {"preset": "three-card", "decision_timeout_s": 1})
+    assert created.status_code == 201, created.text
+    table = created.json()["table_id"]
+    for seat in range(3):
+        body = {"player_id": f"p{seat}", "buy_in": 500}
+        assert served.call("POST", f"/v1/tables/{table}/players", body).status_code == 201
+    assert served.call("POST", f"/v1/tables/{table}/deal", {}).status_code == 201
+
+    def closed() -> bool:  # nobody declared: the platform made them out at the deadline
+        hand = served.call("GET", f"/v1/tables/{table}").json()["hand"]
+        return hand is None or hand["phase"] == "showdown"
+
+    assert _eventually(closed, CLOSED_WITHIN_S), f"hand still open:\n{served.output()}"
+    events = served.call("GET", f"/v1/tables/{table}/events?limit=1000").json()["events"]
+    outs = [e["data"] for e in events if e["type"] == "decision_made"]
+    assert [(o["decision"], o["by"]) for o in outs] == [("out", "platform")] * 3
+    assert served.process.poll() is None
+    assert served.terminate() == 0, served.output()
+
+
+def test_worker_alone_waits_for_redis_and_works_once_it_is_back(tmp_path: Path) -> None:
+    """`guts worker` started before its Redis, and Redis stopped under it: the worker says so
+    and keeps trying, and runs jobs each time Redis is back; SIGTERM stops it (code 0)."""
+    import redis
+
+    from service.redis_server import RedisServer
+    from rq import Queue
+
+    from service.audits import AUDITS_QUEUE, SERIALIZER
+
+    port = free_port()
+    stderr_path = tmp_path / "worker.err"
+    with open(stderr_path, "wb") as stderr:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "worker"],
+            cwd=REPO,
+            env=_env(REDIS_URL=f"redis://127.0.0.1:{port}/0"),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        said = _eventually(lambda: "worker lost Redis" in stderr_path.read_text(), 30)
+        assert said, stderr_path.read_text()
+        for outage in ("before Redis ever ran", "after Redis went away"):
+            with RedisServer(port=port, data_dir=tmp_path / "redis") as server:
+                client = redis.Redis.from_url(server.url)
+                try:
+                    audits = Queue(AUDITS_QUEUE, connection=client, serializer=SERIALIZER)
+                    job = audits.enqueue("os.getpid")
+                    ran = _eventually(lambda: job.get_status(refresh=True) == "finished", 60)  # noqa: B023
+                finally:
+                    client.close()
+                assert ran, f"no job ran {outage}:\n{stderr_path.read_text()}"
+                assert worker.poll() is None, stderr_path.read_text()
+        # Redis is gone again: the worker is waiting for it, or RQ retries inside its loop.
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(STOP_TIMEOUT_S) == 0, stderr_path.read_text()
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+
+def test_serve_stopped_just_after_a_restart_still_exits_0(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    served = Served(tmp_path / "data", tmp_path)
+    serve.append(served)
+    served.wait_healthy()
+    (killed,) = _child_pids(served.process.pid, "worker")
+    os.kill(killed, signal.SIGKILL)
+    back = _eventually(lambda: _child_pids(served.process.pid, "worker"), BACK_WITHIN_S)
+    assert back and back != [killed], served.output()
+    assert served.terminate() == 0, served.output()  # however far the new worker had got

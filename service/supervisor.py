@@ -1,0 +1,305 @@
+"""Keep a few child processes running until a signal, after gunicorn's ``Arbiter``.
+
+The parent starts each child (a :class:`ChildSpec`), reaps one that dies and starts a
+replacement after a delay that doubles with each quick death (:class:`Backoff`), and stops
+them all only when SIGTERM or SIGINT comes (:class:`StopSignal`): SIGTERM to each, a wait,
+then SIGKILL to the process groups of those still running.
+
+Each child runs in a process group of its own, so a Ctrl-C in a terminal reaches only the
+parent, which then stops the children in the graceful way (gunicorn reads SIGINT as "quit
+now" and SIGTERM as "finish what you are doing"). On Linux a child also gets SIGTERM if the
+parent is killed outright. When a child dies, what it left in its group (gunicorn's workers,
+RQ's scheduler process) is killed before the replacement starts: orphans would hold its
+port or its locks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import FrameType
+
+__all__ = ["Backoff", "ChildSpec", "StopSignal", "Supervisor", "describe_exit"]
+
+STOP_TIMEOUT_S = 35.0  # above gunicorn's default graceful timeout (30 s)
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    """One process the supervisor keeps running: its name (in logs), command line and
+    environment."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(hash=False)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """How long to wait before restarting a child that died: `first_s` after its first death,
+    doubled after each further death, at most `cap_s`; a child that stayed up `stable_s` or
+    longer before dying starts over from `first_s`."""
+
+    first_s: float = 0.5
+    cap_s: float = 10.0
+    stable_s: float = 30.0
+
+    def failures_after(self, failures: int, uptime_s: float) -> int:
+        """Deaths in a row once a child that had `failures` before dies after `uptime_s`."""
+        return 1 if uptime_s >= self.stable_s else failures + 1
+
+    def delay(self, failures: int) -> float:
+        """The wait before the restart that follows `failures` deaths in a row (1 or more)."""
+        return float(min(self.cap_s, self.first_s * 2 ** max(0, failures - 1)))
+
+
+DEFAULT_BACKOFF = Backoff()
+
+
+def describe_exit(returncode: int) -> str:
+    """``exited with code 1`` or ``was killed by SIGKILL`` (Popen's negative codes)."""
+    if returncode >= 0:
+        return f"exited with code {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"was killed by {name}"
+
+
+class StopSignal:
+    """Remembers the first SIGTERM or SIGINT; the supervisor polls it."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def install(self) -> None:
+        """Catch SIGTERM and SIGINT from now on."""
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.signal(signum, self._handle)
+            self._previous.setdefault(signum, previous)
+
+    def uninstall(self) -> None:
+        """Restore the handlers that were there before the first :meth:`install`."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+        self._previous.clear()
+
+    def wait(self, timeout_s: float, poll_s: float = 0.1) -> bool:
+        """Sleep up to `timeout_s`, less if a signal comes; whether one came."""
+        deadline = time.monotonic() + timeout_s
+        while self.signum is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(poll_s, left))  # a handler that returns does not cut a sleep short
+        return True
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+
+
+def _stderr(line: str) -> None:
+    print(f"guts: {line}", file=sys.stderr, flush=True)
+
+
+class _Child:
+    """A spec and its current process (None while it waits for its restart)."""
+
+    def __init__(self, spec: ChildSpec) -> None:
+        self.spec = spec
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+        self.failures = 0
+        self.restart_at: float | None = None
+
+
+class Supervisor:
+    """Runs the children of `specs` and restarts each one that dies (see the module
+    docstring). `clock` and `log` are there for tests; `poll_s` is how often :meth:`run`
+    looks for dead children."""
+
+    def __init__(
+        self,
+        specs: Sequence[ChildSpec],
+        *,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        stop_timeout_s: float = STOP_TIMEOUT_S,
+        poll_s: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+        log: Callable[[str], None] = _stderr,
+    ) -> None:
+        names = [spec.name for spec in specs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"child names must differ: {names}")
+        self.backoff = backoff
+        self.stop_timeout_s = stop_timeout_s
+        self.poll_s = poll_s
+        self.clock = clock
+        self.log = log
+        self._children = [_Child(spec) for spec in specs]
+
+    def start(self) -> None:
+        """Start every child."""
+        for child in self._children:
+            self._spawn(child)
+
+    def pids(self) -> dict[str, int | None]:
+        """Each child's current pid (None while it waits for its restart)."""
+        return {c.spec.name: c.process.pid if c.process else None for c in self._children}
+
+    def first_exited(self) -> tuple[str, int] | None:
+        """The name and exit code of a child that has exited, if any (reaped, not restarted:
+        for the start, when a child that dies at once means a mistake, not bad luck)."""
+        for child in self._children:
+            if child.process is not None:
+                code = _reap(child.process)
+                if code is not None:
+                    child.process = None
+                    return child.spec.name, code
+        return None
+
+    def wait_ready(self, ready: Callable[[], bool], stop: StopSignal, timeout_s: float) -> bool:
+        """Wait until `ready()`; False (and a line on stderr) if a child exits, a signal
+        comes or `timeout_s` passes first."""
+        deadline = time.monotonic() + timeout_s
+        while stop.signum is None:
+            exited = self.first_exited()
+            if exited is not None:
+                self.log(f"error: {exited[0]} {describe_exit(exited[1])} while starting")
+                return False
+            if ready():
+                return True
+            if time.monotonic() > deadline:
+                self.log(f"error: not ready after {timeout_s:.0f} s")
+                return False
+            stop.wait(self.poll_s)
+        return False
+
+    def run(self, stop: StopSignal) -> None:
+        """Keep the children running until `stop` has caught a signal."""
+        while stop.signum is None:
+            self.tick()
+            stop.wait(self.poll_s)
+
+    def tick(self) -> None:
+        """Reap the children that died (each logged with its restart delay) and restart those
+        whose delay has passed."""
+        now = self.clock()
+        for child in self._children:
+            if child.process is not None:
+                code = _reap(child.process)
+                if code is not None:
+                    pid, uptime = child.process.pid, now - child.started_at
+                    what = f"(pid {pid}) {describe_exit(code)} after {uptime:.1f} s"
+                    self._schedule_restart(child, what, now, uptime)
+            elif child.restart_at is not None and now >= child.restart_at:
+                self._spawn(child)
+                if child.process is not None:
+                    self.log(f"{child.spec.name} restarted (pid {child.process.pid})")
+
+    def stop(self) -> bool:
+        """Stop every child; True when each that ran exited with code 0, or was ended by the
+        SIGTERM itself (one just restarted may not have set up its handler yet)."""
+        running = [c for c in self._children if c.process is not None]
+        for child in self._children:
+            child.restart_at = None
+        for child in running:
+            assert child.process is not None
+            if child.process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    child.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_timeout_s
+        clean = True
+        for child in running:
+            process = child.process
+            assert process is not None
+            try:
+                code = process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.log(f"{child.spec.name} did not stop in time; killing it")
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                code = process.wait()
+            child.process = None
+            clean = clean and code in (0, -signal.SIGTERM)
+        return clean
+
+    def __enter__(self) -> Supervisor:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _spawn(self, child: _Child) -> None:
+        """Start `child` in a process group of its own (see the module docstring)."""
+        child.restart_at = None
+        spec = child.spec
+        try:
+            child.process = subprocess.Popen(
+                list(spec.argv),
+                env=dict(spec.env),
+                stdin=subprocess.DEVNULL,
+                process_group=0,
+                preexec_fn=_die_with_parent,  # safe: this process starts no threads
+            )
+        except OSError as error:
+            self._schedule_restart(child, f"could not start ({error})", self.clock(), 0.0)
+            return
+        child.started_at = self.clock()
+
+    def _schedule_restart(self, child: _Child, what: str, now: float, uptime_s: float) -> None:
+        """Log that `child` died (`what`) and when it will be started again."""
+        child.failures = self.backoff.failures_after(child.failures, uptime_s)
+        delay = self.backoff.delay(child.failures)
+        child.process = None
+        child.restart_at = now + delay
+        self.log(f"{child.spec.name} {what}; restarting it in {delay:.1f} s")
+
+
+def _reap(process: subprocess.Popen[bytes]) -> int | None:
+    """`process`'s exit code once it has exited (minus the signal that killed it), else None.
+
+    What it left in its process group is killed before it is reaped: until then its pid,
+    which is the group's id, cannot be given to another process.
+    """
+    if process.returncode is not None:
+        return process.returncode
+    try:
+        exited = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # reaped elsewhere; Popen reports it
+        return process.poll()
+    if exited is None or exited.si_pid == 0:
+        return None
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    return process.wait()
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return prctl
+
+
+_PRCTL = _load_prctl()
+
+
+def _die_with_parent() -> None:
+    """In a new child, before exec: get SIGTERM when the parent dies (Linux only)."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)

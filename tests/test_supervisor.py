@@ -1,0 +1,140 @@
+"""The supervisor of `guts serve` (service/supervisor.py): the restart delays on pure code,
+and restarts of real (tiny) child processes driven by a clock the test moves."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from service.supervisor import Backoff, ChildSpec, Supervisor, describe_exit
+
+BOUND_S = 10.0  # for things that must happen soon; never a measure of speed
+
+
+def _python(code: str, name: str) -> ChildSpec:
+    return ChildSpec(name, (sys.executable, "-c", code), dict(os.environ))
+
+
+def _eventually(predicate: Callable[[], bool], then: Callable[[], None] = lambda: None) -> bool:
+    deadline = time.monotonic() + BOUND_S
+    while time.monotonic() < deadline:
+        then()
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie, dead but not yet reaped, counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_the_delay_doubles_from_the_first_up_to_the_cap() -> None:
+    backoff = Backoff(first_s=0.5, cap_s=10.0, stable_s=30.0)
+    assert [backoff.delay(n) for n in range(1, 8)] == [0.5, 1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+
+
+def test_a_child_that_stayed_up_long_enough_starts_over_from_the_first_delay() -> None:
+    backoff = Backoff(first_s=0.5, cap_s=10.0, stable_s=30.0)
+    assert backoff.failures_after(5, uptime_s=29.9) == 6
+    assert backoff.failures_after(5, uptime_s=30.0) == 1
+    assert backoff.failures_after(0, uptime_s=0.0) == 1
+
+
+@pytest.mark.parametrize(
+    ("returncode", "said"),
+    [(0, "exited with code 0"), (3, "exited with code 3"), (-9, "was killed by SIGKILL")],
+)
+def test_a_death_is_described_by_its_code_or_signal(returncode: int, said: str) -> None:
+    assert describe_exit(returncode) == said
+
+
+class Clock:
+    """A clock that moves only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def supervised() -> Iterator[Callable[..., tuple[Supervisor, Clock, list[str]]]]:
+    made: list[Supervisor] = []
+
+    def make(*specs: ChildSpec) -> tuple[Supervisor, Clock, list[str]]:
+        clock, lines = Clock(), []
+        supervisor = Supervisor(specs, clock=clock, log=lines.append, stop_timeout_s=5.0)
+        made.append(supervisor)
+        supervisor.start()
+        return supervisor, clock, lines
+
+    yield make
+    for supervisor in made:
+        supervisor.stop()
+
+
+def test_a_child_that_exits_is_restarted_after_a_delay_that_doubles(supervised) -> None:
+    supervisor, clock, lines = supervised(_python("raise SystemExit(3)", "quitter"))
+    first = supervisor.pids()["quitter"]
+    assert _eventually(lambda: bool(lines), supervisor.tick)
+    assert lines == [
+        f"quitter (pid {first}) exited with code 3 after 0.0 s; restarting it in 0.5 s"
+    ]
+    clock.now += 0.4
+    supervisor.tick()
+    assert supervisor.pids()["quitter"] is None and len(lines) == 1  # not yet
+    clock.now += 0.1
+    supervisor.tick()
+    second = supervisor.pids()["quitter"]
+    assert second is not None and second != first
+    assert lines[1] == f"quitter restarted (pid {second})"
+    assert _eventually(lambda: len(lines) == 3, supervisor.tick)
+    assert lines[2].endswith("exited with code 3 after 0.0 s; restarting it in 1.0 s")
+
+
+def test_a_killed_child_is_restarted_and_the_others_are_left_alone(supervised) -> None:
+    sleep = "import time; time.sleep(60)"
+    supervisor, clock, lines = supervised(_python(sleep, "victim"), _python(sleep, "bystander"))
+    before = supervisor.pids()
+    os.kill(before["victim"], signal.SIGKILL)
+    assert _eventually(lambda: bool(lines), supervisor.tick)
+    assert lines == [
+        f"victim (pid {before['victim']}) was killed by SIGKILL after 0.0 s; restarting it in 0.5 s"
+    ]
+    clock.now += 0.5
+    supervisor.tick()
+    after = supervisor.pids()
+    assert after["victim"] not in (None, before["victim"])
+    assert after["bystander"] == before["bystander"]
+    assert supervisor.stop()  # SIGTERM to each, which ends them
+    assert not _alive(after["victim"]) and not _alive(after["bystander"])
+
+
+def test_what_a_dead_child_left_in_its_process_group_is_killed(supervised, tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    code = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    supervisor, _, lines = supervised(_python(code, "parent"))
+    assert _eventually(lambda: pid_file.exists() and pid_file.read_text() != "")
+    grandchild = int(pid_file.read_text())
+    assert _alive(grandchild)
+    os.kill(supervisor.pids()["parent"], signal.SIGKILL)  # the grandchild is left behind
+    assert _eventually(lambda: bool(lines), supervisor.tick)
+    assert _eventually(lambda: not _alive(grandchild))
