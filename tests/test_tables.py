@@ -9,6 +9,7 @@ from service.eventlog.memory import InMemoryEventStore
 from service.rules import commands
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import replay
+from service.rules.times import parse_iso
 from service.tables import Tables
 
 
@@ -44,40 +45,42 @@ def test_a_refusal_is_decided_on_the_current_snapshot():
     assert dealt.state.hand is not None
 
 
-def test_follow_ups_are_stored_with_the_attempt_that_lands_and_only_with_it():
+class RecordingIndex:
+    """Stands in for the due index (a Redis structure) in these pure tests: what it was told."""
+
+    def __init__(self, broken: bool = False) -> None:
+        self.records: list[tuple[str, int, float | None]] = []
+        self.broken = broken
+
+    def record(self, table_id: str, version: int, due: float | None) -> bool:
+        if self.broken:
+            raise ConnectionError("no index today")
+        self.records.append((table_id, version, due))
+        return True
+
+
+def test_the_due_is_stored_with_the_attempt_that_lands_and_indexed_only_then():
     store = InMemoryEventStore()
-    asked: list[tuple[int, list[str]]] = []
-
-    def follow_ups(state, events):
-        asked.append((state.version, [type(e).__name__ for e in events]))
-        return [("RPUSH", "followed", f"v{state.version}")]
-
-    first, second = Tables(store, follow_ups=follow_ups), Tables(store)
-    rules = resolve_ruleset("three-card")
+    index = RecordingIndex()
+    first, second = Tables(store, index=index), Tables(store, index=index)
+    rules = resolve_ruleset("three-card", {"decision_timeout_s": 30})
     first.execute("t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True)
     first.execute("t", lambda s, n: commands.seat_player(s, "p0", 10, n), _ok)
     second.execute("t", lambda s, n: commands.seat_player(s, "p1", 10, n), _ok)
-    # `first` decides on its stale snapshot (version 2), loses the race, decides again at 3.
-    first.execute("t", lambda s, n: commands.seat_player(s, "p2", 10, n), _ok)
-    assert asked == [
-        (1, ["TableCreated"]),
-        (2, ["PlayerSeated"]),
-        (3, ["PlayerSeated"]),  # the stale attempt, refused by the store
-        (4, ["PlayerSeated"]),
-    ]
-    assert store.follow_ups == [
-        ("t", ("RPUSH", "followed", "v1")),
-        ("t", ("RPUSH", "followed", "v2")),
-        ("t", ("RPUSH", "followed", "v4")),
-    ]
+    # `first` deals on its stale state (version 2), loses the race, deals again at 3.
+    dealt = first.execute("t", lambda s, n: commands.deal(s, b"x" * 32, n), _ok)
+    deadline = parse_iso(dealt.state.hand.deadline).timestamp()
+    assert store.dues(["t"]) == [(4, deadline)]
+    # Indexed: the creation (nothing due), then only the deal that landed.
+    assert index.records == [("t", 1, None), ("t", 4, deadline)]
+    # A declaration that leaves the deadline as it was tells the index nothing.
+    first.execute("t", lambda s, n: commands.declare(s, 0, "in", n), _ok)
+    assert len(index.records) == 2 and store.dues(["t"]) == [(5, deadline)]
 
 
-def test_a_command_whose_follow_ups_cannot_be_made_is_stored_without_them(caplog):
-    def broken(state, events):
-        raise RuntimeError("no queue today")
-
+def test_a_command_whose_due_cannot_be_indexed_is_stored_all_the_same(caplog):
     store = InMemoryEventStore()
-    tables = Tables(store, follow_ups=broken)
+    tables = Tables(store, index=RecordingIndex(broken=True))
     rules = resolve_ruleset("three-card")
     logger = logging.getLogger("guts.tables")  # "guts" may not propagate (the app's logging)
     logger.addHandler(caplog.handler)
@@ -88,8 +91,7 @@ def test_a_command_whose_follow_ups_cannot_be_made_is_stored_without_them(caplog
     finally:
         logger.removeHandler(caplog.handler)
     assert created.status == 200 and store.load("t").version == 1
-    assert store.follow_ups == []
-    assert "no follow-ups" in caplog.text
+    assert "due not indexed" in caplog.text
 
 
 def test_snapshots_are_stored_every_few_versions_and_loads_apply_the_events_since():
