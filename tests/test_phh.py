@@ -1,4 +1,4 @@
-"""PHH export (service/phh.py) of real hand histories from the API."""
+"""PHH export (service/phh/) of real hand histories from the API."""
 
 from __future__ import annotations
 

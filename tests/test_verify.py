@@ -1,12 +1,14 @@
-"""The standalone verifier (service/verify.py) against real hand histories from the API."""
+"""The standalone verifier (service/verify/) against real hand histories from the API."""
 
 from __future__ import annotations
 
+import ast
 import copy
 import hashlib
 import io
 import json
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +19,7 @@ import pytest
 from service import verify
 from service.rules import cards as rules_cards
 from service.rules.cards import deck_context, shuffled_deck
+from service.verify import deck as verify_deck
 from service.verify import derive_deck, main, verify_history
 from tests.apiclient import AUDITOR, Api
 
@@ -355,7 +358,7 @@ def test_the_rejection_path_matches_the_service(monkeypatch):
     """Rejected words are rare (about 1 deck in 7 million), so force them: both implementations
     get the same blocks, with many words of 0xFFFFFFFF (rejected for every m not a power of 2).
     """
-    real = verify._block
+    real = verify_deck._block
 
     def forced(seed: bytes, context: bytes, counter: int) -> bytes:
         digest = bytearray(real(seed, context, counter))
@@ -372,7 +375,7 @@ def test_the_rejection_path_matches_the_service(monkeypatch):
             return forced(*self.key, counter)
 
     monkeypatch.setattr(rules_cards, "_BlockSource", Source)
-    monkeypatch.setattr(verify, "_block", forced)
+    monkeypatch.setattr(verify_deck, "_block", forced)
     for n in range(50):
         seed, context = n.to_bytes(4, "big"), b"ctx|%d" % n
         deck = derive_deck(seed, context)
@@ -381,12 +384,24 @@ def test_the_rejection_path_matches_the_service(monkeypatch):
 
 
 def test_the_verifier_imports_nothing_from_the_service():
-    source = (ROOT / "service" / "verify.py").read_text()
-    assert "from service" not in source and "import service" not in source
-    assert "from ." not in source
+    """Its modules import the standard library and each other (relatively) only."""
+    for path in sorted((ROOT / "service" / "verify").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level == 1, f"{path.name} imports from outside its package"
+                continue
+            if isinstance(node, ast.ImportFrom):
+                names = [str(node.module)]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            outside = [n for n in names if n.partition(".")[0] not in sys.stdlib_module_names]
+            assert not outside, f"{path.name} imports {outside}"
     code = (
         "import sys, service.verify; "
-        "print(sorted(m for m in sys.modules if m.startswith('service.')))"
+        "print(sorted(m for m in sys.modules if m.startswith('service.')"
+        " and not m.startswith('service.verify.')))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
@@ -468,6 +483,22 @@ def test_python_dash_m(showdown, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["ok"] is True
+
+
+def test_a_copy_of_the_package_runs_anywhere_with_the_standard_library(showdown, tmp_path):
+    """docs/fairness.md: copy service/verify/ and run it; -S leaves out every site-packages."""
+    shutil.copytree(
+        ROOT / "service" / "verify", tmp_path / "verify", ignore=shutil.ignore_patterns("*.pyc")
+    )
+    (tmp_path / "hand.json").write_text(json.dumps(showdown["auditor"]))
+    done = subprocess.run(
+        [sys.executable, "-S", "-E", "-m", "verify", "hand.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "VERIFIED" in done.stdout
 
 
 def test_the_documented_test_vector():

@@ -1,0 +1,209 @@
+"""``to_phh``: a Guts hand history as a PHH document (the fields, and the actions in order)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from .actions import (
+    UNKNOWN_CARD,
+    declaration_actions,
+    draw_actions,
+    hand_text,
+    pass_actions,
+    showdown_actions,
+)
+from .toml_writer import toml_document
+
+PHH_VARIANT = "NT"
+"""The PHH variant code written to ``variant``; see the package docstring."""
+
+GUTS_VARIANT = (
+    "Guts: each player is dealt hole cards and declares in or out once (simultaneously or in "
+    "turn, per the table's rules); the best hand among those in wins the pot, and every other "
+    "player in matches it (pays the pot amount into it). Exported as PHH variant NT for "
+    "tooling: 'cc' = in (or high/low/both in hi-lo), 'f' = out. House rules may add a kitty (a "
+    "dummy hand dealt last in each round that those in must beat), pass the trash, a community "
+    "card or a draw; see the actions and the other _guts_ fields."
+)
+"""What ``_guts_variant`` says: the game the PHH ``variant`` only approximates."""
+
+_DEFAULT_CARDS = 3
+
+
+def _cards_per_hand(history: Mapping[str, Any], cards: int | None) -> int:
+    """The number of cards in each hand: given, else seen in the history, else 3."""
+    if cards is not None:
+        return cards
+    outcome = history.get("outcome") or {}
+    seen = [
+        *(history.get("cards") or {}).values(),
+        *(outcome.get("shown") or {}).values(),
+        history.get("kitty") or [],
+        outcome.get("kitty_shown") or [],
+    ]
+    sizes = [len(hand) for hand in seen if hand]
+    return sizes[0] if sizes else _DEFAULT_CARDS
+
+
+def _per_player(order: list[int], values: Mapping[str, Any] | None, default: Any) -> list[Any]:
+    """An array in player order from a map keyed by seat (as a string)."""
+    values = values or {}
+    return [values.get(str(seat), default) for seat in order]
+
+
+def _passes_field(history: Mapping[str, Any], order: list[int]) -> list[str] | None:
+    """The card each player passed (pass the trash), ``??`` when hidden; None without passing."""
+    passes = history.get("passes")
+    if not passes:
+        return None
+    entries = [passes.get(str(seat)) for seat in order]
+    return [e.get("card") or UNKNOWN_CARD if isinstance(e, dict) else "" for e in entries]
+
+
+def _start_time(history: Mapping[str, Any]) -> datetime | None:
+    """When the hand was dealt, in UTC without a time zone (PHH's ``time`` is a local time,
+    with ``time_zone`` saying which); None when the history has no usable ``started_at``."""
+    started = history.get("started_at")
+    if not isinstance(started, str):
+        return None
+    try:
+        at = datetime.fromisoformat(started.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC).replace(tzinfo=None)
+    return at
+
+
+def to_phh(
+    history: Mapping[str, Any],
+    *,
+    ante: int | None = None,
+    starting_stacks: Mapping[int, int] | None = None,
+    players: Mapping[int, str] | None = None,
+    cards: int | None = None,
+) -> str:
+    """The hand-history record `history` as a PHH (TOML) document.
+
+    `ante` is the table's ante (for ``min_bet``), `starting_stacks` and `players` map seats to
+    the stacks before the deal and to player names, `cards` is the number of cards per hand
+    (inferred from the visible hands when not given): the history carries none of these.
+    Works for any viewer's history: cards the viewer could not see are ``??``.
+    """
+    order = [int(seat) for seat in history["order"]]
+    player = {seat: f"p{i}" for i, seat in enumerate(order, start=1)}
+    size = _cards_per_hand(history, cards)
+    outcome = history.get("outcome") or {}
+    dealt = history.get("cards") or {}
+    antes = _per_player(order, history.get("antes"), 0)
+    low = outcome.get("low") or {}
+    won_high = _per_player(order, outcome.get("won"), 0)
+    won_low = _per_player(order, low.get("won"), 0)
+    won = [h + lo for h, lo in zip(won_high, won_low, strict=True)]
+    matched_high = _per_player(order, outcome.get("matched"), 0)
+    matched_low = _per_player(order, low.get("matched"), 0)
+    matched = [h + lo for h, lo in zip(matched_high, matched_low, strict=True)]
+    wimp = _per_player(order, outcome.get("wimp"), 0)
+
+    actions = [f"d dh {player[seat]} {hand_text(dealt.get(str(seat)), size)}" for seat in order]
+    # An auditor's history has the kitty; a player's shows it only when it played.
+    kitty_cards = history.get("kitty")
+    kitty_known = "".join(kitty_cards or outcome.get("kitty_shown") or []) or None
+    if kitty_known:
+        actions.append(f"# kitty dealt {hand_text(kitty_cards, size)}")
+    actions += pass_actions(history, order, player)
+    actions += declaration_actions(history, player)
+    actions += [f"d db {card}" for card in history.get("community") or []]
+    actions += draw_actions(history, player)
+    actions += showdown_actions(history, order, player, size)
+
+    min_bet = ante if ante is not None else max([a for a in antes if a > 0], default=1)
+    stacks: list[Any] = [math.inf] * len(order)
+    finishing = None
+    if starting_stacks is not None:
+        stacks = [starting_stacks.get(seat, math.inf) for seat in order]
+        finishing = [
+            stack - a - m - w + g
+            for stack, a, m, w, g in zip(stacks, antes, matched, wimp, won, strict=True)
+        ]
+        if any(math.isinf(s) for s in finishing):
+            finishing = None
+    started = _start_time(history)
+    decisions = history.get("decisions") or {}
+    declared = [(decisions.get(str(seat)) or {}).get("decision", "") for seat in order]
+    declared_by = [(decisions.get(str(seat)) or {}).get("by", "") for seat in order]
+
+    # PHH reverses forced bets heads-up ("antes ... are reversed in heads-up games by rule"),
+    # so two players' antes are written reversed to be read back per player.
+    phh_antes = antes[::-1] if len(order) == 2 else antes
+    fields: list[tuple[str, Any]] = [
+        ("variant", PHH_VARIANT),
+        ("antes", phh_antes),
+        ("blinds_or_straddles", [0] * len(order)),
+        ("min_bet", min_bet),
+        ("starting_stacks", stacks),
+        ("actions", actions),
+        ("table", str(history.get("table_id", ""))),
+        ("hand", history.get("hand")),
+        ("seats", [seat + 1 for seat in order]),
+        ("players", [players.get(seat, "") for seat in order] if players else None),
+        ("year", started.year if started else None),
+        ("month", started.month if started else None),
+        ("day", started.day if started else None),
+        ("time", started.time() if started else None),
+        ("time_zone", "UTC" if started else None),
+        ("winnings", won if history.get("outcome") else None),
+        ("finishing_stacks", finishing),
+        ("_guts_variant", GUTS_VARIANT),
+        ("_guts_hand_id", history.get("hand_id")),
+        ("_guts_game", history.get("game")),
+        ("_guts_status", history.get("status")),
+        ("_guts_started_at", history.get("started_at")),
+        ("_guts_ended_at", history.get("ended_at")),
+        ("_guts_void_reason", history.get("void_reason")),
+        ("_guts_button_seat", history.get("button")),
+        ("_guts_seats", order),
+        ("_guts_antes", antes),
+        ("_guts_cards_per_hand", size),
+        ("_guts_declarations", declared),
+        ("_guts_declared_by", declared_by),
+        ("_guts_outcome", outcome.get("outcome")),
+        ("_guts_in", [player[s] for s in outcome.get("in_seats") or [] if s in player]),
+        ("_guts_winners", [player[s] for s in outcome.get("winners") or [] if s in player]),
+        ("_guts_won", won_high if low else won),
+        ("_guts_matched", matched_high if low else matched),
+        ("_guts_wimp", wimp),
+        ("_guts_low_outcome", low.get("outcome") if low else None),
+        (
+            "_guts_low_winners",
+            [player[s] for s in low.get("winners") or [] if s in player] if low else None,
+        ),
+        ("_guts_low_won", won_low if low else None),
+        ("_guts_low_matched", matched_low if low else None),
+        ("_guts_low_pot_in_play", low.get("pot_in_play") if low else None),
+        ("_guts_low_pot_after", low.get("pot") if low else None),
+        ("_guts_community", "".join(history["community"]) if history.get("community") else None),
+        ("_guts_passes", _passes_field(history, order)),
+        ("_guts_kitty", kitty_known),
+        ("_guts_pot_before", history.get("pot_before")),
+        ("_guts_pot_in_play", history.get("pot_in_play")),
+        ("_guts_pot_after", history.get("pot_after")),
+        ("_guts_reserve_before", history.get("reserve_before")),
+        ("_guts_reserve_after", history.get("reserve_after")),
+        ("_guts_side_pot_before", history.get("side_pot_before")),
+        ("_guts_side_pot_after", history.get("side_pot_after")),
+        ("_guts_commitment", history.get("commitment")),
+        ("_guts_seed", history.get("seed")),
+        ("_guts_client_seed", history.get("client_seed")),
+        ("_guts_deck_context", history.get("deck_context")),
+        ("_guts_stacked", history.get("stacked")),
+        ("_guts_reshuffled", history.get("reshuffled")),
+    ]
+    header = [
+        f"Guts hand {history.get('hand_id', '')} in PHH (github.com/uoftcprg/phh-std).",
+        "Guts is not a PHH variant: see _guts_variant; fields starting with _guts_ are Guts'.",
+    ]
+    return toml_document(fields, header)

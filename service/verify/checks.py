@@ -1,0 +1,192 @@
+"""The checks of one hand history, in order: the format, the deck context, the seed against its
+commitment, and every card the history shows against the deck the seed derives."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any
+
+from .after_deal import AfterDeal
+from .deck import FULL_DECK, deal_cards, deck_context, derive_deck
+from .history import Sighting, find_sightings, format_problems, is_hex, kitty_dealt
+from .report import INVALID, Check, CheckList, VerifyReport, describe
+
+
+def verify_history(history: Any) -> VerifyReport:
+    """Check one hand history (the JSON of GET /v1/tables/{table_id}/hands/{hand}).
+
+    Checks, in order: the format; the deck context against the table, hand and client seed;
+    the seed against its commitment; then every hand the history shows (each seat's dealt
+    cards, the kitty, the dealt cards and undealt rest recorded in the events) against the deck
+    derived from the seed, dealt in ``order``; the cards that moved after the deal (passes,
+    community cards, draws) as far as the history shows them; and the hands shown at the end
+    against what each seat could hold. A stacked sandbox deal, a deck carried over from an
+    earlier hand, or a missing seed make the deal not verifiable. Never raises for bad input:
+    a non-history gives a report with status "invalid".
+    """
+    try:
+        return _verify(history)
+    except (AttributeError, KeyError, LookupError, TypeError, ValueError) as error:
+        checks = CheckList()
+        checks.add("format", False, f"malformed hand history ({type(error).__name__}: {error})")
+        return _invalid(checks, None)
+
+
+def _verify(history: Any) -> VerifyReport:
+    checks = CheckList()
+    if not isinstance(history, dict):
+        checks.add("format", False, f"expected a JSON object, got {type(history).__name__}")
+        return _invalid(checks, None)
+    hand_id = history.get("hand_id") if isinstance(history.get("hand_id"), str) else None
+    problems = format_problems(history)
+    sightings, sighting_problems = find_sightings(history) if not problems else ([], [])
+    problems += sighting_problems
+    if problems:
+        checks.add("format", False, "; ".join(problems))
+        return _invalid(checks, hand_id)
+    table_id, hand, order = history["table_id"], history["hand"], history["order"]
+    hand_id = hand_id or f"{table_id}/{hand}"
+    checks.add("format", True, f"hand {hand} of table {table_id}, {len(order)} players")
+
+    # The deck context binds the deck to this table, hand and client seed.
+    client_seed = history.get("client_seed", "")
+    context = deck_context(table_id, hand, client_seed)
+    stated = history.get("deck_context")
+    if stated is None:
+        checks.add("deck context", True, f"{context.decode()!r} (not stated; derived)")
+    else:
+        checks.add(
+            "deck context",
+            stated.encode() == context,
+            f"{stated!r}" if stated.encode() == context else f"{stated!r}, expected {context!r}",
+        )
+
+    seed_hex = history.get("seed")
+    if seed_hex is None:
+        status = history.get("status")
+        checks.cannot_verify(
+            "seed", f"no seed: it is published once the hand is over (status {status!r})"
+        )
+        return checks.report(hand_id)
+    if not is_hex(seed_hex) or not seed_hex:
+        checks.add("seed", False, f"the seed {seed_hex!r} is not hex")
+        return checks.report(hand_id)
+    seed = bytes.fromhex(seed_hex)
+    digest = hashlib.sha256(seed).hexdigest()
+    commitment = history["commitment"].lower()
+    checks.add(
+        "commitment",
+        hmac.compare_digest(digest, commitment),
+        f"sha256(seed) = {digest}"
+        + ("" if digest == commitment else f", but the commitment is {commitment}"),
+    )
+    _check_events_agree(history, checks)
+
+    if history["stacked"]:
+        checks.cannot_verify(
+            "stacked",
+            "a sandbox deal whose cards were fixed by the caller (stacked_deck): they do not "
+            "come from the seed",
+        )
+        return checks.report(hand_id)
+    if not history["reshuffled"]:
+        checks.cannot_verify(
+            "reshuffled",
+            "dealt from the deck carried over from an earlier hand (deck: carry_over), not "
+            "from this hand's seed; verify the hand that last reshuffled instead",
+        )
+        return checks.report(hand_id)
+
+    deck = derive_deck(seed, context)
+    _check_deal(history, order, deck, sightings, checks, seed)
+    return checks.report(hand_id)
+
+
+def _invalid(checks: CheckList, hand_id: str | None) -> VerifyReport:
+    return VerifyReport(False, checks.items, INVALID, hand_id)
+
+
+def _check_events_agree(history: dict[str, Any], checks: CheckList) -> None:
+    """The deal event recorded in the history states the same deal as the record's fields."""
+    for event in history.get("events", []):
+        if event.get("type") != "hand_dealt":
+            continue
+        data = event.get("data", {})
+        keys = ("hand", "order", "commitment", "seed", "client_seed", "stacked", "reshuffled")
+        differ = [k for k in keys if k in data and k in history and data[k] != history[k]]
+        checks.add(
+            f"event {event.get('version', '?')} hand_dealt: fields",
+            not differ,
+            f"differs from the record in {', '.join(differ)}"
+            if differ
+            else "agrees with the record",
+        )
+
+
+def _check_deal(
+    history: dict[str, Any],
+    order: list[int],
+    deck: list[str],
+    sightings: list[Sighting],
+    checks: CheckList,
+    seed: bytes,
+) -> None:
+    """Re-deal `deck` in `order` and compare every sighting with the derived hands; then follow
+    the cards through passes, community cards and draws to check the hands shown at the end."""
+    sizes = {len(s.cards) for s in sightings if s.position != "rest" and s.ordered}
+    sizes |= {len(s.cards) for s in sightings if s.position == "kitty"}
+    if not sizes:
+        sizes = {len(s.cards) for s in sightings if s.position != "rest"}
+    if not sizes:
+        checks.add(
+            "deal",
+            True,
+            "no dealt cards are visible in this history; only the commitment could be checked",
+        )
+        return
+    if len(sizes) > 1:
+        checks.add("deal", False, f"hands of different sizes in the history: {sorted(sizes)}")
+        return
+    (cards,) = sizes
+    known = kitty_dealt(history, sightings)
+    candidates = [known] if known is not None else [False, True]
+    candidates = [k for k in candidates if (len(order) + k) * cards <= len(FULL_DECK)]
+    if not candidates:
+        checks.add("deal", False, f"{len(order)} hands of {cards} cards do not fit in one deck")
+        return
+
+    def compare(kitty: bool) -> list[Check]:
+        hands, rest = deal_cards(deck, order, cards, kitty)
+        after = AfterDeal(history, order, hands, rest, seed)
+        results = list(after.checks)
+        for s in sightings:
+            if s.position == "rest":
+                expected: list[str] | None = rest
+            elif not s.ordered and s.position in after.held:  # shown at the end of the hand
+                results.append(after.held[s.position].compare(s.name, s.cards))
+                continue
+            else:
+                expected = hands.get(s.position)
+            if expected is None:
+                results.append(Check(s.name, False, f"seat {s.position} is not in order {order}"))
+                continue
+            same = expected == s.cards if s.ordered else sorted(expected) == sorted(s.cards)
+            detail = describe(s.cards)
+            if not same:
+                detail = f"history has {describe(s.cards)}, the seed deals {describe(expected)}"
+            results.append(Check(s.name, same, detail))
+        return results
+
+    outcomes = {kitty: compare(kitty) for kitty in candidates}
+    # With the kitty unknown (a player's view), keep the layout the cards agree with, if any.
+    best = max(candidates, key=lambda k: sum(c.passed for c in outcomes[k]))
+    kitty_note = {
+        True: "with the kitty dealt last in each round",
+        False: "without a kitty",
+    }[best]
+    if known is None:
+        kitty_note += " (inferred: this history does not say whether a kitty was dealt)"
+    checks.add("layout", True, f"{cards} cards each to seats {order} in that order, {kitty_note}")
+    for check in outcomes[best]:
+        checks.add(*check)
