@@ -37,7 +37,7 @@ def save_audit(connection: Redis, prefix: str, audit_id: str, record: dict[str, 
 def load_audit(connection: Redis, prefix: str, audit_id: str) -> dict[str, Any] | None:
     """An audit's status and report, or None when unknown (or expired)."""
     raw = connection.get(audit_key(prefix, audit_id))
-    return None if raw is None else orjson.loads(raw)  # type: ignore[no-any-return]
+    return None if raw is None else orjson.loads(raw)
 
 
 def enqueue_audit(connection: Redis, prefix: str, audit_id: str, table_id: str) -> None:

@@ -54,7 +54,7 @@ class DueIndex:
         """Index the table's due as of `version` (None: nothing due); False when a later
         version was recorded already."""
         check_due(due)
-        args = [table_id, version, "" if due is None else f"{due:.3f}"]
+        args: list[str | int] = [table_id, version, "" if due is None else f"{due:.3f}"]
         return bool(self._record(keys=[self.index_key, self.versions_key], args=args))
 
     def record_many(self, records: Sequence[tuple[str, int, float | None]]) -> int:
@@ -65,13 +65,13 @@ class DueIndex:
         with self.client.pipeline(transaction=False) as pipe:
             for table_id, version, due in records:
                 check_due(due)
-                args = [table_id, version, "" if due is None else f"{due:.3f}"]
+                args: list[str | int] = [table_id, version, "" if due is None else f"{due:.3f}"]
                 self._record(keys=keys, args=args, client=pipe)
             return sum(bool(taken) for taken in pipe.execute())
 
     def claim(self, now: float, lease_s: float, limit: int) -> list[str]:
         """The ids of up to `limit` tables due at `now`, each leased for `lease_s`."""
-        args = [f"{now:.3f}", f"{now + lease_s:.3f}", limit]
+        args: list[str | int] = [f"{now:.3f}", f"{now + lease_s:.3f}", limit]
         claimed = self._claim(keys=[self.index_key], args=args)
         return [_text(table_id) for table_id in claimed]
 

@@ -47,7 +47,7 @@ import redis
 try:  # redis[hiredis] brings it; it packs a command in C
     from hiredis import pack_command as _hiredis_pack
 except ImportError:  # pragma: no cover - redis-py's own packer then
-    _hiredis_pack = None
+    _hiredis_pack = None  # type: ignore[assignment]
 
 from service.eventlog.store import (
     AppendResult,
@@ -306,7 +306,8 @@ class _Direct:
 def _pack(connection: Any, args: tuple[Any, ...]) -> list[bytes]:
     """One command in Redis's protocol (arguments: bytes, str, int or float)."""
     if _hiredis_pack is None:
-        return connection.pack_command(*args)  # type: ignore[no-any-return]
+        packed: list[bytes] = connection.pack_command(*args)
+        return packed
     try:
         return [_hiredis_pack(args)]
     except TypeError as error:  # as redis-py reports it
