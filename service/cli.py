@@ -3,11 +3,11 @@
 ``guts serve``
     The API under gunicorn (sync workers), one RQ worker (audits) and one deadline
     dispatcher (the list is :func:`serve_children`). Without ``REDIS_URL`` it first starts
-    an embedded redis-server (append-only file, fsync every second) under ``<data-dir>/redis`` and hands
-    its URL to them. A child that dies, the API included, is started again after a short
-    delay (``service.supervisor``). SIGTERM or SIGINT stops it cleanly: gunicorn finishes the
-    requests in flight, the worker its job in flight, Redis flushes its log last, and the
-    command exits 0.
+    an embedded redis-server (append-only file, fsync every second) under
+    ``<data-dir>/redis`` and hands its URL to them. A child that dies, the API included,
+    is started again after a short delay (``service.supervisor``). SIGTERM or SIGINT stops
+    it cleanly: gunicorn finishes the requests in flight, the worker its job in flight,
+    Redis flushes its log last, and the command exits 0.
 ``guts worker``
     The RQ worker alone, against ``REDIS_URL``; while Redis cannot be reached it waits for
     it (retrying with a growing delay) until SIGTERM or SIGINT.

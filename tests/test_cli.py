@@ -383,11 +383,10 @@ def test_worker_alone_waits_for_redis_and_works_once_it_is_back(tmp_path: Path) 
     """`guts worker` started before its Redis, and Redis stopped under it: the worker says so
     and keeps trying, and runs jobs each time Redis is back; SIGTERM stops it (code 0)."""
     import redis
-
-    from service.redis_server import RedisServer
     from rq import Queue
 
     from service.audits import AUDITS_QUEUE, SERIALIZER
+    from service.redis_server import RedisServer
 
     port = free_port()
     stderr_path = tmp_path / "worker.err"
