@@ -6,5 +6,7 @@ tables' newest events (see service/snapshots.py); without it each worker keeps i
 from __future__ import annotations
 
 from service.api.app import create_app
+from workers.scheduling import follow_ups
 
-app = create_app()
+# The entry point wires the workers' queues in: the API itself does not import the workers.
+app = create_app(follow_ups=follow_ups)
