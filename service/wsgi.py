@@ -6,5 +6,6 @@ tables' newest events (see service/snapshots.py); without it each worker keeps i
 from __future__ import annotations
 
 from service.api.app import create_app
+from service.config import Settings
 
-app = create_app()
+app = create_app(Settings.from_env())

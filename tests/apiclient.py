@@ -85,8 +85,17 @@ def _settings(redis_url: str, sandbox: bool) -> Settings:
     )
 
 
-def _serve(settings: Settings) -> Iterator[str]:
-    app = create_app(settings)
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--plain-requests",
+        action="store_true",
+        help="serve the API without its request shortcuts (every request read through Flask)",
+    )
+
+
+def _serve(settings: Settings, config: pytest.Config) -> Iterator[str]:
+    shortcuts = not config.getoption("--plain-requests")
+    app = create_app(settings, request_shortcuts=shortcuts)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -98,13 +107,13 @@ def _serve(settings: Settings) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def sandbox_url(redis_url: str) -> Iterator[str]:
-    yield from _serve(_settings(redis_url, sandbox=True))
+def sandbox_url(redis_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
+    yield from _serve(_settings(redis_url, sandbox=True), pytestconfig)
 
 
 @pytest.fixture(scope="session")
-def production_url(redis_url: str) -> Iterator[str]:
-    yield from _serve(_settings(redis_url, sandbox=False))
+def production_url(redis_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
+    yield from _serve(_settings(redis_url, sandbox=False), pytestconfig)
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ from flask import Flask, Response
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
+from service.application.access import Forbidden
+from service.application.usecases import AuditNotFound, HandNotFound
 from service.eventlog.store import StoreError, StoreUnavailable
 from service.rules.errors import (
     GutsError,
@@ -32,7 +34,7 @@ from service.tables import (
     TableNotFound,
 )
 
-from .auth import Forbidden, Unauthorized
+from .auth import Unauthorized
 from .json import dumps
 
 log = logging.getLogger("guts.api")
@@ -63,14 +65,12 @@ class BadRequest(Exception):
         self.detail, self.status, self.field = detail, status, field
 
 
-class NotFound(Exception):
-    """Something the path names does not exist."""
-
-
 # exception class -> (status, title); the first match in this order wins.
 _GUTS: list[tuple[type[GutsError], int, str]] = [
     (TableNotFound, 404, "Not Found"),
     (UnknownSeat, 404, "Not Found"),
+    (HandNotFound, 404, "Not Found"),
+    (AuditNotFound, 404, "Not Found"),
     (TableExists, 409, "Conflict"),
     (LogUnreadable, 409, "Log Failed Verification"),
     (PreconditionFailed, 412, "Precondition Failed"),
@@ -109,10 +109,6 @@ def install(app: Flask) -> None:
     def bad_request(exc: BadRequest) -> Response:
         extra = {"errors": {exc.field: [exc.detail]}} if exc.field else {}
         return problem(exc.status, "Bad Request", exc.detail, **extra)
-
-    @app.errorhandler(NotFound)
-    def not_found(exc: NotFound) -> Response:
-        return problem(404, "Not Found", str(exc))
 
     @app.errorhandler(Unauthorized)
     def unauthorized(exc: Unauthorized) -> Response:

@@ -1,74 +1,73 @@
-"""Request plumbing shared by the views: the caller, bodies, headers, and running a command
-through `Tables` (idempotency, If-Match)."""
+"""Reading requests and writing responses, for the routes: the caller, bodies, a command's
+conditions (If-Match, Idempotency-Key), and the JSON answer of a use case's `Outcome`.
+
+Through Flask's `request` and `g`; or, in an app built with its request shortcuts (the
+default), through the two measured shortcuts `flask_request_bypass` (the request read from
+the WSGI environ) and `marshmallow_bypass` (small bodies validated once per process).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
-from contextvars import ContextVar
-from datetime import datetime
 from typing import Any
 
-from flask import Response, current_app, request
+from flask import Response, current_app, g, request
 from marshmallow import Schema
 
-from service.rules import events as ev
-from service.rules.state import TableState
-from service.tables import Result, Tables
+from service.application import Caller, Conditions, Outcome
 
-from .auth import Principal
-from .errors import BadRequest, NotFound
+from . import flask_request_bypass as bypass
+from . import marshmallow_bypass
+from .errors import BadRequest
 from .json import dumps, loads
+from .services import Services
 
-TABLE_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
 COMMAND = "guts.command"
-"""Set in the WSGI environ by `run` when the request ran a table command (for the log)."""
-PRINCIPAL = "guts.principal"
-"""Where `principal` keeps the authenticated caller, in the WSGI environ."""
-BODY = "guts.body"
-"""Where `body_bytes` keeps the body it read, in the WSGI environ."""
+"""Set in the WSGI environ when the request runs a table command (for its log line)."""
 OUTCOME = "guts.outcome"
 """... and its outcome when it went through (ok, replayed); the app's middleware reads both."""
 SERVICES = "guts.services"
-"""Where the app's middleware puts the app's `Services`, in the WSGI environ."""
-
-ENVIRON: ContextVar[dict[str, Any] | None] = ContextVar("guts.environ", default=None)
-"""The WSGI environ of the request being handled, set by the app's middleware for the length
-of the request. The helpers here read the request from it: Flask's `request` proxy costs a
-few Python calls per use, and a command used it a dozen times."""
+"""Where the request shortcuts keep the app's `Services`, in the WSGI environ."""
+_CALLER = "guts.caller"
 
 
-def environ() -> dict[str, Any]:
-    """The current request's WSGI environ (from Flask when the middleware did not run)."""
-    found = ENVIRON.get()
-    return found if found is not None else request.environ
+def _environ() -> dict[str, Any]:
+    return bypass.current() or request.environ
 
 
-def services() -> Any:
-    found = environ().get(SERVICES)
-    return found if found is not None else current_app.extensions["guts"]
-
-
-def tables() -> Tables:
-    return services().tables  # type: ignore[no-any-return]
-
-
-def principal() -> Principal:
-    """The authenticated caller (401 when there is none)."""
-    env = environ()
-    found: Principal | None = env.get(PRINCIPAL)
-    if found is None:
-        found = env[PRINCIPAL] = services().auth.authenticate(header("Authorization"))
-    return found
+def services() -> Services:
+    """What the routes work with (built once by `create_app`)."""
+    env = bypass.current()
+    if env is not None:
+        return env[SERVICES]  # type: ignore[no-any-return]
+    return current_app.extensions["guts"]  # type: ignore[no-any-return]
 
 
 def header(name: str) -> str | None:
-    """A request header (read from the WSGI environ, as werkzeug would, without building the
-    headers object)."""
-    value: str | None = environ().get("HTTP_" + name.upper().replace("-", "_"))
-    return value
+    env = bypass.current()
+    return request.headers.get(name) if env is None else bypass.header(env, name)
+
+
+def body_bytes() -> bytes:
+    """The request's body, read once (Flask applies MAX_CONTENT_LENGTH: 413)."""
+    env = bypass.current()
+    found = None if env is None else bypass.body(env)
+    return request.get_data(cache=True) if found is None else found
+
+
+def caller() -> Caller:
+    """The authenticated caller (401 when there is none), authenticated once per request."""
+    env = bypass.current()
+    found: Caller | None = g.get("caller") if env is None else env.get(_CALLER)
+    if found is None:
+        found = services().auth.authenticate(header("Authorization"))
+        if env is None:
+            g.caller = found
+        else:
+            env[_CALLER] = found
+    return found
 
 
 def json_response(body: Any, status: int = 200, version: int | None = None) -> Response:
@@ -78,44 +77,31 @@ def json_response(body: Any, status: int = 200, version: int | None = None) -> R
     return response
 
 
-def body_bytes() -> bytes:
-    """The request's body, read once. A body with a Content-Length within the limit is read
-    straight from the server's input stream; anything else (no length, too long) goes
-    through werkzeug, which applies the limit (413) and the framing."""
-    env = environ()
-    cached: bytes | None = env.get(BODY)
-    if cached is None:
-        length = env.get("CONTENT_LENGTH") or ""
-        limit = current_app.config["MAX_CONTENT_LENGTH"]
-        if length.isdigit() and (limit is None or int(length) <= limit):
-            cached = env["wsgi.input"].read(int(length)) if int(length) else b""
-        else:
-            cached = request.get_data(cache=True)
-        env[BODY] = cached
-    return cached
-
-
-_VALIDATED_MAX_BODY = 256
-_VALIDATED_MAX_ENTRIES = 1024
-_validated: dict[tuple[Schema, bytes], dict[str, Any]] = {}
-"""Small bodies this process has validated, by schema and bytes, with what the schema made
-of them. The same few bodies (``{"decision": "in"}``, ``{}``) come again and again, and
-running a schema costs more than the rest of reading the request. Only results made of
-scalars are kept, and each caller gets its own copy, so a view cannot change what the next
-request gets. At most `_VALIDATED_MAX_ENTRIES` entries (then it starts again, empty)."""
-_SCALARS = (str, int, float, bool, type(None))
+def render(outcome: Outcome) -> Response:
+    """The response of a use case's outcome."""
+    response = json_response(outcome.body, outcome.status, outcome.version)
+    if outcome.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    if outcome.location is not None:
+        response.headers["Location"] = outcome.location
+    env = _environ()
+    if env.get(COMMAND):
+        env[OUTCOME] = "replayed" if outcome.replayed else "ok"
+    return response
 
 
 def load_body(schema: Schema) -> dict[str, Any]:
     """The request's JSON body, validated (an empty body is an empty object)."""
     raw = body_bytes()
+    env = bypass.current()
     if raw:
-        mimetype = environ().get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
+        mimetype = request.mimetype if env is None else bypass.mimetype(env)
         if not mimetype.endswith("json"):
             raise BadRequest("the body must be JSON (Content-Type: application/json)", 415)
-    known = _validated.get((schema, raw))
-    if known is not None:
-        return dict(known)
+    if env is not None:
+        known = marshmallow_bypass.recall(schema, raw)
+        if known is not None:
+            return known
     data: Any = {}
     if raw:
         try:
@@ -125,17 +111,9 @@ def load_body(schema: Schema) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object", 422)
     loaded: dict[str, Any] = schema.load(data)
-    if len(raw) <= _VALIDATED_MAX_BODY and all(isinstance(v, _SCALARS) for v in loaded.values()):
-        if len(_validated) >= _VALIDATED_MAX_ENTRIES:
-            _validated.clear()
-        _validated[(schema, raw)] = dict(loaded)
+    if env is not None:
+        marshmallow_bypass.remember(schema, raw, loaded)
     return loaded
-
-
-def check_table_id(table_id: str) -> str:
-    if not TABLE_ID.fullmatch(table_id):
-        raise NotFound(f"no table {table_id!r}"[:100])
-    return table_id
 
 
 def if_match() -> int | None:
@@ -165,28 +143,13 @@ def idempotency() -> tuple[str | None, str]:
     return key, digest.hexdigest()
 
 
-Decide = Callable[[TableState, datetime], list[ev.Event]]
-Respond = Callable[[TableState, list[ev.Event]], tuple[int, Any]]
-
-
-def run(table_id: str, decide: Decide, respond: Respond, *, create: bool = False) -> Response:
-    """Execute a command and answer with its (possibly replayed) response."""
+def conditions(*, command: bool = True, versioned: bool = True) -> Conditions:
+    """What the request asks of a command: its Idempotency-Key (with the request's hash) and,
+    when `versioned`, its If-Match version. A `command` request is marked as one for its log
+    line and metrics (from here on, a refusal counts as the command's)."""
     key, request_hash = idempotency()
-    env = environ()
-    env[COMMAND] = True
-    result: Result = tables().execute(
-        table_id,
-        decide,
-        respond,
-        create=create,
-        if_match=None if create else if_match(),
-        idempotency_key=key,
-        request_hash=request_hash,
-    )
-    env[OUTCOME] = "replayed" if result.replayed else "ok"
-    body = result.body
-    version = body.get("version") if isinstance(body, dict) else None
-    response = json_response(body, result.status, version)
-    if result.replayed:
-        response.headers["Idempotent-Replayed"] = "true"
-    return response
+    if command:
+        _environ()[COMMAND] = True
+    expected = if_match() if versioned else None
+    sender = header("Authorization") or ""
+    return Conditions(expected, key, request_hash, sender)

@@ -11,7 +11,7 @@ import pytest
 from flask import Flask
 from marshmallow import ValidationError
 
-from service.api import http, schemas
+from service.api import flask_request_bypass, http, marshmallow_bypass, schemas
 from service.api.errors import BadRequest
 
 
@@ -27,17 +27,21 @@ class Counted(schemas.Declare):
 
 @pytest.fixture
 def app() -> Iterator[Flask]:
-    http._validated.clear()
+    marshmallow_bypass.forget()
     Counted.loads = 0
     yield Flask("bodies")
-    http._validated.clear()
+    marshmallow_bypass.forget()
 
 
 def _load(app: Flask, schema: Any, body: bytes, content_type: str = "application/json") -> Any:
     with app.test_request_context(
         "/", method="POST", data=body, headers={"Content-Type": content_type}
-    ):
-        return http.load_body(schema)
+    ) as context:
+        token = flask_request_bypass.ENVIRON.set(context.request.environ)  # the shortcut's path
+        try:
+            return http.load_body(schema)
+        finally:
+            flask_request_bypass.ENVIRON.reset(token)
 
 
 def test_a_body_seen_before_is_not_validated_again_and_each_caller_gets_a_copy(app: Flask):
@@ -75,35 +79,34 @@ def test_refused_bodies_and_nested_results_are_not_remembered(app: Flask):
     first = _load(app, schemas.DRAW, draw)
     first["discard"].append("2c")
     assert _load(app, schemas.DRAW, draw) == {"discard": ["As", "Kd"]}
-    assert list(http._validated) == []
+    assert list(marshmallow_bypass._validated) == []
 
 
 def test_what_is_remembered_is_bounded(app: Flask, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(http, "_VALIDATED_MAX_ENTRIES", 3)
+    monkeypatch.setattr(marshmallow_bypass, "MAX_ENTRIES", 3)
     for seed in range(7):
         _load(app, schemas.DEAL, b'{"client_seed": "%d"}' % seed)
-        assert len(http._validated) <= 3
-    http._validated.clear()
-    padded = b'{"client_seed": "x"' + b" " * http._VALIDATED_MAX_BODY + b"}"
+        assert len(marshmallow_bypass._validated) <= 3
+    marshmallow_bypass._validated.clear()
+    padded = b'{"client_seed": "x"' + b" " * marshmallow_bypass.MAX_BODY + b"}"
     assert _load(app, schemas.DEAL, padded) == {"client_seed": "x"}
-    assert list(http._validated) == []
+    assert list(marshmallow_bypass._validated) == []
 
 
 def test_the_request_being_handled_is_current_only_while_it_is(app: Flask):
-    from service.api.app import _Metrics, _Observed
-
     seen: list[Any] = []
 
     def inner(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        seen.append((http.environ(), http.services()))
+        seen.append((flask_request_bypass.current(), http.services()))
         start_response("204 No Content", [])
         return []
 
     services = object()
-    observed = _Observed(inner, _Metrics(), services)  # type: ignore[arg-type]
+    current = flask_request_bypass.CurrentEnviron(inner, {http.SERVICES: services}, None)
     environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/"}
-    observed(environ, lambda status, headers, exc_info=None: None)
+    current(environ, lambda status, headers, exc_info=None: None)
     assert seen == [(environ, services)]
-    assert http.ENVIRON.get() is None  # nothing left behind for the thread's next request
+    assert flask_request_bypass.current() is None  # nothing left for the thread's next request
     with app.test_request_context("/elsewhere"):  # without the middleware: Flask's request
-        assert http.environ()["PATH_INFO"] == "/elsewhere"
+        assert flask_request_bypass.current() is None
+        assert http._environ()["PATH_INFO"] == "/elsewhere"

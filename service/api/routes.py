@@ -1,0 +1,218 @@
+"""The v1 routes. Each authenticates the caller, loads its body with a schema, calls one use
+case of the application service (`service.application.TableService`) and renders what it
+returns; the game's flow and who may do what at a table are the use cases' business.
+
+(The role checks here only keep the contract's order of refusals: a caller who may not use
+a route at all hears 403 before anything is said about their body. The use cases check the
+same again, and everything that depends on the table's state.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, request
+
+from service.application import TableService
+from service.application.access import require
+from service.phh import to_phh
+from service.rules.views import AUDITOR, OPERATOR
+
+from . import schemas
+from .errors import BadRequest
+from .http import caller, conditions, json_response, load_body, render, services
+
+v1 = Blueprint("v1", __name__, url_prefix="/v1")
+
+
+def _tables() -> TableService:
+    return services().usecases
+
+
+# --- tables -----------------------------------------------------------------------------------
+
+
+@v1.post("/tables")
+def create_table() -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    body = load_body(schemas.CREATE_TABLE)
+    overrides = dict(body["rules"])
+    for name in ("ante", "seats", "decision_timeout_s"):
+        if name in body:
+            if name in overrides and overrides[name] != body[name]:
+                raise BadRequest(f"{name} is given twice with different values", 422, name)
+            overrides[name] = body[name]
+    return render(
+        _tables().create_table(
+            who,
+            body["preset"],
+            overrides,
+            table_id=body.get("table_id"),
+            conditions=conditions(versioned=False),
+        )
+    )
+
+
+@v1.get("/tables/<table_id>")
+def get_table(table_id: str) -> Response:
+    return render(_tables().table(caller(), table_id))
+
+
+# --- players ----------------------------------------------------------------------------------
+
+
+@v1.post("/tables/<table_id>/players")
+def seat_player(table_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    body = load_body(schemas.SEAT_PLAYER)
+    return render(
+        _tables().seat(
+            who,
+            table_id,
+            body["player_id"],
+            body["buy_in"],
+            body.get("seat"),
+            conditions=conditions(),
+        )
+    )
+
+
+@v1.post("/tables/<table_id>/players/<int:seat>/chips")
+def top_up(table_id: str, seat: int) -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    body = load_body(schemas.TOP_UP)
+    return render(_tables().top_up(who, table_id, seat, body["amount"], conditions=conditions()))
+
+
+@v1.post("/tables/<table_id>/players/<int:seat>/sit-out")
+def sit_out(table_id: str, seat: int) -> Response:
+    who = caller()
+    load_body(schemas.EMPTY)
+    return render(_tables().sit_out(who, table_id, seat, conditions=conditions()))
+
+
+@v1.post("/tables/<table_id>/players/<int:seat>/sit-in")
+def sit_in(table_id: str, seat: int) -> Response:
+    who = caller()
+    load_body(schemas.EMPTY)
+    return render(_tables().sit_in(who, table_id, seat, conditions=conditions()))
+
+
+@v1.delete("/tables/<table_id>/players/<int:seat>")
+def leave(table_id: str, seat: int) -> Response:
+    return render(_tables().leave(caller(), table_id, seat, conditions=conditions()))
+
+
+# --- hands ------------------------------------------------------------------------------------
+
+
+@v1.post("/tables/<table_id>/deal")
+def deal(table_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    body = load_body(schemas.DEAL)
+    return render(
+        _tables().deal(
+            who,
+            table_id,
+            client_seed=body["client_seed"],
+            stacked_deck=body.get("stacked_deck"),
+            conditions=conditions(),
+        )
+    )
+
+
+@v1.post("/tables/<table_id>/declare")
+def declare(table_id: str) -> Response:
+    who = caller()
+    body = load_body(schemas.DECLARE)
+    return render(_tables().declare(who, table_id, body["decision"], conditions=conditions()))
+
+
+@v1.post("/tables/<table_id>/pass")
+def pass_card(table_id: str) -> Response:
+    who = caller()
+    body = load_body(schemas.PASS_CARD)
+    return render(_tables().pass_card(who, table_id, body["card"], conditions=conditions()))
+
+
+@v1.post("/tables/<table_id>/draw")
+def draw(table_id: str) -> Response:
+    who = caller()
+    body = load_body(schemas.DRAW)
+    return render(_tables().draw(who, table_id, body["discard"], conditions=conditions()))
+
+
+@v1.post("/tables/<table_id>/close")
+def close(table_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    load_body(schemas.EMPTY)
+    return render(_tables().close(who, table_id, conditions=conditions()))
+
+
+@v1.post("/tables/<table_id>/resolve")
+def resolve(table_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    load_body(schemas.EMPTY)
+    return render(_tables().resolve(who, table_id, conditions=conditions()))
+
+
+@v1.post("/tables/<table_id>/void")
+def void(table_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    body = load_body(schemas.VOID)
+    return render(_tables().void(who, table_id, body["reason"], conditions=conditions()))
+
+
+# --- the log ----------------------------------------------------------------------------------
+
+
+@v1.get("/tables/<table_id>/events")
+def events(table_id: str) -> Response:
+    who = caller()
+    query = schemas.EVENTS_QUERY.load(request.args.to_dict())
+    return render(_tables().events(who, table_id, query["after"], query["limit"]))
+
+
+@v1.get("/tables/<table_id>/hands/<int:hand>")
+def get_hand(table_id: str, hand: int) -> Response:
+    found = _tables().hand_history(caller(), table_id, hand)
+    record: dict[str, Any] = found.record
+    form = request.args.get("format", "json")
+    if form == "phh":
+        text = to_phh(
+            record,
+            ante=found.rules.ante,
+            cards=found.rules.cards,
+            starting_stacks={int(s): n for s, n in record.get("stacks_before", {}).items()},
+            players={int(s): p for s, p in record.get("players", {}).items()},
+        )
+        response = Response(text, mimetype="text/plain")
+        response.headers["ETag"] = f'"{found.version}"'
+        return response
+    if form != "json":
+        raise BadRequest("format must be json or phh", 400, "format")
+    return json_response(record, version=found.version)
+
+
+# --- audits -----------------------------------------------------------------------------------
+
+
+@v1.post("/tables/<table_id>/audit")
+def start_audit(table_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR, AUDITOR)
+    load_body(schemas.EMPTY)
+    asked = conditions(command=False, versioned=False)
+    return render(_tables().start_audit(who, table_id, conditions=asked))
+
+
+@v1.get("/audits/<audit_id>")
+def get_audit(audit_id: str) -> Response:
+    return render(_tables().audit(caller(), audit_id))

@@ -1,0 +1,13 @@
+"""The application service: the game's use cases, each one load -> rules decide -> append.
+
+Edges (the HTTP routes, the jobs, the command line) call these with plain values: who is
+calling (`Caller`), what the request asks of a command (`Conditions`), and the command's own
+arguments; they get plain values back (`Outcome`).
+"""
+
+from __future__ import annotations
+
+from .access import Caller, Forbidden
+from .usecases import Conditions, HandHistory, Outcome, TableService
+
+__all__ = ["Caller", "Conditions", "Forbidden", "HandHistory", "Outcome", "TableService"]

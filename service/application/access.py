@@ -1,0 +1,71 @@
+"""Who may do what: the caller of a use case, and the checks on it.
+
+These are pure: they look at the caller and, where it matters, the table's state. Proving
+who the caller is (keys, signed player tokens) is the edge's business (`service.api.auth`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.rules.state import LEFT, TableState
+from service.rules.views import AUDITOR, OPERATOR, PLAYER, Viewer
+
+
+class Forbidden(Exception):
+    """A known caller who may not do this."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated caller. Players carry the table and seat their token is for, and the
+    table version at which they sat down there."""
+
+    role: str
+    table_id: str | None = None
+    seat: int | None = None
+    joined: int | None = None
+
+    def viewer(self) -> Viewer:
+        """The rules' notion of this caller, for redaction."""
+        return Viewer(self.role, self.seat, self.joined or 0)
+
+
+def require(caller: Caller, *roles: str) -> None:
+    """Forbidden unless the caller has one of `roles`."""
+    if caller.role not in roles:
+        raise Forbidden(f"this needs the {' or '.join(roles)} role")
+
+
+def require_player_of(caller: Caller, state: TableState, seat: int | None = None) -> int:
+    """The caller's seat, when they are the current player there (of this table)."""
+    if caller.role != PLAYER or caller.table_id != state.table_id:
+        raise Forbidden("this needs the token of a player at this table")
+    holder = state.seats.get(caller.seat) if caller.seat is not None else None
+    if holder is None or holder.status == LEFT or holder.joined != caller.joined:
+        raise Forbidden("this player token is no longer seated at this table")
+    if seat is not None and seat != caller.seat:
+        raise Forbidden("a player token acts only for its own seat")
+    assert caller.seat is not None
+    return caller.seat
+
+
+def require_operator_or_player_of(caller: Caller, state: TableState, seat: int) -> None:
+    """The operator, or the player currently at `seat`; auditors are read-only."""
+    if caller.role == OPERATOR:
+        return
+    if caller.role == AUDITOR:
+        raise Forbidden("auditors are read-only")
+    require_player_of(caller, state, seat)
+
+
+def may_view(caller: Caller, state: TableState) -> Viewer:
+    """The viewer this caller is at this table; players of other tables are refused."""
+    if caller.role in (OPERATOR, AUDITOR):
+        return caller.viewer()
+    if caller.table_id != state.table_id:
+        raise Forbidden("this player token is for another table")
+    holder = state.seats.get(caller.seat) if caller.seat is not None else None
+    if holder is None or holder.joined != caller.joined:
+        raise Forbidden("this player token is no longer seated at this table")
+    return caller.viewer()
