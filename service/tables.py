@@ -39,7 +39,7 @@ from service.eventlog.store import (
     IdempotencyMismatch,
     VersionConflict,
 )
-from service.rules.clock import Due, NothingDue, act_when_due, next_due
+from service.rules.clock import next_due
 from service.rules.errors import GutsError
 from service.rules.events import Event
 from service.rules.state import TableState, evolve
@@ -219,27 +219,8 @@ class Tables:
         except Exception:  # noqa: BLE001 - the command is stored; the repair covers this
             log.exception('{"error":"due not indexed","table_id":"%s"}', table_id)
 
-    def close_due(self, table_id: str) -> Due | None:
-        """What the clock does: act on the table for whatever fell due (a deadline, an
-        automatic resolve, the end of a cover grace). Returns what was done, or None when
-        nothing was due (another dispatcher or a player got there first, or the index was
-        early); the table's stored due is then indexed again."""
-        acted: list[Due] = []
-
-        def decide(state: TableState, now: datetime) -> list[Event]:
-            due = next_due(state)
-            events = act_when_due(state, now)
-            acted[:] = [due] if due is not None else []
-            return events
-
-        try:
-            self.execute(table_id, decide, _no_response)
-        except NothingDue:
-            self._reindex(table_id)
-            return None
-        return acted[0] if acted else None
-
-    def _reindex(self, table_id: str) -> None:
+    def reindex(self, table_id: str) -> None:
+        """Index the table's stored due again (after a claim found nothing due)."""
         if self.index is not None:
             ((version, due),) = self.store.dues([table_id])
             self.index.record(table_id, version, due)
@@ -250,10 +231,6 @@ class Tables:
             raise IdempotencyReused("this Idempotency-Key was used with a different request")
         stored = orjson.loads(seen.response)
         return Result(stored["status"], stored["body"], replayed=True)
-
-
-def _no_response(state: TableState, events: list[Event]) -> tuple[int, Any]:
-    return 200, {"version": state.version}
 
 
 def _readable(

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import redis
 
+from service.application import TableService
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
@@ -62,12 +63,13 @@ class Dispatcher:
 
     def __init__(
         self,
-        tables: Tables,
+        usecases: TableService,
         index: DueIndex,
         times: DispatchTimes = DispatchTimes(),
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.tables = tables
+        self.usecases = usecases
+        self.tables = usecases.tables
         self.index = index
         self.times = times
         self.clock = clock
@@ -92,7 +94,7 @@ class Dispatcher:
 
     def _act(self, table_id: str) -> None:
         try:
-            done = self.tables.close_due(table_id)
+            done = self.usecases.close_due(table_id)
         except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
             raise  # not the table's fault: the run loop waits for Redis
         except Exception as error:  # noqa: BLE001 - one table's failure never stops the others
@@ -156,7 +158,8 @@ def build_dispatcher(settings: Settings, client: redis.Redis) -> Dispatcher:
         client, prefix=settings.key_prefix, idempotency_ttl_s=settings.idempotency_ttl_s
     )
     index = DueIndex(client, prefix=settings.key_prefix)
-    return Dispatcher(Tables(store, index=index), index)
+    usecases = TableService(Tables(store, index=index), client, settings.key_prefix)
+    return Dispatcher(usecases, index)
 
 
 def run_dispatcher(settings: Settings) -> int:

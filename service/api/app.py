@@ -246,7 +246,7 @@ def create_app(
     index = DueIndex(redis_client, prefix=settings.key_prefix)
     tables = Tables(store, cache=cache, index=index)
     usecases = TableService(
-        tables, redis_client, settings.key_prefix, auth.issue, sandbox=settings.sandbox
+        tables, redis_client, settings.key_prefix, issue_token=auth.issue, sandbox=settings.sandbox
     )
     services = Services(settings, redis_client, tables, auth, usecases)
     app.extensions["guts"] = services

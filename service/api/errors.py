@@ -16,7 +16,7 @@ from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from service.application.access import Forbidden
-from service.application.usecases import AuditNotFound, HandNotFound
+from service.application.values import AuditNotFound, HandNotFound
 from service.eventlog.store import StoreError, StoreUnavailable
 from service.rules.errors import (
     GutsError,

@@ -8,6 +8,16 @@ arguments; they get plain values back (`Outcome`).
 from __future__ import annotations
 
 from .access import Caller, Forbidden
-from .usecases import Conditions, HandHistory, Outcome, TableService
+from .reads import TableReads
+from .usecases import TableService
+from .values import Conditions, HandHistory, Outcome
 
-__all__ = ["Caller", "Conditions", "Forbidden", "HandHistory", "Outcome", "TableService"]
+__all__ = [
+    "Caller",
+    "Conditions",
+    "Forbidden",
+    "HandHistory",
+    "Outcome",
+    "TableReads",
+    "TableService",
+]

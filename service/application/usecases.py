@@ -7,90 +7,29 @@ the edge only says who the caller is (`Caller`) and what the request asks (`Cond
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from redis import Redis
-
-from service import audits
 from service.rules import commands
 from service.rules import events as ev
-from service.rules.errors import GutsError
-from service.rules.history import hand_history
-from service.rules.ruleset import Ruleset, resolve_ruleset
+from service.rules.clock import Due, NothingDue, act_when_due, next_due
+from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState
-from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_view
-from service.tables import Decide, Respond, TableNotFound, Tables
+from service.rules.views import OPERATOR, Viewer, event_view
+from service.tables import Decide, Respond
 
 from .access import (
     Caller,
     Forbidden,
-    may_view,
     require,
     require_operator_or_player_of,
     require_player_of,
 )
-
-TABLE_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
-IssueToken = Callable[[str, int, int], str]
-"""Makes the token of the player who sat at (table, seat, version)."""
-
-
-class HandNotFound(GutsError):
-    """The table has no finished hand with this number."""
-
-
-class AuditNotFound(GutsError):
-    """No audit has this id (or its record has expired)."""
-
-
-@dataclass(frozen=True)
-class Conditions:
-    """What a request asks of a command besides its arguments: the table version it expects
-    (If-Match), and an idempotency key with a hash of the whole request, so that the same
-    request sent again is answered again instead of run again. `sender` is the credential
-    as sent: a table id or audit id derived from a key is derived per sender."""
-
-    if_match: int | None = None
-    idempotency_key: str | None = None
-    request_hash: str = ""
-    sender: str = ""
-
-
-NO_CONDITIONS = Conditions()
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A use case's answer: a status (HTTP's numbers, which the contract speaks in), a body of
-    plain data, the table version to report (None: none), whether it is the stored answer to
-    an earlier identical request, and where the thing it made can be read (None: nowhere)."""
-
-    status: int
-    body: Any
-    version: int | None = None
-    replayed: bool = False
-    location: str | None = None
-
-
-@dataclass(frozen=True)
-class HandHistory:
-    """The record of one finished hand as the caller may see it, with the table's version and
-    rules (which the hand-history formats need)."""
-
-    record: dict[str, Any]
-    version: int
-    rules: Ruleset
-
-
-def _table_id(table_id: str) -> str:
-    if not TABLE_ID.fullmatch(table_id):
-        raise TableNotFound(f"no table {table_id!r}"[:100])
-    return table_id
+from .reads import TableReads
+from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, checked_table_id
 
 
 def _seat_body(state: TableState, seat: int) -> dict[str, Any]:
@@ -114,15 +53,12 @@ SeatCommand = Callable[[TableState, int, datetime], list[ev.Event]]
 
 
 @dataclass
-class TableService:
-    """The use cases of the tables kept by `tables`; audits are recorded in `redis` under
-    `key_prefix`. `issue_token` makes a seated player's token; `sandbox` allows stacked
-    decks."""
+class TableService(TableReads):
+    """Every use case of the tables kept by `tables` (the reading ones are `TableReads`').
+    `issue_token` makes a seated player's token (None: nobody can be seated through this
+    one, as in the dispatcher); `sandbox` allows stacked decks."""
 
-    tables: Tables
-    redis: Redis
-    key_prefix: str
-    issue_token: IssueToken
+    issue_token: IssueToken | None = None
     sandbox: bool = False
 
     def _execute(
@@ -163,7 +99,7 @@ class TableService:
         lands on the same table (and is answered again) instead of creating another."""
         require(caller, OPERATOR)
         rules = resolve_ruleset(preset, overrides)
-        new_id = _table_id(table_id) if table_id else self._new_table_id(conditions)
+        new_id = checked_table_id(table_id) if table_id else self._new_table_id(conditions)
         first_seed = self.tables.new_seed()
 
         def decide(state: TableState, now: datetime) -> list[ev.Event]:
@@ -181,11 +117,6 @@ class TableService:
         scoped = f"{conditions.sender}\0{conditions.idempotency_key}"
         return f"t{hashlib.sha256(scoped.encode()).hexdigest()[:20]}"
 
-    def table(self, caller: Caller, table_id: str) -> Outcome:
-        """The table as the caller may see it."""
-        state = self.tables.load(_table_id(table_id))
-        return Outcome(200, table_view(state, may_view(caller, state)), state.version)
-
     # --- players --------------------------------------------------------------------------
 
     def seat(
@@ -201,6 +132,9 @@ class TableService:
         """Seat `player_id` with `buy_in` chips (at `seat`, or the first free one); the answer
         carries the player's token."""
         require(caller, OPERATOR)
+        issue_token = self.issue_token
+        if issue_token is None:
+            raise Forbidden("players cannot be seated here (no tokens can be issued)")
 
         def decide(state: TableState, now: datetime) -> list[ev.Event]:
             return commands.seat_player(state, player_id, buy_in, now, seat)
@@ -212,13 +146,13 @@ class TableService:
             return 201, {
                 "seat": seated.seat,
                 "player_id": seated.player_id,
-                "token": self.issue_token(state.table_id, seated.seat, holder.joined),
+                "token": issue_token(state.table_id, seated.seat, holder.joined),
                 "stack": holder.stack,
                 "status": holder.status,
                 "version": state.version,
             }
 
-        return self._execute(_table_id(table_id), decide, respond, conditions)
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
     def top_up(
         self,
@@ -238,7 +172,7 @@ class TableService:
         def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
             return 200, _seat_body(state, seat)
 
-        return self._execute(_table_id(table_id), decide, respond, conditions)
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
     def sit_out(
         self, caller: Caller, table_id: str, seat: int, *, conditions: Conditions = NO_CONDITIONS
@@ -267,7 +201,7 @@ class TableService:
         def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
             return 200, _seat_body(state, seat)
 
-        return self._execute(_table_id(table_id), decide, respond, conditions)
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
     def leave(
         self, caller: Caller, table_id: str, seat: int, *, conditions: Conditions = NO_CONDITIONS
@@ -283,7 +217,7 @@ class TableService:
             assert isinstance(left, ev.PlayerLeft)
             return 200, {"seat": seat, "cash_out": left.cash_out, "version": state.version}
 
-        return self._execute(_table_id(table_id), decide, respond, conditions)
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
     # --- hands ----------------------------------------------------------------------------
 
@@ -321,7 +255,7 @@ class TableService:
                 "version": state.version,
             }
 
-        return self._execute(_table_id(table_id), decide, respond, conditions)
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
     def declare(
         self,
@@ -341,7 +275,7 @@ class TableService:
             assert isinstance(first, ev.DecisionMade)
             return 200, {**_hand_body(state), "seat": first.seat, "decision": first.decision}
 
-        return self._execute(_table_id(table_id), decide, respond, conditions)
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
     def pass_card(
         self, caller: Caller, table_id: str, card: str, *, conditions: Conditions = NO_CONDITIONS
@@ -356,7 +290,7 @@ class TableService:
             assert isinstance(first, ev.CardPassed)
             return 200, {**_hand_body(state), "seat": first.seat, "card": first.card}
 
-        return self._execute(_table_id(table_id), decide, respond, conditions)
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
     def draw(
         self,
@@ -383,7 +317,7 @@ class TableService:
                 "cards": list(state.hand.cards[drawn.seat]) if state.hand else [],
             }
 
-        return self._execute(_table_id(table_id), decide, respond, conditions)
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
     def close(
         self, caller: Caller, table_id: str, *, conditions: Conditions = NO_CONDITIONS
@@ -397,7 +331,7 @@ class TableService:
         def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
             return 200, _hand_body(state)
 
-        return self._execute(_table_id(table_id), decide, respond, conditions)
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
     def resolve(
         self, caller: Caller, table_id: str, *, conditions: Conditions = NO_CONDITIONS
@@ -413,7 +347,7 @@ class TableService:
             outcome = event_view(resolved, state, Viewer(OPERATOR))["data"]
             return 200, {**outcome, "version": state.version}
 
-        return self._execute(_table_id(table_id), decide, respond, conditions)
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
     def void(
         self, caller: Caller, table_id: str, reason: str, *, conditions: Conditions = NO_CONDITIONS
@@ -429,81 +363,30 @@ class TableService:
             assert isinstance(voided, ev.HandVoided)
             return 200, {"hand": voided.hand, "phase": None, "version": state.version}
 
-        return self._execute(_table_id(table_id), decide, respond, conditions)
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
-    # --- the log --------------------------------------------------------------------------
+    # --- the clock --------------------------------------------------------------------------
 
-    def events(self, caller: Caller, table_id: str, after: int, limit: int) -> Outcome:
-        """The events after version `after` (at most `limit`), as the caller may see them."""
-        state = self.tables.load(_table_id(table_id))
-        viewer = may_view(caller, state)
-        read = self.tables.events(table_id, after, limit)
-        items = [{"version": v, **event_view(e, state, viewer, v)} for v, e in read]
-        next_after = read[-1][0] if read else after
-        body = {"events": items, "version": state.version, "next_after": next_after}
-        return Outcome(200, body, state.version)
+    def close_due(self, table_id: str) -> Due | None:
+        """What the clock does (the dispatcher calls it): act on the table for whatever fell
+        due, as the rules say (`service.rules.clock`: a deadline, an automatic resolve, the
+        end of a cover grace). Returns what was done, or None when nothing was due (a player
+        or another dispatcher got there first, or the index was early); the table's stored
+        due is then indexed again."""
+        acted: list[Due] = []
 
-    def hand_history(self, caller: Caller, table_id: str, hand: int) -> HandHistory:
-        """The record of finished hand `hand`, as the caller may see it."""
-        state = self.tables.load(_table_id(table_id))
-        viewer = may_view(caller, state)
-        if hand < 1 or hand > state.hands_dealt:
-            raise HandNotFound(f"table {table_id} has no hand {hand}")
-        if state.hand is not None and state.hand.number == hand:
-            raise HandNotFound(f"hand {hand} is still in play; its history is kept once it is over")
-        record = hand_history(state, hand, self._hand_events(table_id, hand), viewer)
-        return HandHistory(record, state.version, state.rules)
+        def decide(state: TableState, now: datetime) -> list[ev.Event]:
+            due = next_due(state)
+            events = act_when_due(state, now)
+            acted[:] = [due] if due is not None else []
+            return events
 
-    def _hand_events(self, table_id: str, hand: int) -> list[tuple[int, ev.Event]]:
-        """The events of one finished hand: from its deal to its resolution or void.
+        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+            return 200, {"version": state.version}
 
-        A linear scan of the log in pages; fine for the history, which is not on the hot
-        path. (An index by hand would make it one read.)
-        """
-        found: list[tuple[int, ev.Event]] = []
-        after = 0
-        while True:
-            page = self.tables.events(table_id, after, 1000)
-            if not page:
-                return found
-            for version, event in page:
-                if getattr(event, "hand", None) == hand:
-                    found.append((version, event))
-                    if isinstance(event, ev.HandResolved | ev.HandVoided):
-                        return found
-            after = page[-1][0]
-
-    # --- audits ---------------------------------------------------------------------------
-
-    def start_audit(
-        self, caller: Caller, table_id: str, *, conditions: Conditions = NO_CONDITIONS
-    ) -> Outcome:
-        """Queue a rebuild of the table from its log (operators and auditors). With an
-        idempotency key, the same key for the same table and request is the same audit,
-        queued once."""
-        require(caller, OPERATOR, AUDITOR)
-        self.tables.check_exists(_table_id(table_id))
-        key = conditions.idempotency_key
-        if key is None:
-            audit_id = secrets.token_hex(12)
-        else:
-            scoped = f"{table_id}\0{conditions.request_hash}\0{key}"
-            audit_id = hashlib.sha256(scoped.encode()).hexdigest()[:24]
-        known = audits.load_audit(self.redis, self.key_prefix, audit_id)
-        if known is None:
-            audits.enqueue_audit(self.redis, self.key_prefix, audit_id, table_id)
-        status = known["status"] if known else "queued"
-        body = {"audit_id": audit_id, "table_id": table_id, "status": status}
-        return Outcome(202, body, location=f"/v1/audits/{audit_id}")
-
-    def audit(self, caller: Caller, audit_id: str) -> Outcome:
-        """An audit's status, and its report once it is finished."""
-        require(caller, OPERATOR, AUDITOR)
-        known = None
-        if audit_id.isalnum():
-            known = audits.load_audit(self.redis, self.key_prefix, audit_id)
-        if known is None:
-            raise AuditNotFound(f"no audit {audit_id!r}"[:80])
-        if known["status"] in ("queued", "running") and audits.audit_failed(self.redis, audit_id):
-            known = {**known, "status": "failed"}
-        return Outcome(200, {"audit_id": audit_id, "result": None, **known})
+        try:
+            self.tables.execute(table_id, decide, respond)
+        except NothingDue:
+            self.tables.reindex(table_id)
+            return None
+        return acted[0] if acted else None

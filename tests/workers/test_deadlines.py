@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
+from service.application import TableService
 from service.config import Settings
 from service.eventlog.codec import chain_hash
 from service.eventlog.due_index import DueIndex
@@ -70,7 +71,8 @@ def make_dispatcher(redis_client, clock: Clock) -> Callable[..., Dispatcher]:
         store = RedisEventStore(redis_client, prefix=prefix)
         index = DueIndex(redis_client, prefix=prefix)
         tables = Tables(store, index=index, now=clock.now)
-        return Dispatcher(tables, index, DispatchTimes(**times), clock=clock.time)
+        usecases = TableService(tables, redis_client, prefix)
+        return Dispatcher(usecases, index, DispatchTimes(**times), clock=clock.time)
 
     return make
 

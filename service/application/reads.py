@@ -1,0 +1,119 @@
+"""The use cases that read: a table, its log, a finished hand's history, and audits (queued
+and read back). Who may read what is decided here, on the table's state."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from redis import Redis
+
+from service import audits
+from service.rules import events as ev
+from service.rules.history import hand_history
+from service.rules.views import AUDITOR, OPERATOR, event_view, table_view
+from service.tables import Tables
+
+from .access import Caller, may_view, require
+from .values import (
+    NO_CONDITIONS,
+    AuditNotFound,
+    Conditions,
+    HandHistory,
+    HandNotFound,
+    Outcome,
+    checked_table_id,
+)
+
+
+@dataclass
+class TableReads:
+    """The reading use cases of the tables kept by `tables`; audits are recorded in `redis`
+    under `key_prefix`."""
+
+    tables: Tables
+    redis: Redis
+    key_prefix: str
+
+    def table(self, caller: Caller, table_id: str) -> Outcome:
+        """The table as the caller may see it."""
+        state = self.tables.load(checked_table_id(table_id))
+        return Outcome(200, table_view(state, may_view(caller, state)), state.version)
+
+    # --- the log --------------------------------------------------------------------------
+
+    def events(self, caller: Caller, table_id: str, after: int, limit: int) -> Outcome:
+        """The events after version `after` (at most `limit`), as the caller may see them."""
+        state = self.tables.load(checked_table_id(table_id))
+        viewer = may_view(caller, state)
+        read = self.tables.events(table_id, after, limit)
+        items = [{"version": v, **event_view(e, state, viewer, v)} for v, e in read]
+        next_after = read[-1][0] if read else after
+        body = {"events": items, "version": state.version, "next_after": next_after}
+        return Outcome(200, body, state.version)
+
+    def hand_history(self, caller: Caller, table_id: str, hand: int) -> HandHistory:
+        """The record of finished hand `hand`, as the caller may see it."""
+        state = self.tables.load(checked_table_id(table_id))
+        viewer = may_view(caller, state)
+        if hand < 1 or hand > state.hands_dealt:
+            raise HandNotFound(f"table {table_id} has no hand {hand}")
+        if state.hand is not None and state.hand.number == hand:
+            raise HandNotFound(f"hand {hand} is still in play; its history is kept once it is over")
+        record = hand_history(state, hand, self._hand_events(table_id, hand), viewer)
+        return HandHistory(record, state.version, state.rules)
+
+    def _hand_events(self, table_id: str, hand: int) -> list[tuple[int, ev.Event]]:
+        """The events of one finished hand: from its deal to its resolution or void.
+
+        A linear scan of the log in pages; fine for the history, which is not on the hot
+        path. (An index by hand would make it one read.)
+        """
+        found: list[tuple[int, ev.Event]] = []
+        after = 0
+        while True:
+            page = self.tables.events(table_id, after, 1000)
+            if not page:
+                return found
+            for version, event in page:
+                if getattr(event, "hand", None) == hand:
+                    found.append((version, event))
+                    if isinstance(event, ev.HandResolved | ev.HandVoided):
+                        return found
+            after = page[-1][0]
+
+    # --- audits ---------------------------------------------------------------------------
+
+    def start_audit(
+        self, caller: Caller, table_id: str, *, conditions: Conditions = NO_CONDITIONS
+    ) -> Outcome:
+        """Queue a rebuild of the table from its log (operators and auditors). With an
+        idempotency key, the same key for the same table and request is the same audit,
+        queued once."""
+        require(caller, OPERATOR, AUDITOR)
+        self.tables.check_exists(checked_table_id(table_id))
+        key = conditions.idempotency_key
+        if key is None:
+            audit_id = secrets.token_hex(12)
+        else:
+            scoped = f"{table_id}\0{conditions.request_hash}\0{key}"
+            audit_id = hashlib.sha256(scoped.encode()).hexdigest()[:24]
+        known = audits.load_audit(self.redis, self.key_prefix, audit_id)
+        if known is None:
+            audits.enqueue_audit(self.redis, self.key_prefix, audit_id, table_id)
+        status = known["status"] if known else "queued"
+        body = {"audit_id": audit_id, "table_id": table_id, "status": status}
+        return Outcome(202, body, location=f"/v1/audits/{audit_id}")
+
+    def audit(self, caller: Caller, audit_id: str) -> Outcome:
+        """An audit's status, and its report once it is finished."""
+        require(caller, OPERATOR, AUDITOR)
+        known = None
+        if audit_id.isalnum():
+            known = audits.load_audit(self.redis, self.key_prefix, audit_id)
+        if known is None:
+            raise AuditNotFound(f"no audit {audit_id!r}"[:80])
+        if known["status"] in ("queued", "running") and audits.audit_failed(self.redis, audit_id):
+            known = {**known, "status": "failed"}
+        return Outcome(200, {"audit_id": audit_id, "result": None, **known})

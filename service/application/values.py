@@ -1,0 +1,71 @@
+"""The plain values the use cases take and give: request conditions, outcomes, and the
+refusals that are theirs (the rules' are in `service.rules.errors`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from service.rules.errors import GutsError
+from service.rules.ruleset import Ruleset
+from service.tables import TableNotFound
+
+TABLE_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+IssueToken = Callable[[str, int, int], str]
+"""Makes the token of the player who sat at (table, seat, version)."""
+
+
+class HandNotFound(GutsError):
+    """The table has no finished hand with this number."""
+
+
+class AuditNotFound(GutsError):
+    """No audit has this id (or its record has expired)."""
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What a request asks of a command besides its arguments: the table version it expects
+    (If-Match), and an idempotency key with a hash of the whole request, so that the same
+    request sent again is answered again instead of run again. `sender` is the credential
+    as sent: a table id or audit id derived from a key is derived per sender."""
+
+    if_match: int | None = None
+    idempotency_key: str | None = None
+    request_hash: str = ""
+    sender: str = ""
+
+
+NO_CONDITIONS = Conditions()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A use case's answer: a status (HTTP's numbers, which the contract speaks in), a body of
+    plain data, the table version to report (None: none), whether it is the stored answer to
+    an earlier identical request, and where the thing it made can be read (None: nowhere)."""
+
+    status: int
+    body: Any
+    version: int | None = None
+    replayed: bool = False
+    location: str | None = None
+
+
+@dataclass(frozen=True)
+class HandHistory:
+    """The record of one finished hand as the caller may see it, with the table's version and
+    rules (which the hand-history formats need)."""
+
+    record: dict[str, Any]
+    version: int
+    rules: Ruleset
+
+
+def checked_table_id(table_id: str) -> str:
+    """`table_id`, if it is one a table can have (else: no such table)."""
+    if not TABLE_ID.fullmatch(table_id):
+        raise TableNotFound(f"no table {table_id!r}"[:100])
+    return table_id
