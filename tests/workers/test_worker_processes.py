@@ -115,7 +115,9 @@ def test_a_dispatcher_killed_with_minus_9_is_replaced_by_another(
     _closed_in_time(api, hands, 15)
 
 
-def test_deadlines_resume_after_redis_is_killed_and_restarted(tmp_path: Path, start: Start):
+def test_deadlines_resume_after_redis_is_killed_and_restarted(
+    tmp_path: Path, start: Start, pytestconfig: pytest.Config
+):
     """Redis dies with -9 under a dispatcher and comes back on the same port with its
     append-only file: hands dealt before and after close, and nobody restarts the dispatcher."""
     data = tmp_path / "redis"
@@ -124,7 +126,7 @@ def test_deadlines_resume_after_redis_is_killed_and_restarted(tmp_path: Path, st
     settings = _settings(server.url, sandbox=True)
     try:
         dispatcher = start("dispatch", server.url)
-        with contextlib.contextmanager(_serve)(settings) as base:
+        with contextlib.contextmanager(_serve)(settings, pytestconfig) as base:
             api = Api(base)
             before = [_silent_hand(api, timeout_s=3) for _ in range(2)]
             os.kill(server.pid, signal.SIGKILL)
