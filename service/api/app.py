@@ -7,6 +7,7 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.core import GaugeMetricFamily
 from werkzeug.routing import Rule
 
 from service.application import TableService
@@ -115,6 +117,31 @@ class _Metrics:
             multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
             return generate_latest(registry)
         return generate_latest(self.registry)
+
+
+class _Quarantined:
+    """A collector of how many tables are quarantined right now (read from Redis when
+    scraped, so every process reports the same)."""
+
+    def __init__(self, index: DueIndex) -> None:
+        self.index = index
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        try:
+            count = float(len(self.index.quarantined()))
+        except redis.RedisError:
+            count = float("nan")
+        yield GaugeMetricFamily(
+            "guts_quarantined_tables",
+            "Tables whose log failed verification, set aside by the deadline dispatcher",
+            value=count,
+        )
+
+
+def _quarantine_metric(index: DueIndex) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Quarantined(index))
+    return generate_latest(registry)
 
 
 def _configure_logging() -> None:
@@ -281,7 +308,9 @@ def create_app(
 
     @app.get("/metrics")
     def metrics_view() -> Response:
-        return Response(metrics.render(), content_type=CONTENT_TYPE_LATEST)
+        return Response(
+            metrics.render() + _quarantine_metric(index), content_type=CONTENT_TYPE_LATEST
+        )
 
     @app.get("/openapi.yaml")
     def spec() -> Response:

@@ -344,6 +344,8 @@ def test_a_table_that_cannot_be_loaded_is_quarantined_and_holds_up_no_other(
     assert "failed verification" in read.json()["detail"]
     health = api.get("/healthz").json()
     assert [q["table_id"] for q in health["quarantined"]] == [bad]
+    metrics = api.get("/metrics", token=None).text
+    assert "\nguts_quarantined_tables 1.0\n" in metrics
 
 
 def test_a_quarantined_table_that_loads_again_is_released(
