@@ -248,16 +248,21 @@ def create_app(
     *,
     redis_client: redis.Redis | None = None,
     request_shortcuts: bool = True,
+    redis_py_bypass: bool = True,
 ) -> Flask:
     """Build the app for `settings` (the entry point reads them from the environment).
     `request_shortcuts` (measured worth it: see `flask_request_bypass` and
-    `marshmallow_bypass`) off reads every request through Flask."""
+    `marshmallow_bypass`) off reads every request through Flask; `redis_py_bypass` off sends
+    the store's commands through redis-py's public API (see `service.eventlog.redis_py_bypass`)."""
     if redis_client is None:
         if not settings.redis_url:
             raise RuntimeError("REDIS_URL is not set (guts serve starts a Redis of its own)")
         redis_client = redis.Redis.from_url(settings.redis_url)
     store = RedisEventStore(
-        redis_client, prefix=settings.key_prefix, idempotency_ttl_s=settings.idempotency_ttl_s
+        redis_client,
+        prefix=settings.key_prefix,
+        idempotency_ttl_s=settings.idempotency_ttl_s,
+        bypass_redis_py=redis_py_bypass,
     )
     app = Flask("guts")
     app.session_interface = _NoSessions()

@@ -23,10 +23,11 @@ as ``guts:{a%7Db}:...`` (and ``""`` as ``guts:{%}:...``). There is no global key
 tables is found by scanning for meta hashes, and the index of due tables is kept apart
 (``service.eventlog.due_index``).
 
-Loads and appends, the commands every table command makes, go over one connection per
-thread (:class:`_Direct`) rather than through redis-py's pool, retry and script wrappers,
-which cost about as much CPU as the round trip itself. Other commands use the client.
-Either way a command is retried after a connection error or timeout. Appends are safe to
+Loads and appends, the commands every table command makes, go through redis-py's
+``execute_command``, or (``bypass_redis_py``, the default) over one connection per thread
+around redis-py's pool, retry and script wrappers (``redis_py_bypass``: measured worth it).
+Other commands use the client. Either way a command is retried after a connection error or
+timeout. Appends are safe to
 retry because they are conditional: a retried append that had in fact been applied
 answers with a replay (when an idempotency key was given) or a :class:`VersionConflict`.
 """
@@ -35,20 +36,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote, unquote
 
 import redis
 
-try:  # redis[hiredis] brings it; it packs a command in C
-    from hiredis import pack_command as _hiredis_pack
-except ImportError:  # pragma: no cover - redis-py's own packer then
-    _hiredis_pack = None  # type: ignore[assignment]
-
+from service.eventlog.redis_py_bypass import DirectCommands
 from service.eventlog.store import (
     AppendResult,
     CorruptLog,
@@ -91,6 +85,8 @@ class RedisEventStore:
         client: redis.Redis,
         prefix: str = "guts",
         idempotency_ttl_s: int = 86_400,
+        *,
+        bypass_redis_py: bool = True,
     ) -> None:
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("RedisEventStore needs a client with decode_responses=False")
@@ -104,7 +100,9 @@ class RedisEventStore:
         # register_script hashes locally; the script is sent once (SCRIPT LOAD) on the first
         # NOSCRIPT reply and called by EVALSHA from then on.
         self._append_script = client.register_script(_APPEND_LUA)
-        self._direct = _Direct(client)
+        # The hot commands (a load's HMGET, an append's EVALSHA) go through redis-py's
+        # public `execute_command`, or around its pool (measured worth it: see the module).
+        self._call = DirectCommands(client).call if bypass_redis_py else client.execute_command
 
     # -- keys --------------------------------------------------------------------------
 
@@ -129,7 +127,7 @@ class RedisEventStore:
         """The table's version and snapshot in one HMGET (0 and None if unknown), and, when
         the snapshot is older than the table, its tail in an XRANGE up to that version."""
         with _redis_errors():
-            version, snapshot, since = self._direct.call(
+            version, snapshot, since = self._call(
                 "HMGET", self.meta_key(table_id), "version", "snapshot", "snapshot_version"
             )
         if version is None:
@@ -169,10 +167,10 @@ class RedisEventStore:
         script = self._append_script
         try:  # (inline rather than `with _redis_errors()`: this runs on every command)
             try:
-                reply = self._direct.call("EVALSHA", script.sha, len(keys), *keys, *args)
+                reply = self._call("EVALSHA", script.sha, len(keys), *keys, *args)
             except redis.exceptions.NoScriptError:  # a restarted or flushed Redis
                 self.client.script_load(script.script)
-                reply = self._direct.call("EVALSHA", script.sha, len(keys), *keys, *args)
+                reply = self._call("EVALSHA", script.sha, len(keys), *keys, *args)
         except redis.RedisError as error:
             raise _store_error(error) from error
         status = reply[0]
@@ -255,80 +253,6 @@ class RedisEventStore:
             (0, None) if version is None else (int(version), None if due is None else float(due))
             for version, due in replies
         ]
-
-
-_forks = 0
-"""How many forks lie between the first process and this one: a connection made before the
-last fork belongs to the parent (comparing this is cheaper than asking for the pid)."""
-
-
-def _after_fork_in_child() -> None:
-    global _forks
-    _forks += 1
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-class _Direct:
-    """One connection per thread and process, for the store's hot commands, used without
-    redis-py's pool (a lock and a pid check per command), retry wrapper and script object;
-    commands are packed by hiredis directly (redis-py adds a pass over the arguments). A
-    command that fails on a broken connection is sent again on a new one (up to `attempts`
-    times), as redis-py's default retry would."""
-
-    def __init__(self, client: redis.Redis, attempts: int = 3) -> None:
-        self._pool = client.connection_pool
-        self._local = threading.local()
-        self.attempts = attempts
-
-    def _connection(self) -> Any:
-        owned = getattr(self._local, "owned", None)
-        if owned is None or owned.forks != _forks:  # first use here, or in a forked child
-            connection = self._pool.connection_class(**self._pool.connection_kwargs)
-            owned = self._local.owned = _Owned(connection)
-        return owned.connection
-
-    def call(self, *args: Any) -> Any:
-        """The reply to one command (Redis errors raise as redis-py raises them)."""
-        for attempt in range(1, self.attempts + 1):
-            connection = self._connection()
-            try:
-                connection.send_packed_command(_pack(connection, args))
-                return connection.read_response()
-            except (redis.ConnectionError, redis.TimeoutError):
-                connection.disconnect()
-                if attempt == self.attempts:
-                    raise
-        raise AssertionError("unreachable")
-
-
-def _pack(connection: Any, args: tuple[Any, ...]) -> list[bytes]:
-    """One command in Redis's protocol (arguments: bytes, str, int or float)."""
-    if _hiredis_pack is None:
-        packed: list[bytes] = connection.pack_command(*args)
-        return packed
-    try:
-        return [_hiredis_pack(args)]
-    except TypeError as error:  # as redis-py reports it
-        raise redis.DataError(str(error)) from error
-
-
-class _Owned:
-    """One thread's connection, closed as soon as the thread ends (its thread-local value,
-    this object, is then released) rather than whenever the garbage collector gets to the
-    connection's reference cycles. (redis-py's disconnect leaves a socket inherited from
-    the parent process open in the parent.)"""
-
-    __slots__ = ("connection", "forks")
-
-    def __init__(self, connection: Any) -> None:
-        self.connection = connection
-        self.forks = _forks
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.connection.disconnect()
 
 
 def _version_of(entry_id: bytes) -> int | None:

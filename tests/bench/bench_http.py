@@ -55,7 +55,7 @@ from typing import Any
 
 import requests
 
-from service.cli import Children, gunicorn_command
+from service.cli import gunicorn_command
 from service.redis_server import RedisServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -281,7 +281,7 @@ class CpuTimes:
 @contextlib.contextmanager
 def targets(workdir: Path) -> Iterator[tuple[str, str]]:
     """Redis, the service and the baseline, running; yields (service URL, baseline URL)."""
-    with RedisServer() as server, Children() as children:
+    with RedisServer() as server, _Processes() as children:
         metrics_dir = workdir / "metrics"
         metrics_dir.mkdir()
         env = {k: v for k, v in os.environ.items() if k not in ("GUNICORN_CMD_ARGS",)}
@@ -300,10 +300,37 @@ def targets(workdir: Path) -> Iterator[tuple[str, str]]:
             port = free_port()
             with open(workdir / f"{name}.log", "wb") as log:
                 command = gunicorn_command("127.0.0.1", port, WEB_WORKERS, app)
-                children.start(name, command, env, stdout=log, stderr=log)
+                children.start(command, env, log)
             urls.append(f"http://127.0.0.1:{port}")
             _wait_ready(urls[-1] + probe, "GET" if probe == "/healthz" else "POST", workdir)
         yield urls[0], urls[1]
+
+
+class _Processes:
+    """The benchmark's gunicorns, each in its own process group, stopped (SIGTERM, then
+    SIGKILL) when the block exits."""
+
+    def __init__(self) -> None:
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def start(self, argv: list[str], env: dict[str, str], log: Any) -> None:
+        self.started.append(
+            subprocess.Popen(argv, env=env, stdout=log, stderr=log, process_group=0)
+        )
+
+    def __enter__(self) -> _Processes:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for process in self.started:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.started:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
 
 
 def _wait_ready(url: str, method: str, workdir: Path) -> None:

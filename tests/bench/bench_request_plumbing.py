@@ -20,7 +20,11 @@ Variants take turns round by round, so a drift in the machine's speed favours no
   of the raw WSGI environ (what the ContextVar made current);
 - ``old-flask-sessions``: with Flask's own session interface instead of `_NoSessions`;
 - ``new``: the working tree, with the shortcuts it kept;
-- ``new-plain``: the working tree without them (``request_shortcuts=False``).
+- ``new-plain``: the working tree without them (``request_shortcuts=False``);
+- ``new-plain-store``: the working tree with its request shortcuts, but the event store's
+  commands sent through redis-py's public API (``redis_py_bypass=False``).
+
+Without ``--old``, only the working tree's variants run.
 
 A shortcut is worth keeping when removing it costs at least 3% of declare throughput.
 """
@@ -42,6 +46,7 @@ VARIANTS = (
     "old-flask-sessions",
     "new",
     "new-plain",
+    "new-plain-store",
 )
 SEATS = 17
 OPERATOR = "bench-operator"
@@ -68,8 +73,11 @@ def _child(root: str, variant: str, redis_url: str, rounds: int, hands: int) -> 
         key_prefix=f"bench-{variant}",
     )
     if variant.startswith("new"):
-        shortcuts = variant == "new"
-        app = create_app(settings, request_shortcuts=shortcuts)
+        app = create_app(
+            settings,
+            request_shortcuts=variant != "new-plain",
+            redis_py_bypass=variant != "new-plain-store",
+        )
     else:
         app = create_app(settings)
         _remove_shortcut(app, variant)
@@ -165,14 +173,15 @@ def _remove_shortcut(app: Any, variant: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--old", required=True, help="a checkout of the code with the shortcuts")
+    parser.add_argument("--old", help="a checkout of the code with the shortcuts")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--hands", type=int, default=30, help="hands per round and variant")
     args = parser.parse_args()
     from service.redis_server import RedisServer
 
     here = str(Path.cwd())
-    results: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+    variants = VARIANTS if args.old else tuple(v for v in VARIANTS if v.startswith("new"))
+    results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     with RedisServer() as server:
         children = {
             variant: subprocess.Popen(
@@ -183,10 +192,10 @@ def main() -> None:
                 stderr=subprocess.DEVNULL,  # the access log
                 text=True,
             )
-            for variant in VARIANTS
+            for variant in variants
         }
         for round_number in range(args.rounds + 1):
-            order = VARIANTS if round_number % 2 == 0 else tuple(reversed(VARIANTS))
+            order = variants if round_number % 2 == 0 else tuple(reversed(variants))
             for variant in order:  # one at a time: the others wait for their go
                 child = children[variant]
                 assert child.stdin is not None and child.stdout is not None
@@ -202,9 +211,11 @@ def main() -> None:
 
 
 def _report(results: dict[str, list[dict[str, Any]]]) -> None:
-    base_cpu = statistics.median(r["declares"] / r["cpu"] for r in results["old"])
-    base_wall = statistics.median(r["declares"] / r["wall"] for r in results["old"])
-    print(f"{'variant':<20} {'declares/CPU-s':>15} {'vs old':>8} {'declares/s':>11} {'vs old':>8}")
+    base = "old" if "old" in results else "new"
+    base_cpu = statistics.median(r["declares"] / r["cpu"] for r in results[base])
+    base_wall = statistics.median(r["declares"] / r["wall"] for r in results[base])
+    vs = f"vs {base}"
+    print(f"{'variant':<20} {'declares/CPU-s':>15} {vs:>8} {'declares/s':>11} {vs:>8}")
     for variant, rounds in results.items():
         cpu = statistics.median(r["declares"] / r["cpu"] for r in rounds)
         wall = statistics.median(r["declares"] / r["wall"] for r in rounds)

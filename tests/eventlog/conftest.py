@@ -9,9 +9,11 @@ from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import EventStore
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "redis-plain"])
 def store(request: pytest.FixtureRequest) -> EventStore:
-    """An empty event store of each kind (Redis: the session's server, flushed)."""
+    """An empty event store of each kind (Redis: the session's server, flushed; "redis-plain"
+    without the shortcut around redis-py, service/eventlog/redis_py_bypass.py)."""
     if request.param == "memory":
         return InMemoryEventStore()
-    return RedisEventStore(request.getfixturevalue("redis_client"), prefix="test")
+    client = request.getfixturevalue("redis_client")
+    return RedisEventStore(client, prefix="test", bypass_redis_py=request.param == "redis")

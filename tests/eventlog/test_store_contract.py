@@ -17,7 +17,7 @@ from redis.backoff import NoBackoff
 from redis.connection import AbstractConnection
 from redis.retry import Retry
 
-from service.eventlog import redis_store
+from service.eventlog import redis_py_bypass
 from service.eventlog.memory import InMemoryEventStore
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import (
@@ -378,9 +378,11 @@ class CommandCounter:
 class TestRedisEventStore:
     """What only the Redis store does: key layout, stream ids, round trips."""
 
-    @pytest.fixture
-    def store(self, redis_client: redis.Redis) -> RedisEventStore:
-        return RedisEventStore(redis_client, prefix="test")
+    @pytest.fixture(params=["bypass", "plain"])
+    def store(self, redis_client: redis.Redis, request: pytest.FixtureRequest) -> RedisEventStore:
+        """With and without the shortcut around redis-py (service/eventlog/redis_py_bypass.py)."""
+        bypass = request.param == "bypass"
+        return RedisEventStore(redis_client, prefix="test", bypass_redis_py=bypass)
 
     def test_is_an_event_store(self, store: RedisEventStore) -> None:
         assert isinstance(store, EventStore)
@@ -479,14 +481,21 @@ class TestRedisEventStore:
         RedisEventStore(redis_client, prefix="test:other").append("t2", 0, events("a"), b"s")
         assert store.table_ids() == ["t1"]
 
+    @pytest.mark.parametrize("bypass", [True, False])
     def test_a_killed_connection_is_replaced_without_losing_the_command(
-        self, store: RedisEventStore, redis_client: redis.Redis
+        self, redis_client: redis.Redis, bypass: bool
     ) -> None:
-        store.append("t1", 0, events("a"), b"s")
-        killed = redis_client.client_kill_filter(_type="normal", skipme=True)
-        assert killed >= 1  # the store's own connection was among them
-        assert store.append("t1", 1, events("b"), b"s2").version == 2
-        assert store.load("t1") == Loaded(2, b"s2")
+        where = redis_client.get_connection_kwargs()
+        own = redis.Redis(host=where["host"], port=where["port"])  # connections of its own
+        try:
+            store = RedisEventStore(own, prefix="test", bypass_redis_py=bypass)
+            store.append("t1", 0, events("a"), b"s")
+            killed = redis_client.client_kill_filter(_type="normal", skipme=True)
+            assert killed >= 1  # the store's own connection was among them
+            assert store.append("t1", 1, events("b"), b"s2").version == 2
+            assert store.load("t1") == Loaded(2, b"s2")
+        finally:
+            own.close()
 
     def test_a_forked_child_uses_a_connection_of_its_own(
         self, store: RedisEventStore, redis_client: redis.Redis
@@ -541,7 +550,7 @@ class TestRedisEventStore:
     def test_commands_are_packed_by_redis_py_without_hiredis(
         self, store: RedisEventStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(redis_store, "_hiredis_pack", None)
+        monkeypatch.setattr(redis_py_bypass, "_hiredis_pack", None)
         assert store.append("t1", 0, events("a", "b"), b"s").version == 2
         assert store.load("t1") == Loaded(2, b"s")
 
