@@ -14,7 +14,7 @@
 ``guts dispatch``
     A deadline dispatcher alone (``workers.dispatcher``), against ``REDIS_URL``.
 
-Each subcommand is one :class:`Command` in ``COMMANDS``: a function that adds its
+Each subcommand is one :class:`Subcommand` in ``SUBCOMMANDS``: a function that adds its
 arguments and one that runs it. Add a new one (``guts verify``, ...) by appending there.
 """
 
@@ -50,7 +50,7 @@ WORKER_BACKOFF = Backoff(first_s=0.5, cap_s=10.0, stable_s=30.0)
 
 
 @dataclass(frozen=True)
-class Command:
+class Subcommand:
     """One ``guts`` subcommand: its name, help, arguments and what it runs."""
 
     name: str
@@ -131,23 +131,23 @@ def _run_verify(args: argparse.Namespace, settings: Settings) -> int:
     return verify_main(list(args.args))
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("serve", "run the API, a worker and (without REDIS_URL) Redis", _configure_serve,
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand("serve", "run the API, a worker and (without REDIS_URL) Redis", _configure_serve,
             _run_serve),
-    Command("worker", "run the RQ worker alone (needs REDIS_URL)", _configure_worker,
+    Subcommand("worker", "run the RQ worker alone (needs REDIS_URL)", _configure_worker,
             _run_worker),
-    Command("dispatch", "run a deadline dispatcher alone (needs REDIS_URL)",
+    Subcommand("dispatch", "run a deadline dispatcher alone (needs REDIS_URL)",
             lambda parser, settings: None, _run_dispatch),
-    Command("verify", "check a hand history's deal against its revealed seed (stdlib only)",
+    Subcommand("verify", "check a hand history's deal against its revealed seed (stdlib only)",
             _configure_verify, _run_verify),
 )  # fmt: skip
 
 
 def build_parser(settings: Settings) -> argparse.ArgumentParser:
-    """The argument parser, with one subparser per entry of ``COMMANDS``."""
+    """The argument parser, with one subparser per entry of ``SUBCOMMANDS``."""
     parser = argparse.ArgumentParser(prog="guts", description="The Guts card game service.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
+    for command in SUBCOMMANDS:
         sub = subparsers.add_parser(
             command.name,
             help=command.help,

@@ -4,7 +4,7 @@ trip (the conditional append) instead of a load and an append.
 Two layers, both only ever a hint: every append is conditional on the version the command was
 decided on, so a stale or missing entry costs a retry, never a wrong decision.
 
-- `SnapshotCache`, per process: the last version and *decoded* state seen per table (an LRU).
+- `StateCache`, per process: the last version and *decoded* state seen per table (an LRU).
   A command takes the entry out, decides and applies its events on that state itself, and puts
   it back once they are stored: no decoding and no copy. A command that fails leaves nothing
   behind (its table's next command reads the snapshot).
@@ -44,7 +44,7 @@ from service.rules.state import TableState
 class Known:
     """A table's version and snapshot as this process last saw them, and `state`, the snapshot
     decoded, when this process has it. A command takes its table's entry out of the cache
-    (`SnapshotCache.take`) and works on that state itself, so no copy is made; only the state
+    (`StateCache.take`) and works on that state itself, so no copy is made; only the state
     of a command that was stored goes back in."""
 
     version: int
@@ -178,7 +178,7 @@ def inherited() -> SharedTails | None:
     return _shared
 
 
-class SnapshotCache:
+class StateCache:
     """The last `Known` state per table in this process (least recently used out), brought
     up to date, when given `shared`, with the events other processes stored since."""
 

@@ -43,7 +43,7 @@ from service.rules.clock import next_due
 from service.rules.errors import GutsError
 from service.rules.events import Event
 from service.rules.state import TableState, evolve
-from service.snapshots import Known, SnapshotCache
+from service.snapshots import Known, StateCache
 
 Decide = Callable[[TableState, datetime], list[Event]]
 Respond = Callable[[TableState, list[Event]], tuple[int, Any]]
@@ -98,7 +98,7 @@ class Tables:
     now: Callable[[], datetime] = utc_now
     new_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32)
     max_attempts: int = 50
-    cache: SnapshotCache = field(default_factory=SnapshotCache)
+    cache: StateCache = field(default_factory=StateCache)
     snapshot_every: int = 16
     """The store gets a new snapshot each time the version passes a multiple of this (and
     with the table's first events); a load applies the events since (fewer than this, plus a

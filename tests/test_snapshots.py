@@ -11,7 +11,7 @@ from service.eventlog.memory import InMemoryEventStore
 from service.eventlog.store import Loaded, VersionConflict
 from service.rules import commands
 from service.rules.ruleset import resolve_ruleset
-from service.snapshots import Known, SharedTails, SnapshotCache
+from service.snapshots import Known, SharedTails, StateCache
 from service.tables import Tables
 
 KEY = SharedTails.key("ns", "t1")
@@ -130,7 +130,7 @@ def _two_processes(shared: SharedTails | None) -> tuple[CountingStore, Tables, T
     """Two `Tables` on one store, as two workers would be (each its own local cache)."""
     store = CountingStore()
     first, second = (
-        Tables(store, cache=SnapshotCache(shared=shared, namespace="ns")) for _ in range(2)
+        Tables(store, cache=StateCache(shared=shared, namespace="ns")) for _ in range(2)
     )
     rules = resolve_ruleset("three-card")
     first.execute("t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True)

@@ -28,7 +28,7 @@ from service.application import TableService
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
-from service.snapshots import SnapshotCache, inherited
+from service.snapshots import StateCache, inherited
 from service.tables import Tables
 
 from . import errors
@@ -274,7 +274,7 @@ def create_app(
     where = redis_client.get_connection_kwargs()
     namespace = "|".join(str(where.get(k)) for k in ("host", "port", "path", "db"))
     namespace += f"|{settings.key_prefix}"
-    cache = SnapshotCache(shared=inherited(), namespace=namespace)
+    cache = StateCache(shared=inherited(), namespace=namespace)
     index = DueIndex(redis_client, prefix=settings.key_prefix)
     tables = Tables(store, cache=cache, index=index)
     usecases = TableService(
