@@ -37,6 +37,8 @@ from service.tables import Tables
 
 log = logging.getLogger("guts.dispatcher")
 _GONE = 1 << 62
+"""The version a record of a table that does not exist carries (later than any it had)."""
+_GONE = 1 << 62
 """The version an index record of a table that does not exist carries (later than any)."""
 
 
@@ -83,13 +85,18 @@ class Dispatcher:
         claimed = self.index.claim(now, self.times.lease_s, self.times.batch)
         if not claimed:
             return 0
+        corrections: list[tuple[str, int, float | None]] = []
+        due_now = []
         for table_id, (version, due) in zip(claimed, self.tables.store.dues(claimed), strict=True):
-            if version and due is not None and due > now:  # early or stale: not due yet
-                self.index.record(table_id, version, due)
-            elif version == 0:  # no such table (any more)
-                self.index.record(table_id, 1 << 62, None)
-            else:  # due (or written before dues were stored): ask the rules
-                self._act(table_id)
+            if version == 0:  # no such table (any more)
+                corrections.append((table_id, _GONE, None))
+            elif due is None or due > now:  # stale or early: index the stored due instead
+                corrections.append((table_id, version, due))
+            else:
+                due_now.append(table_id)
+        self.index.record_many(corrections)  # one round trip for the whole batch
+        for table_id in due_now:
+            self._act(table_id)
         return len(claimed)
 
     def _act(self, table_id: str) -> None:
