@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import random
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import StoreUnavailable
+from service.logs import configure_logging
 from service.tables import Tables
 
 log = logging.getLogger("guts.dispatcher")
@@ -174,7 +174,7 @@ def run_dispatcher(settings: Settings) -> int:
     if not settings.redis_url:
         log.error("REDIS_URL is not set: the dispatcher needs the Redis that the API uses")
         return 1
-    _configure_logging()
+    configure_logging()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -185,12 +185,3 @@ def run_dispatcher(settings: Settings) -> int:
     finally:
         client.close()
     return 0
-
-
-def _configure_logging() -> None:
-    logger = logging.getLogger("guts")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import secrets
 import sys
@@ -28,6 +27,7 @@ from service.application import TableService
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
+from service.logs import configure_logging
 from service.snapshots import StateCache, inherited
 from service.tables import Tables
 
@@ -142,16 +142,6 @@ def _quarantine_metric(index: DueIndex) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Quarantined(index))
     return generate_latest(registry)
-
-
-def _configure_logging() -> None:
-    service = logging.getLogger("guts")
-    if not service.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        service.addHandler(handler)
-        service.setLevel(logging.INFO)
-        service.propagate = False
 
 
 def access_line(record: dict[str, Any]) -> None:
@@ -284,7 +274,7 @@ def create_app(
     app.extensions["guts"] = services
     metrics = _Metrics()
     app.extensions["guts_metrics"] = metrics
-    _configure_logging()
+    configure_logging()
     errors.install(app)
     app.register_blueprint(v1)
 

@@ -30,10 +30,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 import redis
 
-from service.eventlog.codec import chain_hash
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.redis_server import RedisServer
@@ -41,6 +39,7 @@ from service.rules import commands
 from service.rules.ruleset import resolve_ruleset
 from service.rules.times import parse_iso
 from service.tables import Tables
+from tests.tampering import unloadable
 
 HANDS = 60
 SPACING_S = 0.05
@@ -126,18 +125,6 @@ class Bench:
             process.wait(20)
 
 
-def _corrupt(client: redis.Redis, table_id: str) -> None:
-    key = f"guts:{{{table_id}}}:events"
-    records = [orjson.loads(f[b"data"]) for _, f in client.xrange(key)]
-    records[-1]["type"] = "hand_exploded"
-    head = "0" * 64
-    for record in records:
-        head = record["hash"] = chain_hash(head, record)
-    client.delete(key)
-    for version, record in enumerate(records, start=1):
-        client.xadd(key, {"data": orjson.dumps(record)}, id=f"{version}-0")
-
-
 def _report(name: str, goal_ms: float, lateness: list[float]) -> bool:
     ms = sorted(lateness)
     q = statistics.quantiles(ms, n=100, method="inclusive")
@@ -175,7 +162,7 @@ def main() -> None:
 
             bad = bench.table()
             bench.deal(bad)
-            _corrupt(bench.client, bad)
+            unloadable(bench.client, bad)
 
             def poison(first: float) -> None:
                 bench.client.zadd(bench.index.index_key, {bad: first - 0.001})

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from service.eventlog.codec import chain_hash
 from tests.apiclient import AUDITOR, Api
+from tests.tampering import rewrite_log
 
 
 def _played_table(api: Api) -> str:
@@ -46,17 +46,7 @@ def _audit(api: Api, run_jobs: Callable[[], None], table: str) -> dict[str, Any]
 
 def _rewrite(client, table: str, change: Callable[[list[dict]], list[dict]], rechain: bool):
     """Rewrite the table's stream as someone with Redis access could: read, change, re-add."""
-    key = f"guts:{{{table}}}:events"
-    entries = client.xrange(key)
-    records = [orjson.loads(fields[b"data"]) for _, fields in entries]
-    records = change(records)
-    if rechain:
-        head = "0" * 64
-        for record in records:
-            head = record["hash"] = chain_hash(head, record)
-    client.delete(key)
-    for version, record in enumerate(records, start=1):
-        client.xadd(key, {"data": orjson.dumps(record)}, id=f"{version}-0")
+    rewrite_log(client, table, change, rechain)
 
 
 def _find(records: list[dict], event_type: str, nth: int = 0) -> int:

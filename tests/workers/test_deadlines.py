@@ -13,17 +13,16 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-import orjson
 import pytest
 
 from service.application import TableService
 from service.config import Settings
-from service.eventlog.codec import chain_hash
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.rules.times import parse_iso
 from service.tables import Tables
 from tests.apiclient import Api
+from tests.tampering import unloadable
 from workers.dispatcher import Dispatcher, DispatchTimes
 
 
@@ -305,27 +304,12 @@ def test_a_hand_resolved_by_the_dispatcher_gets_its_cover_grace_too(
     assert dispatcher.index.due_at(table) is not None  # the grace's end
 
 
-def _corrupt(redis_client, table: str) -> None:
-    """Edit the table's last event as someone with Redis access could, chain recomputed, so
-    that its log no longer loads (the event is of no type the rules know)."""
-    key = f"guts:{{{table}}}:events"
-    entries = redis_client.xrange(key)
-    records = [orjson.loads(fields[b"data"]) for _, fields in entries]
-    records[-1]["type"] = "hand_exploded"
-    head = "0" * 64
-    for record in records:
-        head = record["hash"] = chain_hash(head, record)
-    redis_client.delete(key)
-    for version, record in enumerate(records, start=1):
-        redis_client.xadd(key, {"data": orjson.dumps(record)}, id=f"{version}-0")
-
-
 def test_a_table_that_cannot_be_loaded_is_quarantined_and_holds_up_no_other(
     api: Api, redis_client, dispatcher: Dispatcher, clock: Clock
 ):
     bad, bad_tokens, bad_dealt = _deal(api, timeout_s=5)
     api.post(f"/v1/tables/{bad}/declare", {"decision": "in"}, token=bad_tokens[0])
-    _corrupt(redis_client, bad)
+    unloadable(redis_client, bad)
     healthy = [_deal(api, timeout_s=5) for _ in range(3)]
     redis_client.zadd(dispatcher.index.index_key, {bad: 1.0})  # first in line
     clock.past(max(d["deadline"] for _, _, d in healthy))

@@ -1,0 +1,44 @@
+"""Rewriting a table's stored log as someone with Redis access could (for audits, quarantine
+and benchmarks of a corrupt table)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from service.eventlog.codec import chain_hash
+
+Records = list[dict[str, Any]]
+
+
+def rewrite_log(
+    client: Any,
+    table: str,
+    change: Callable[[Records], Records],
+    rechain: bool,
+    prefix: str = "guts",
+) -> None:
+    """Read the table's stream, `change` its records, write them back (with the hash chain
+    recomputed from the start when `rechain`)."""
+    key = f"{prefix}:{{{table}}}:events"
+    records = change([orjson.loads(fields[b"data"]) for _, fields in client.xrange(key)])
+    if rechain:
+        head = "0" * 64
+        for record in records:
+            head = record["hash"] = chain_hash(head, record)
+    client.delete(key)
+    for version, record in enumerate(records, start=1):
+        client.xadd(key, {"data": orjson.dumps(record)}, id=f"{version}-0")
+
+
+def unloadable(client: Any, table: str) -> None:
+    """Make the table's log fail to load: its last event becomes one of no type the rules
+    know, with the chain recomputed so that only decoding it finds out."""
+
+    def change(records: Records) -> Records:
+        records[-1]["type"] = "hand_exploded"
+        return records
+
+    rewrite_log(client, table, change, rechain=True)
