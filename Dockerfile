@@ -1,4 +1,5 @@
-# The guts service: `guts serve` (gunicorn API + one RQ worker with the scheduler).
+# The guts service: `guts serve` (gunicorn API, a deadline dispatcher and an RQ worker for
+# audits, each restarted if it dies).
 #
 #   docker build -t guts .
 #   docker run --init -p 8000:8000 -e REDIS_URL=redis://redis:6379/0 \

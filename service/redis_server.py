@@ -191,6 +191,17 @@ class RedisServer:
             raise
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def restart(self) -> Self:
+        """Start the server again on the same port and data directory (after it died: a
+        process still running is stopped first). Returns self."""
+        port, directory = self.port, self.data_dir
+        owned = self._requested_dir is None
+        if owned:  # keep a temporary directory's data for the new process: it is the point
+            raise RedisServerError("only a server with a given data_dir can be restarted")
+        self.stop()
+        self._requested_port, self._requested_dir = port, directory
+        return self.start()
+
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after ``stop_timeout_s``) and clean up.
 

@@ -186,10 +186,13 @@ class Supervisor:
             stop.wait(self.poll_s)
         return False
 
-    def run(self, stop: StopSignal) -> None:
-        """Keep the children running until `stop` has caught a signal."""
+    def run(self, stop: StopSignal, also: Callable[[], None] | None = None) -> None:
+        """Keep the children running until `stop` has caught a signal (calling `also` at
+        each look, for what is kept running another way)."""
         while stop.signum is None:
             self.tick()
+            if also is not None:
+                also()
             stop.wait(self.poll_s)
 
     def tick(self) -> None:

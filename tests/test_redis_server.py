@@ -157,3 +157,23 @@ def test_a_server_left_running_is_stopped_at_interpreter_exit() -> None:
     pid, data_dir = child.stdout.split()
     assert not process_exists(int(pid))
     assert not Path(data_dir).exists()
+
+
+def test_a_killed_server_restarts_on_its_port_with_its_data(tmp_path: Path) -> None:
+    with RedisServer(data_dir=tmp_path, appendonly=True, appendfsync="always") as server:
+        port = server.port
+        client = redis.Redis(port=port)
+        try:
+            client.set("kept", "yes")
+            assert server.pid is not None
+            os.kill(server.pid, 9)
+            server.restart()
+            assert server.port == port and server.running
+            assert client.get("kept") == b"yes"  # redis-py reconnects by itself
+        finally:
+            client.close()
+
+
+def test_a_server_in_a_temporary_directory_is_not_restarted() -> None:
+    with RedisServer() as server, pytest.raises(RedisServerError, match="data_dir"):
+        server.restart()
