@@ -435,3 +435,32 @@ def test_serve_stopped_just_after_a_restart_still_exits_0(
     replaced = lambda: _child_pids(served.process.pid, "worker") not in ([], [killed])  # noqa: E731
     assert _eventually(replaced, BACK_WITHIN_S), served.output()
     assert served.terminate() == 0, served.output()  # however far the new worker had got
+
+
+def test_serve_started_before_its_redis_answers_503_then_works_once_redis_is_up(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    """The API's workers boot without Redis (the token secret is read when first needed):
+    /healthz says 503 until Redis is there, then everything works, nothing restarted by hand."""
+    from service.redis_server import RedisServer
+
+    port = free_port()
+    served = Served(tmp_path / "data", tmp_path, _env(REDIS_URL=f"redis://127.0.0.1:{port}/0"))
+    serve.append(served)
+    degraded = lambda: _status(served.base + "/healthz") == 503  # noqa: E731
+    assert _eventually(degraded, START_TIMEOUT_S), served.output()
+    with RedisServer(port=port, data_dir=tmp_path / "redis"):
+        assert served.wait_healthy()["redis"] is True
+        created = served.call("POST", "/v1/tables", {"preset": "three-card"})
+        assert created.status_code == 201, created.text
+        table = created.json()["table_id"]
+        seated = served.call("POST", f"/v1/tables/{table}/players", {"player_id": "a", "buy_in": 9})
+        assert seated.status_code == 201 and seated.json()["token"]
+        assert served.terminate() == 0, served.output()
+
+
+def _status(url: str) -> int | None:
+    try:
+        return requests.get(url, timeout=2).status_code
+    except requests.RequestException:
+        return None

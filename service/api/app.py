@@ -6,7 +6,7 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from service.application import TableService
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
+from service.eventlog.store import StoreUnavailable
 from service.logs import configure_logging
 from service.snapshots import StateCache, inherited
 from service.tables import Tables
@@ -50,15 +51,23 @@ def _spec_path() -> Path:
 SPEC_PATH = _spec_path()
 
 
-def _token_secret(settings: Settings, client: redis.Redis) -> bytes:
-    """GUTS_TOKEN_SECRET, or one kept in Redis so every worker and restart shares it."""
+def _token_secret(settings: Settings, client: redis.Redis) -> bytes | Callable[[], bytes]:
+    """GUTS_TOKEN_SECRET, or one kept in Redis so every worker and restart shares it (read
+    when first needed: a worker starts while Redis is away, and says 503 until it is back)."""
     if settings.token_secret:
         return settings.token_secret.encode()
     key = f"{settings.key_prefix}:token-secret"
-    client.set(key, secrets.token_hex(32), nx=True)
-    value = client.get(key)
-    assert value is not None
-    return value if isinstance(value, bytes) else str(value).encode()
+
+    def shared() -> bytes:
+        try:
+            client.set(key, secrets.token_hex(32), nx=True)
+            value = client.get(key)
+        except redis.RedisError as error:
+            raise StoreUnavailable(f"Redis is unreachable: {error}") from error
+        assert value is not None
+        return value if isinstance(value, bytes) else str(value).encode()
+
+    return shared
 
 
 class _Metrics:

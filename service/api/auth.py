@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+from collections.abc import Callable
 
 from service.application.access import Caller
 from service.rules.views import AUDITOR, OPERATOR, PLAYER
@@ -34,12 +35,17 @@ class Authenticator:
     """Checks bearer credentials against the configured keys and the token secret."""
 
     def __init__(
-        self, operator_keys: tuple[str, ...], auditor_keys: tuple[str, ...], secret: bytes
+        self,
+        operator_keys: tuple[str, ...],
+        auditor_keys: tuple[str, ...],
+        secret: bytes | Callable[[], bytes],
     ):
+        """`secret` signs the player tokens: the bytes, or where to get them when first needed
+        (so that a process starts while the store that keeps the secret is away)."""
         self._operators = [k.encode() for k in operator_keys]
         self._auditors = [k.encode() for k in auditor_keys]
-        # Keyed once; each token's MAC starts from a copy (no key setup, no digest lookup).
-        self._keyed = hmac.new(secret, digestmod=hashlib.sha256)
+        self._secret = secret
+        self._keyed: hmac.HMAC | None = None
 
     def issue(self, table_id: str, seat: int, joined: int) -> str:
         """The token for the player who sat at `seat` at table version `joined`."""
@@ -47,6 +53,10 @@ class Authenticator:
         return f"{_b64(claim)}.{_b64(self._mac(claim))}"
 
     def _mac(self, claim: bytes) -> bytes:
+        if self._keyed is None:
+            secret = self._secret if isinstance(self._secret, bytes) else self._secret()
+            # Keyed once; each token's MAC starts from a copy (no key setup, no digest lookup).
+            self._keyed = hmac.new(secret, digestmod=hashlib.sha256)
         mac = self._keyed.copy()
         mac.update(claim)
         return mac.digest()
