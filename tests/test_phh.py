@@ -188,7 +188,7 @@ def test_pokerkit_reads_the_fields(api: Api):
 
 
 def test_passes_draws_and_hi_lo(api: Api):
-    rules = {"pass_the_trash": True, "draw": 1, "hi_lo": True}
+    rules = {"pass_the_trash": True, "draw": 1, "hi_lo": True, "ante": 2}
     table, tokens = api.rules_table(3, **rules)
     order = api.post(f"/v1/tables/{table}/deal", {}).json()["order"]
     for seat in order:

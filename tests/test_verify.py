@@ -269,7 +269,7 @@ def _play_moving(api: Api, table: str, tokens: list[str], rules: dict[str, Any])
         # 9 x 5 cards leave 7: the fourth drawer's draw reshuffles the earlier discards.
         (9, {"draw": 2, "cards": 5, "seats": 9}, "drawn by seat 0"),
         (4, {"pass_the_trash": True, "draw": 1, "kitty": True}, "drawn by seat 3"),
-        (3, {"pass_the_trash": True, "draw": 1, "hi_lo": True}, "passed by seat 2"),
+        (3, {"pass_the_trash": True, "draw": 1, "hi_lo": True, "ante": 2}, "passed by seat 2"),
     ],
 )
 def test_passes_community_cards_and_draws_verify(api: Api, players, rules, named):

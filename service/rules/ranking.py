@@ -280,7 +280,14 @@ def _bad_codes(cards: object, n_cards: int) -> NoReturn:
     raise InvalidCard(f"not a hand of {n_cards} encoded cards: {cards!r}")
 
 
+def _resolved(n_cards: int, straights_and_flushes: bool | None) -> bool:
+    """`straights_and_flushes` as given, or what `n_cards` implies when not given (none for
+    two cards, always for five, ranked by default for three)."""
+    return n_cards != 2 if straights_and_flushes is None else straights_and_flushes
+
+
 def _check_options(n_cards: int, straights_and_flushes: bool) -> None:
+    """Refuse an impossible combination (`straights_and_flushes` already resolved)."""
     if n_cards not in CATEGORIES:
         raise ValueError(f"n_cards must be 2, 3 or 5, not {n_cards!r}")
     if n_cards == 2 and straights_and_flushes:
@@ -293,7 +300,7 @@ def _check_options(n_cards: int, straights_and_flushes: bool) -> None:
 def make_int_evaluator(
     n_cards: int,
     *,
-    straights_and_flushes: bool = True,
+    straights_and_flushes: bool | None = None,
     ace_low_straight: bool = True,
     suit_tiebreak: bool = False,
 ) -> IntEvaluator:
@@ -303,6 +310,7 @@ def make_int_evaluator(
     function assumes distinct cards from ``encode`` and gives an unspecified result (possibly
     ``-1``) for anything else; a wrong number of cards raises ``InvalidCard``.
     """
+    straights_and_flushes = _resolved(n_cards, straights_and_flushes)
     _check_options(n_cards, straights_and_flushes)
     # Options that cannot change the result share one table.
     ace_low = ace_low_straight and straights_and_flushes
@@ -379,7 +387,7 @@ def make_int_evaluator(
 def make_evaluator(
     n_cards: int,
     *,
-    straights_and_flushes: bool = True,
+    straights_and_flushes: bool | None = None,
     ace_low_straight: bool = True,
     suit_tiebreak: bool = False,
 ) -> Evaluator:
@@ -397,6 +405,7 @@ def make_evaluator(
     table lookup happens to fail. Check untrusted input with ``parse_cards`` first.
     Evaluators are cached: the same options return the same function.
     """
+    straights_and_flushes = _resolved(n_cards, straights_and_flushes)
     _check_options(n_cards, straights_and_flushes)
     ace_low = ace_low_straight and straights_and_flushes
     enc = _ENCODED

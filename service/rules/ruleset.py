@@ -289,6 +289,12 @@ def _validate_variants(rules: Ruleset) -> None:
     for first, second, why in _CONFLICTS:
         if getattr(rules, first) and getattr(rules, second):
             raise InvalidRules(f"{first} cannot be combined with {second}: {why}", field=first)
+    if rules.hi_lo and rules.ante < 2:
+        raise InvalidRules(
+            "ante: hi_lo needs an ante of at least 2 (each ante is split between the high and "
+            "the low pot, the odd chip high, so an ante of 1 would never feed the low pot)",
+            field="ante",
+        )
     if rules.hi_lo and rules.cap_mode == "reserve":
         raise InvalidRules(
             "hi_lo cannot be combined with cap_mode reserve: one reserve cannot refill two pots",

@@ -57,6 +57,7 @@ def rulesets(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
         and o["wimp_penalty"] == 0
         and o["cap_mode"] != "reserve"
         and not o["dealer_auto_in"]
+        and o["ante"] >= 2
         and draw(st.booleans())
     )
     return preset, o

@@ -98,7 +98,7 @@ def distinct(n: int, evaluate: Callable[[Sequence[int]], int]) -> int:
 
 def test_two_card_hands_cannot_have_straights_and_flushes() -> None:
     with pytest.raises(ValueError):
-        make_evaluator(2)
+        make_evaluator(2, straights_and_flushes=True)
     with pytest.raises(ValueError):
         make_int_evaluator(2, straights_and_flushes=True)
 
@@ -562,3 +562,11 @@ def test_encode_validates_cards() -> None:
     with pytest.raises(InvalidCard):
         encode(["as"])
     assert len(set(encode(FULL_DECK))) == 52
+
+
+def test_a_two_card_evaluator_needs_no_options():
+    best = make_evaluator(2)
+    assert best(["As", "Ad"]) > best(["As", "Kd"]) > best(["Qs", "Jd"])
+    assert best(["Ks", "Kd"]) == make_evaluator(2, straights_and_flushes=False)(["Ks", "Kd"])
+    with pytest.raises(ValueError, match="two-card"):
+        make_evaluator(2, straights_and_flushes=True)

@@ -75,3 +75,10 @@ def test_seat_limit_follows_the_deck():
     assert resolve_ruleset("two-card", {"seats": 26}).seats == 26
     assert resolve_ruleset("three-card", {"seats": 17}).seats == 17
     assert resolve_ruleset("kitty", {"seats": 9}).seats == 9
+
+
+def test_hi_lo_needs_an_ante_of_at_least_two():
+    with pytest.raises(InvalidRules, match="at least 2") as refused:
+        resolve_ruleset("three-card", {"hi_lo": True, "ante": 1})
+    assert refused.value.field == "ante"
+    assert resolve_ruleset("three-card", {"hi_lo": True, "ante": 2}).hi_lo

@@ -75,7 +75,7 @@ def test_hi_lo_game_goes_on_while_one_pot_is_left():
 
 
 def test_hi_lo_decisions_are_checked():
-    t = Table(players=3, hi_lo=True)
+    t = Table(players=3, hi_lo=True, ante=2)
     t.deal()
     with pytest.raises(InvalidCommand, match="high, low, both"):
         commands.declare(t.state, 1, "in", t.now)
