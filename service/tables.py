@@ -153,7 +153,7 @@ class Tables:
             current = known if known is not None else Known.loaded(self.store.load(table_id))
             known = None
             if create and current.version:
-                raise TableExists(f"table {table_id!r} already exists")
+                return self._created_before(table_id, idempotency_key, request_hash)
             if not create and (current.version == 0 or not current.readable):
                 raise TableNotFound(f"no table {table_id!r}")
             state, head = _readable(table_id, current.working_state)
@@ -190,7 +190,7 @@ class Tables:
                         f"the table moved on to version {conflict.actual}"
                     ) from conflict
                 if create:
-                    raise TableExists(f"table {table_id!r} already exists") from conflict
+                    return self._created_before(table_id, idempotency_key, request_hash)
                 if conflict.current is not None:
                     known = Known.loaded(conflict.current)
                     self.cache.put(table_id, known)
@@ -224,6 +224,17 @@ class Tables:
         if self.index is not None:
             ((version, due),) = self.store.dues([table_id])
             self.index.record(table_id, version, due)
+
+    def _created_before(
+        self, table_id: str, idempotency_key: str | None, request_hash: str
+    ) -> Result:
+        """The table exists: the replay of its creation when this is that request again (a
+        retry that raced the first one past the first look-up), else TableExists."""
+        if idempotency_key is not None:
+            seen = self.store.find_idempotent(table_id, idempotency_key)
+            if seen is not None:
+                return self._replay(seen, request_hash)
+        raise TableExists(f"table {table_id!r} already exists")
 
     @staticmethod
     def _replay(seen: Idempotency, request_hash: str) -> Result:

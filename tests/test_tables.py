@@ -115,3 +115,41 @@ def test_snapshots_are_stored_every_few_versions_and_loads_apply_the_events_sinc
     other = Tables(store)
     dealt = other.execute("t", lambda s, n: commands.deal(s, b"x" * 32, n), _ok)
     assert dealt.state.version == 11 and dealt.state.seats[0].stack == 25 - 1  # minus the ante
+
+
+class LateRecords(InMemoryEventStore):
+    """A store whose first look-up of an idempotency record misses it, as a request that
+    raced another one with the same key sees it before the other's append lands."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.missed = 0
+
+    def find_idempotent(self, table_id, key):
+        if self.missed == 0:
+            self.missed += 1
+            return None
+        return super().find_idempotent(table_id, key)
+
+
+def test_a_create_racing_its_own_retry_is_answered_with_the_replay_not_a_conflict():
+    store = LateRecords()
+    tables = Tables(store)
+    rules = resolve_ruleset("three-card")
+
+    def create():
+        return tables.execute(
+            "t",
+            lambda s, n: commands.create_table("t", rules, n),
+            _ok,
+            create=True,
+            idempotency_key="k",
+            request_hash="h",
+        )
+
+    store.missed = 1  # the first request sees the store as it is
+    first = create()
+    store.missed = 0  # the retry looks before the first's append is visible to it
+    again = create()
+    assert (again.status, again.body, again.replayed) == (first.status, first.body, True)
+    assert store.load("t").version == 1

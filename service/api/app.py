@@ -308,7 +308,10 @@ def create_app(
             "redis": redis_ok,
             "quarantined": quarantined,
         }
-        return Response(dumps(body), status=200 if redis_ok else 503, mimetype="application/json")
+        response = Response(dumps(body), 200 if redis_ok else 503, mimetype="application/json")
+        if not redis_ok:
+            response.headers["Retry-After"] = errors.RETRY_AFTER_S
+        return response
 
     @app.get("/metrics")
     def metrics_view() -> Response:

@@ -39,6 +39,9 @@ from .json import dumps
 
 log = logging.getLogger("guts.api")
 PROBLEM = "application/problem+json"
+RETRY_AFTER_S = "1"
+"""What a 503 asks the client to wait before it tries again (seconds): Redis restarts and
+busy tables pass in about that."""
 
 
 def problem(status: int, title: str, detail: str, **extra: Any) -> Response:
@@ -54,6 +57,8 @@ def problem(status: int, title: str, detail: str, **extra: Any) -> Response:
     response = Response(dumps(body), status=status, mimetype=PROBLEM)
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="guts"'
+    if status == 503:
+        response.headers["Retry-After"] = RETRY_AFTER_S
     return response
 
 

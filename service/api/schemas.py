@@ -6,6 +6,8 @@ a test checks every response against that spec.
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import RAISE, Schema, fields, validate
 
 from service.rules.ruleset import MAX_CHIPS, MAX_TIMEOUT_S, PRESETS
@@ -15,14 +17,27 @@ CHIPS = validate.Range(min=1, max=MAX_CHIPS)
 
 
 class Strict(Schema):
-    """Refuse unknown fields; integers must be JSON integers, not strings."""
+    """Refuse unknown fields; integers must be JSON numbers without a fraction, not strings."""
 
     class Meta:
         unknown = RAISE
 
 
-def Int(**kwargs: object) -> fields.Integer:  # noqa: N802 - a field factory, read like a type
-    return fields.Integer(strict=True, **kwargs)  # type: ignore[arg-type]
+class WholeNumber(fields.Integer):
+    """A JSON number without a fractional part (``100`` or ``100.0``, as JSON Schema's
+    ``integer``), as an int; strings and booleans are refused."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.make_error("invalid")
+        result: int = super()._deserialize(value, attr, data, **kwargs)
+        return result
+
+
+def Int(**kwargs: Any) -> fields.Integer:  # noqa: N802 - a field factory, read like a type
+    return WholeNumber(strict=True, **kwargs)
 
 
 class CreateTable(Strict):

@@ -66,6 +66,6 @@ def may_view(caller: Caller, state: TableState) -> Viewer:
     if caller.table_id != state.table_id:
         raise Forbidden("this player token is for another table")
     holder = state.seats.get(caller.seat) if caller.seat is not None else None
-    if holder is None or holder.joined != caller.joined:
-        raise Forbidden("this player token is no longer seated at this table")
+    if holder is None or holder.status == LEFT or holder.joined != caller.joined:
+        raise Forbidden("this player token is no longer seated at this table (the player left)")
     return caller.viewer()

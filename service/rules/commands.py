@@ -58,6 +58,11 @@ def verify_resolve(state: TableState) -> None:
     """A hand can be resolved once its declarations are complete."""
     require_table(state)
     if state.hand is None:
+        if state.rules.auto_resolve and state.hands_dealt:
+            raise RuleViolation(
+                f"no hand is in play: hand {state.hands_dealt} is over, and this table resolves "
+                "its hands by itself once the declarations are complete (auto_resolve)"
+            )
         raise RuleViolation("no hand is in play")
     hand = state.hand
     if hand.phase == DECLARING:

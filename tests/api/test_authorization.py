@@ -258,6 +258,8 @@ def test_a_player_token_dies_when_the_player_leaves(api: Api):
     assert api.delete(f"/v1/tables/{scene.table}/players/0", token=scene.p0).status_code == 200
     again = api.post(f"/v1/tables/{scene.table}/players/0/sit-out", token=scene.p0)
     assert again.status_code == 403
+    for read in ("", "/events", "/hands/1"):  # nor does it read the table any more
+        assert api.get(f"/v1/tables/{scene.table}{read}", token=scene.p0).status_code == 403
     # A new player in the same seat gets a different token; the old one stays dead.
     new = api.seat(scene.table, "erin", seat=0)
     assert new["token"] != scene.p0

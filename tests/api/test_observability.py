@@ -56,3 +56,17 @@ def test_every_request_logs_one_line_with_its_route_table_and_command(api: Api, 
     assert seated["command"] == "seat_player" and seated["ms"] > 0
     assert missing["endpoint"] == "unmatched" and missing["status"] == 404
     assert missing["command"] is None and missing["table_id"] is None
+
+
+def test_without_redis_every_503_says_when_to_retry(redis_url: str) -> None:
+    from service.api.app import create_app
+    from service.config import Settings
+    from service.redis_server import free_port
+
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    settings = Settings(redis_url=dead, operator_keys=("op",), token_secret="s")
+    client = create_app(settings).test_client()
+    for path in ("/healthz", "/v1/tables/t1"):
+        answer = client.get(path, headers={"Authorization": "Bearer op"})
+        assert answer.status_code == 503, (path, answer.data)
+        assert answer.headers["Retry-After"] == "1"

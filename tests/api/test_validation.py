@@ -100,3 +100,22 @@ def test_stacked_deck_is_refused_without_sandbox(production_api: Api):
     )
     _problem(refused, 403)
     assert production_api.post(f"/v1/tables/{table}/deal", {}).status_code == 201
+
+
+def test_an_empty_body_is_an_empty_object_and_white_space_is_not_json(api: Api):
+    json = {"Content-Type": "application/json"}
+    created = api.call("POST", "/v1/tables", headers=json, data=b"")
+    assert created.status_code == 201, created.text
+    assert created.json()["rules"]["cards"] == 3  # the default preset, as for {}
+    _problem(api.call("POST", "/v1/tables", headers=json, data=b" \r\n\t "), 400)
+
+
+def test_whole_numbers_written_with_a_fraction_part_of_zero_are_integers(api: Api):
+    """JSON Schema's `integer` admits 100.0; the server takes what the schema says."""
+    table = api.table("three-card")
+    seated = api.post(f"/v1/tables/{table}/players", {"player_id": "a", "buy_in": 100.0})
+    assert seated.status_code == 201, seated.text
+    assert seated.json()["stack"] == 100 and isinstance(seated.json()["stack"], int)
+    for wrong in (100.5, "100", True):
+        refused = api.post(f"/v1/tables/{table}/players", {"player_id": "b", "buy_in": wrong})
+        assert "buy_in" in _problem(refused, 422)["errors"]

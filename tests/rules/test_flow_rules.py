@@ -307,3 +307,12 @@ def test_each_hands_seed_is_committed_before_its_deal():
         evolve(state, e)
     (redealt,) = commands.deal(state, b"ignored" * 4, now, next_seed=third)
     assert redealt.seed == second.hex()
+
+
+def test_resolving_a_hand_the_table_resolved_by_itself_says_so():
+    t = Table("monte-carlo")
+    t.deal()
+    t.declare({0: "in", 1: "in", 2: "out"})
+    t.resolve()  # as the platform does at once under auto_resolve
+    with pytest.raises(RuleViolation, match="resolves its hands by itself"):
+        commands.resolve(t.state, t.now)
