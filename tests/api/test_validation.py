@@ -119,3 +119,24 @@ def test_whole_numbers_written_with_a_fraction_part_of_zero_are_integers(api: Ap
     for wrong in (100.5, "100", True):
         refused = api.post(f"/v1/tables/{table}/players", {"player_id": "b", "buy_in": wrong})
         assert "buy_in" in _problem(refused, 422)["errors"]
+
+
+def test_an_invalid_body_is_422_even_with_a_stale_if_match(api: Api):
+    table = api.table("three-card")
+    tokens = [api.seat(table, f"p{i}")["token"] for i in range(3)]
+    api.post(f"/v1/tables/{table}/deal")
+    stale = {"If-Match": '"1"'}
+    for body in ({"decision": 5}, {"decision": "maybe"}, {}):
+        answer = api.call(
+            "POST", f"/v1/tables/{table}/declare", body, token=tokens[0], headers=stale
+        )
+        assert "decision" in _problem(answer, 422)["errors"]
+    seat = api.call(
+        "POST", f"/v1/tables/{table}/players", {"player_id": "x", "buy_in": -1}, headers=stale
+    )
+    assert "buy_in" in _problem(seat, 422)["errors"]
+    # A well-formed command on a table that moved on is 412.
+    well_formed = api.call(
+        "POST", f"/v1/tables/{table}/players/0/chips", {"amount": 5}, headers=stale
+    )
+    _problem(well_formed, 412)
