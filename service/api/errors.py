@@ -70,6 +70,9 @@ class BadRequest(Exception):
         self.detail, self.status, self.field = detail, status, field
 
 
+_TITLES = {413: "Payload Too Large", 415: "Unsupported Media Type", 422: "Validation Failed"}
+"""The title of a refusal that is not a plain 400, by its status."""
+
 # exception class -> (status, title); the first match in this order wins.
 _GUTS: list[tuple[type[GutsError], int, str]] = [
     (TableNotFound, 404, "Not Found"),
@@ -113,7 +116,7 @@ def install(app: Flask) -> None:
     @app.errorhandler(BadRequest)
     def bad_request(exc: BadRequest) -> Response:
         extra = {"errors": {exc.field: [exc.detail]}} if exc.field else {}
-        return problem(exc.status, "Bad Request", exc.detail, **extra)
+        return problem(exc.status, _TITLES.get(exc.status, "Bad Request"), exc.detail, **extra)
 
     @app.errorhandler(Unauthorized)
     def unauthorized(exc: Unauthorized) -> Response:
@@ -131,7 +134,13 @@ def install(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def http(exc: HTTPException) -> Response:
         status = exc.code or 500
-        response = problem(status, exc.name, exc.description or exc.name)
+        title, detail = exc.name, exc.description or exc.name
+        if status == 413:
+            title = _TITLES[413]
+            detail = (
+                f"the body is larger than the limit of {app.config['MAX_CONTENT_LENGTH']} bytes"
+            )
+        response = problem(status, title, detail)
         for name, value in exc.get_headers():
             if name.lower() != "content-type":  # e.g. Allow on a 405
                 response.headers[name] = value

@@ -23,7 +23,9 @@ from .errors import BadRequest
 from .json import dumps, loads
 from .services import Services
 
-IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
+IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x2b\x2d-\x7e]{1,128}$")
+"""1-128 visible ASCII characters but the comma: servers join repeated headers with commas,
+so a comma means the request sent two keys (refused, 400)."""
 COMMAND = "guts.command"
 """Set in the WSGI environ when the request runs a table command (for its log line)."""
 OUTCOME = "guts.outcome"
@@ -51,10 +53,48 @@ def header(name: str) -> str | None:
 
 
 def body_bytes() -> bytes:
-    """The request's body, read once (Flask applies MAX_CONTENT_LENGTH: 413)."""
+    """The request's body, read once; 413, naming the limit, when it is larger than the
+    limit, whether it says its length or comes in chunks."""
     env = bypass.current()
     found = None if env is None else bypass.body(env)
-    return request.get_data(cache=True) if found is None else found
+    if found is not None:
+        return found
+    environ = request.environ
+    limit: int | None = current_app.config["MAX_CONTENT_LENGTH"]
+    length = request.content_length
+    if limit is not None and length is not None and length > limit:
+        raise too_large(limit)
+    if length is None and limit is not None:  # chunked: Werkzeug would cut it at the limit
+        cached: bytes | None = environ.get(_UNSIZED)
+        if cached is None:
+            cached = environ[_UNSIZED] = _read_unsized(environ, limit)
+        return cached
+    return request.get_data(cache=True)
+
+
+_UNSIZED = "guts.unsized_body"
+
+
+def _read_unsized(environ: dict[str, Any], limit: int) -> bytes:
+    """A body without a Content-Length (the server took its chunks apart and says so with
+    ``wsgi.input_terminated``; otherwise there is none), read up to one byte past `limit`."""
+    if not environ.get("wsgi.input_terminated"):
+        return b""
+    stream, parts, size = environ["wsgi.input"], [], 0
+    while size <= limit:
+        part = stream.read(limit + 1 - size)
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    if size > limit:
+        raise too_large(limit)
+    return b"".join(parts)
+
+
+def too_large(limit: int) -> BadRequest:
+    """The refusal of a body over `limit` bytes."""
+    return BadRequest(f"the body is larger than the limit of {limit} bytes", 413)
 
 
 def caller() -> Caller:
@@ -134,7 +174,8 @@ def idempotency() -> tuple[str | None, str]:
         return None, ""
     if not IDEMPOTENCY_KEY.fullmatch(key):
         raise BadRequest(
-            "Idempotency-Key must be 1-128 visible ASCII characters", field="Idempotency-Key"
+            "Idempotency-Key must be one header of 1-128 visible ASCII characters, no comma",
+            field="Idempotency-Key",
         )
     digest = hashlib.sha256()
     for part in (request.method, request.path, header("Authorization") or ""):

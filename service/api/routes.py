@@ -56,7 +56,9 @@ def create_table() -> Response:
 
 @v1.get("/tables/<table_id>")
 def get_table(table_id: str) -> Response:
-    return render(_tables().table(caller(), table_id))
+    who = caller()
+    schemas.NO_QUERY.load(request.args.to_dict())  # unknown parameters: 422
+    return render(_tables().table(who, table_id))
 
 
 # --- players ----------------------------------------------------------------------------------
@@ -182,9 +184,10 @@ def events(table_id: str) -> Response:
 
 @v1.get("/tables/<table_id>/hands/<int:hand>")
 def get_hand(table_id: str, hand: int) -> Response:
-    found = _tables().hand_history(caller(), table_id, hand)
+    who = caller()
+    form = schemas.HAND_QUERY.load(request.args.to_dict())["format"]
+    found = _tables().hand_history(who, table_id, hand)
     record: dict[str, Any] = found.record
-    form = request.args.get("format", "json")
     if form == "phh":
         text = to_phh(
             record,

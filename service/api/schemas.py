@@ -104,6 +104,12 @@ class EventsQuery(Strict):
     limit = fields.Integer(load_default=100, validate=validate.Range(min=1, max=1000))
 
 
+class HandQuery(Strict):
+    """The history's one option (the route checks its value: json or phh)."""
+
+    format = fields.String(load_default="json")
+
+
 # One instance of each, built once: building a schema costs more than loading a body with it.
 CREATE_TABLE = CreateTable()
 SEAT_PLAYER = SeatPlayer()
@@ -115,3 +121,5 @@ DRAW = Draw()
 VOID = Void()
 EMPTY = Empty()
 EVENTS_QUERY = EventsQuery()
+NO_QUERY = Empty()
+HAND_QUERY = HandQuery()

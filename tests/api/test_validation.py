@@ -140,3 +140,73 @@ def test_an_invalid_body_is_422_even_with_a_stale_if_match(api: Api):
         "POST", f"/v1/tables/{table}/players/0/chips", {"amount": 5}, headers=stale
     )
     _problem(well_formed, 412)
+
+
+def test_unknown_query_parameters_are_refused_on_every_read(api: Api):
+    table = api.table("three-card")
+    for path in (f"/v1/tables/{table}?colour=red", f"/v1/tables/{table}/events?colour=red"):
+        assert "colour" in _problem(api.get(path), 422)["errors"]
+    tokens = [api.seat(table, f"p{i}")["token"] for i in range(2)]
+    api.post(f"/v1/tables/{table}/deal")
+    for token in tokens:
+        api.post(f"/v1/tables/{table}/declare", {"decision": "out"}, token=token)
+    api.post(f"/v1/tables/{table}/resolve")
+    assert "colour" in _problem(api.get(f"/v1/tables/{table}/hands/1?colour=red"), 422)["errors"]
+    assert api.get(f"/v1/tables/{table}/hands/1?format=phh").status_code == 200
+    _problem(api.get(f"/v1/tables/{table}/hands/1?format=xml"), 400)
+
+
+def test_each_refusal_has_the_title_of_its_status(api: Api):
+    text = api.call("POST", "/v1/tables", headers={"Content-Type": "text/plain"}, data=b"hello")
+    assert _problem(text, 415)["title"] == "Unsupported Media Type"
+    shape = _problem(api.post("/v1/tables", [1, 2]), 422)
+    assert shape["title"] == "Validation Failed"
+    huge = _problem(api.post("/v1/tables", {"rules": {"x": "y" * 200_000}}), 413)
+    assert huge["title"] == "Payload Too Large" and "65536 bytes" in huge["detail"]
+
+
+def _raw(api: Api, headers: list[tuple[str, str]], chunks: list[bytes] | None = None):
+    """A POST /v1/tables sent by hand: repeated headers, or a body in chunks."""
+    import http.client
+    import json
+
+    host, port = api.base.split("//")[1].split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    connection.putrequest("POST", "/v1/tables")
+    for name, value in headers:
+        connection.putheader(name, value)
+    if chunks is None:
+        connection.putheader("Content-Length", "0")
+        connection.endheaders()
+    else:
+        connection.putheader("Transfer-Encoding", "chunked")
+        connection.endheaders()
+        for chunk in chunks:
+            connection.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        connection.send(b"0\r\n\r\n")
+    response = connection.getresponse()
+    status, body = response.status, json.loads(response.read())
+    connection.close()
+    return status, body
+
+
+def test_a_chunked_body_over_the_limit_is_413_and_one_within_it_is_read_whole(api: Api):
+    from tests.apiclient import OPERATOR
+
+    auth = [("Authorization", f"Bearer {OPERATOR}"), ("Content-Type", "application/json")]
+    big = b'{"rules": {"x": "' + b"y" * 100_000 + b'"}}'
+    status, body = _raw(api, auth, [big[i : i + 8192] for i in range(0, len(big), 8192)])
+    assert (status, body["title"]) == (413, "Payload Too Large") and "65536" in body["detail"]
+    small = b'{"preset": "two-card", "ante": 2}'
+    status, body = _raw(api, auth, [small[:10], small[10:]])
+    assert status == 201 and body["rules"]["cards"] == 2 and body["rules"]["ante"] == 2
+
+
+def test_two_idempotency_key_headers_are_refused(api: Api):
+    from tests.apiclient import OPERATOR
+
+    auth = ("Authorization", f"Bearer {OPERATOR}")
+    status, body = _raw(api, [auth, ("Idempotency-Key", "a"), ("Idempotency-Key", "b")])
+    assert status == 400 and "Idempotency-Key" in body["errors"]
+    status, _ = _raw(api, [auth, ("Idempotency-Key", "a")])
+    assert status == 201
