@@ -55,3 +55,44 @@ def test_every_environment_variable_the_service_reads_is_documented():
     documented = set(re.findall(r"^\| `([A-Z_]+)`", README, re.M))
     documented |= set(re.findall(r"^\| `[A-Z_]+` / `([A-Z_]+)`", README, re.M))
     assert read == documented, (sorted(read - documented), sorted(documented - read))
+
+
+def test_the_readmes_walkthrough_plays_a_hand_against_a_real_server(tmp_path: Path) -> None:
+    """The curl walkthrough, run as written (with bash and curl) against `guts serve`: every
+    command answers, and the hand's history is the one it played."""
+    import json
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from tests.test_cli import Served, _env
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed: the walkthrough cannot be run as written")
+    script = re.search(r"## One full hand with curl.*?```sh\n(.*?)```", README, re.S)
+    assert script, "the README has no curl walkthrough"
+    served = Served(tmp_path / "data", tmp_path, _env(GUTS_OPERATOR_KEYS="change-me"))
+    try:
+        served.wait_healthy()
+        text = script.group(1).replace("http://127.0.0.1:8000", served.base)
+        run = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", text],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert run.returncode == 0, run.stderr
+        bodies, at, decoder = [], 0, json.JSONDecoder()
+        while at < len(run.stdout):  # curl writes the bodies back to back
+            body, at = decoder.raw_decode(run.stdout, at)
+            bodies.append(body)
+            while at < len(run.stdout) and run.stdout[at].isspace():
+                at += 1
+        assert len(bodies) == 6 and not any("status" in b and "type" in b for b in bodies)
+        history = bodies[-1]
+        decisions = [(d["decision"], d["by"]) for d in history["decisions"].values()]
+        assert decisions == [("in", "player")] * 2, history  # before the deadline: no platform
+        assert history["seed"] and history["outcome"], history
+    finally:
+        served.kill()
