@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from service.config import Settings
-from service.serve import fail, redact_url, serve
+from service.serve import fail, redact_url, redis_answers, serve
 from service.supervisor import Backoff, StopSignal
 
 WORKER_BACKOFF = Backoff(first_s=0.5, cap_s=10.0, stable_s=30.0)
@@ -188,7 +188,7 @@ def _work_until_stopped(redis_url: str, backoff: Backoff = WORKER_BACKOFF) -> in
                 started = time.monotonic()
                 try:
                     run_worker(redis_url)
-                    trouble = None if _answers(redis_url) else "Redis does not answer"
+                    trouble = None if redis_answers(redis_url) else "Redis does not answer"
                 except (redis.ConnectionError, redis.TimeoutError) as error:
                     trouble = f"{type(error).__name__}: {error}"
                 finally:
@@ -242,19 +242,6 @@ def _caught_signals() -> Iterator[Callable[[], set[int]]]:
 def _drop_wakeup_fd() -> None:
     with contextlib.suppress(ValueError):  # forked from a thread other than the main one
         signal.set_wakeup_fd(-1)
-
-
-def _answers(redis_url: str) -> bool:
-    """Whether the Redis at `redis_url` answers a PING."""
-    import redis
-
-    client = redis.Redis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=2)
-    try:
-        return bool(client.ping())
-    except (redis.ConnectionError, redis.TimeoutError):
-        return False
-    finally:
-        client.close()
 
 
 if __name__ == "__main__":

@@ -36,6 +36,13 @@ def serve(settings: Settings, *, host: str, port: int, workers: int, data_dir: P
     try:
         with contextlib.ExitStack() as stack:  # unwinds children, metrics dir, Redis last
             redis_url, redis_label, embedded = stack.enter_context(_redis(settings, data_dir))
+            if embedded is None and not redis_answers(redis_url):
+                print(
+                    f"guts: Redis at {redact_url(redis_url)} does not answer yet; everything "
+                    "starts and waits for it (the API answers 503 until it does)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             metrics_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="guts-metrics-"))
             if stop.signum is not None:
                 return 0
@@ -81,6 +88,19 @@ class _RedisKeeper:
             self.log(f"the embedded Redis did not restart ({error}); trying again")
             return
         self.log(f"the embedded Redis restarted (pid {server.pid})")
+
+
+def redis_answers(redis_url: str) -> bool:
+    """Whether the Redis at `redis_url` answers a PING within a second."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
 
 
 def serve_children(

@@ -449,6 +449,7 @@ def test_serve_started_before_its_redis_answers_503_then_works_once_redis_is_up(
     serve.append(served)
     degraded = lambda: _status(served.base + "/healthz") == 503  # noqa: E731
     assert _eventually(degraded, START_TIMEOUT_S), served.output()
+    assert "does not answer yet; everything starts and waits for it" in served.output()
     with RedisServer(port=port, data_dir=tmp_path / "redis"):
         assert served.wait_healthy()["redis"] is True
         created = served.call("POST", "/v1/tables", {"preset": "three-card"})
