@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from service.config import Settings
@@ -137,6 +138,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
 def build_parser(settings: Settings) -> argparse.ArgumentParser:
     """The argument parser, with one subparser per entry of ``SUBCOMMANDS``."""
     parser = argparse.ArgumentParser(prog="guts", description="The Guts card game service.")
+    parser.add_argument("--version", action="version", version=f"guts {metadata.version('guts')}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in SUBCOMMANDS:
         sub = subparsers.add_parser(

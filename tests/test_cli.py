@@ -465,3 +465,17 @@ def _status(url: str) -> int | None:
         return requests.get(url, timeout=2).status_code
     except requests.RequestException:
         return None
+
+
+def test_guts_version_says_the_installed_version() -> None:
+    from importlib import metadata
+
+    result = subprocess.run(
+        [sys.executable, "-m", "service.cli", "--version"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"guts {metadata.version('guts')}"
