@@ -142,3 +142,13 @@ def decode_current(snapshot: bytes, tail: Sequence[bytes]) -> tuple[TableState, 
     """The state and chain head from a snapshot and the stored events after it."""
     state, head = decode_snapshot(snapshot)
     return state, apply_following(state, head, tail)
+
+
+@upcaster("hand_resolved", 1)
+def _lone_winner_over_the_kitty(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 called a lone in-player's win over the kitty a tie ("all_tied", one winner: without
+    a kitty one in-player is "uncontested", so only a kitty game wrote it); v2 says
+    "beats_kitty"."""
+    if data.get("outcome") == "all_tied" and len(data.get("winners") or ()) == 1:
+        return {**data, "outcome": "beats_kitty"}
+    return data

@@ -231,7 +231,9 @@ class PotResult:
 class HandResolved(Event):
     """The showdown and settlement of a hand.
 
-    `outcome` is one of "nobody_in", "uncontested", "showdown", "kitty_wins", "all_tied".
+    `outcome` is one of "nobody_in", "uncontested", "showdown", "kitty_wins", "beats_kitty"
+    (a lone in-player beat the kitty), "all_tied". Version 2 added "beats_kitty"; version 1
+    called it "all_tied" (the codec upcasts such events).
     `pot_in_play` is P, the pot the hand was played for, and `reserve_before` and
     `side_pot_before` the reserve and side pot at the showdown. `won` are chips each winner took
     (from pot and side pot), `matched` the chips each loser paid in, `wimp` the wimp penalty
@@ -243,6 +245,7 @@ class HandResolved(Event):
     """
 
     TYPE: ClassVar[str] = "hand_resolved"
+    VERSION: ClassVar[int] = 2
     hand: int
     outcome: str
     pot_in_play: int

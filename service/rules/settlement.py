@@ -27,6 +27,7 @@ UNCONTESTED = "uncontested"
 SHOWDOWN = "showdown"
 KITTY_WINS = "kitty_wins"
 ALL_TIED = "all_tied"
+BEATS_KITTY = "beats_kitty"  # a lone in-player beat the kitty: they win, nobody matches
 
 
 def evaluator_for(rules: Ruleset, low: bool = False) -> Callable[[Sequence[str]], int]:
@@ -106,7 +107,13 @@ def _contest(state: TableState, contenders: tuple[int, ...], score: Score) -> _C
     else:
         winners = tuple(s for s in contenders if scores[s] == best)
         losers = [s for s in contenders if scores[s] != best]
-        result = _Contest(ALL_TIED if not losers else SHOWDOWN, winners, losers, shown)
+        if losers:
+            outcome = SHOWDOWN
+        elif rules.kitty and len(winners) == 1:
+            outcome = BEATS_KITTY
+        else:
+            outcome = ALL_TIED
+        result = _Contest(outcome, winners, losers, shown)
     if result.losers and rules.match == "lowest_loser":
         lowest = min(scores[s] for s in result.losers)
         result.losers = [s for s in result.losers if scores[s] == lowest]

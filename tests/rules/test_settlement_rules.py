@@ -119,6 +119,21 @@ def test_lone_in_player_must_beat_the_kitty():
     t2.declare({1: "in", 2: "out", 0: "out"})
     won = t2.resolve()
     assert won.won == {1: 3} and won.game_over
+    assert won.outcome == "beats_kitty" and won.winners == (1,) and won.matched == {}
+
+
+def test_in_players_who_tie_above_the_kitty_share_the_pot_as_a_tie():
+    t = Table("kitty", players=3)
+    t.deal(
+        {
+            "kitty": "2c 3d 4h 5s 7c".split(),
+            "1": "As Ah Ad Ac Ks".split(),
+            "2": "Kd Kh Kc 2d 2h".split(),
+        }
+    )
+    t.declare({1: "in", 2: "in", 0: "out"})
+    result = t.resolve()
+    assert result.outcome == "showdown" and result.winners == (1,) and result.matched == {2: 3}
 
 
 def test_tie_with_the_kitty_is_a_loss():
