@@ -33,6 +33,7 @@ from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import StoreUnavailable
 from service.logs import configure_logging
+from service.supervisor import Backoff
 from service.tables import Tables
 
 log = logging.getLogger("guts.dispatcher")
@@ -56,8 +57,8 @@ class DispatchTimes:
     """Period of the repair that re-indexes dues a crash kept from the index."""
     quarantine_retry_s: float = 300.0
     """How long a table that cannot be loaded is left alone before it is tried again."""
-    backoff_s: float = 1.0
-    """Wait after Redis could not be reached (doubling up to 10 s)."""
+    backoff: Backoff = Backoff(first_s=1.0, cap_s=10.0)
+    """Waits while Redis cannot be reached (the supervisor's schedule: doubling, capped)."""
 
 
 class Dispatcher:
@@ -75,8 +76,6 @@ class Dispatcher:
         self.index = index
         self.times = times
         self.clock = clock
-        self.acted = 0
-        self.quarantined = 0
         self._held: set[str] = set()  # quarantined tables, as of the last repair
 
     def tick(self) -> int:
@@ -101,11 +100,10 @@ class Dispatcher:
 
     def _act(self, table_id: str) -> None:
         try:
-            done = self.usecases.close_due(table_id)
+            self.usecases.close_due(table_id)
         except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
             raise  # not the table's fault: the run loop waits for Redis
         except Exception as error:  # noqa: BLE001 - one table's failure never stops the others
-            self.quarantined += 1
             self._held.add(table_id)
             self.index.quarantine(table_id, str(error), self.times.quarantine_retry_s)
             log.error(
@@ -117,8 +115,6 @@ class Dispatcher:
         if table_id in self._held and self.index.release(table_id):
             self._held.discard(table_id)
             log.warning('{"dispatcher":"released","table_id":"%s"}', table_id)
-        if done is not None:
-            self.acted += 1
 
     def sleep_s(self) -> float:
         """How long to wait before the next tick: until the earliest due, at most `poll_s`."""
@@ -130,14 +126,14 @@ class Dispatcher:
     def repair(self) -> int:
         """Index dues that a crash kept out of the index; how many."""
         self._held = set(self.index.quarantined())
-        fixed = self.index.repair(self.tables.store)
+        fixed = self.index.repair(self.tables.store, skip=self._held)
         if fixed:
             log.warning('{"dispatcher":"repaired","tables":%d}', fixed)
         return fixed
 
     def run(self, stop: threading.Event) -> None:
         """Dispatch until `stop` is set, surviving Redis going away and coming back."""
-        backoff = self.times.backoff_s
+        failures = 0  # Redis failures in a row
         next_repair = 0.0  # at once: dues a crash kept from the index come first
         while not stop.is_set():
             try:
@@ -146,15 +142,15 @@ class Dispatcher:
                     next_repair = time.monotonic() + self.times.repair_s * random.uniform(0.8, 1.2)
                 while self.tick() and not stop.is_set():
                     pass
-                wait = self.sleep_s()
-                backoff = self.times.backoff_s
+                wait, failures = self.sleep_s(), 0
             except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError) as error:
+                failures += 1
+                wait = self.times.backoff.delay(failures)
                 log.warning(
                     '{"dispatcher":"redis unreachable","retry_s":%.1f,"error":"%s"}',
-                    backoff,
+                    wait,
                     type(error).__name__,
                 )
-                wait, backoff = backoff, min(backoff * 2, 10.0)
             if wait > 0:
                 stop.wait(wait)
 

@@ -27,7 +27,7 @@ index keys share one Redis Cluster slot and never a table's)::
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,26 +47,23 @@ class DueIndex:
         self.index_key = f"{prefix}:{{%due}}:index"
         self.versions_key = f"{prefix}:{{%due}}:versions"
         self.quarantine_key = f"{prefix}:{{%due}}:quarantine"
+        self._record_keys = [self.index_key, self.versions_key]
         self._record = client.register_script((_LUA / "due_record.lua").read_text())
         self._claim = client.register_script((_LUA / "due_claim.lua").read_text())
 
     def record(self, table_id: str, version: int, due: float | None) -> bool:
         """Index the table's due as of `version` (None: nothing due); False when a later
         version was recorded already."""
-        check_due(due)
-        args: list[str | int] = [table_id, version, "" if due is None else f"{due:.3f}"]
-        return bool(self._record(keys=[self.index_key, self.versions_key], args=args))
+        return bool(self._record(keys=self._record_keys, args=_record_args(table_id, version, due)))
 
     def record_many(self, records: Sequence[tuple[str, int, float | None]]) -> int:
         """`record` each (table id, version, due), in one round trip; how many took."""
         if not records:
             return 0
-        keys = [self.index_key, self.versions_key]
         with self.client.pipeline(transaction=False) as pipe:
             for table_id, version, due in records:
-                check_due(due)
-                args: list[str | int] = [table_id, version, "" if due is None else f"{due:.3f}"]
-                self._record(keys=keys, args=args, client=pipe)
+                args = _record_args(table_id, version, due)
+                self._record(keys=self._record_keys, args=args, client=pipe)
             return sum(bool(taken) for taken in pipe.execute())
 
     def claim(self, now: float, lease_s: float, limit: int) -> list[str]:
@@ -103,11 +100,14 @@ class DueIndex:
         entries = self.client.hgetall(self.quarantine_key)
         return {_text(k): orjson.loads(v) for k, v in entries.items()}
 
-    def repair(self, store: EventStore, page: int = 500) -> int:
+    def repair(
+        self, store: EventStore, page: int = 500, skip: Collection[str] | None = None
+    ) -> int:
         """Record every table whose stored due the index lacks, or has later than stored
         from an older version (a lost record; a claim's lease keeps its version, and is left
-        alone). Quarantined tables are left alone too. Returns how many were recorded."""
-        quarantined = set(self.quarantined())
+        alone). Quarantined tables (`skip`, when the caller has just read them) are left
+        alone too. Returns how many were recorded."""
+        quarantined = set(self.quarantined()) if skip is None else skip
         fixed = 0
         for ids in _pages([t for t in store.table_ids() if t not in quarantined], page):
             scores = self.client.zmscore(self.index_key, ids)
@@ -124,6 +124,11 @@ class DueIndex:
             ]
             fixed += self.record_many(lost)
         return fixed
+
+
+def _record_args(table_id: str, version: int, due: float | None) -> list[str | int]:
+    check_due(due)
+    return [table_id, version, "" if due is None else f"{due:.3f}"]
 
 
 def _pages(items: Sequence[str], size: int) -> Iterator[list[str]]:
