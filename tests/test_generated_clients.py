@@ -184,9 +184,16 @@ def test_a_hand_through_the_generated_python_client_with_typed_problems(
     resolved = call("resolveHand", 200, operator, table)
     assert isinstance(resolved, models.ResolveResult)
     assert resolved.outcome == models.Outcome.SHOWDOWN and resolved.winners == [0]
+    assert isinstance(resolved.won, models.ChipsBySeat) and resolved.low is None
+    assert (resolved.won.additional_properties, resolved.matched.additional_properties) == (
+        {"0": 2},
+        {"1": 2},
+    )
     history = call("getHandHistory", 200, bob, table, 1)
     assert isinstance(history, models.HandHistory)
     assert history.status == models.HandHistoryStatus.COMPLETE
+    assert isinstance(history.cards, models.CardsBySeat)
+    assert history.cards.additional_properties == {"1": ["2c", "3d", "5h"]}  # bob's own only
     page = call("listEvents", 200, operator, table)
     assert isinstance(page, models.EventPage) and page.version == len(page.events)
     assert page.events[-1].type_ == models.EventType.HAND_RESOLVED
