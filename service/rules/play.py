@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from . import events as ev
-from .cards import RANKS, SUITS, parse_cards, shuffled_deck
+from .cards import RANKS, SUITS, draw_context, parse_cards, shuffled_deck
 from .errors import InvalidCard, InvalidCommand, NotYourTurn, RuleViolation
 from .guards import can, require_table
 from .state import DECLARING, DRAWING, PASSING, TIMED_PHASES, Hand, TableState
@@ -196,8 +196,10 @@ def draw_from(state: TableState, count: int) -> tuple[tuple[str, ...], tuple[str
     reshuffled = False
     if len(deck) < count:
         pile = list(hand.discards)
-        context = f"guts-v1-draw|{state.table_id}|{hand.number}|{len(hand.drawn)}"
-        order = shuffled_deck(bytes.fromhex(hand.seed), context.encode())
+        context = draw_context(
+            state.table_id, hand.number, len(hand.drawn), hand.client_seed, hand.client_seeds
+        )
+        order = shuffled_deck(bytes.fromhex(hand.seed), context)
         rank = {card: i for i, card in enumerate(order)}
         deck += sorted(pile, key=rank.__getitem__)
         reshuffled = True
