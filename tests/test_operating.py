@@ -11,6 +11,8 @@ import os
 import re
 import signal
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,11 +141,15 @@ def test_a_request_line_at_the_limit_reaches_the_app(served: Served) -> None:
 
 
 def _log_lines(running: Served) -> list[dict[str, Any]]:
-    """Every line `guts serve` wrote on stderr, each parsed as one JSON object with the
-    common keys (a line that is not fails the test); stdout stays empty."""
+    """Every line `guts serve` wrote on stderr (see `_lines`); stdout stays empty."""
     assert running.stdout_path.read_text() == ""
+    return _lines(running.stderr_path.read_text())
+
+
+def _lines(text: str) -> list[dict[str, Any]]:
+    """`text` as log lines, each one JSON object with the common keys (else the test fails)."""
     entries = []
-    for line in running.stderr_path.read_text().splitlines():
+    for line in text.splitlines():
         entry = json.loads(line)
         assert isinstance(entry, dict), line
         assert ISO_MS_UTC.fullmatch(entry["ts"]), line
@@ -201,6 +207,37 @@ def test_log_level_warning_drops_the_info_lines(serve: list[Served], tmp_path: P
     entries = _log_lines(running)
     assert {entry["level"] for entry in entries} <= {"warning", "error", "critical"}, entries
     assert "InvalidRequestLine" in [entry.get("refusal") for entry in entries], entries
+
+
+def test_worker_and_dispatcher_run_alone_log_the_same_way(
+    redis_url: str, redis_client: Any, tmp_path: Path
+) -> None:
+    env = _env(REDIS_URL=redis_url)
+    burst = subprocess.run(
+        [sys.executable, "-m", "service.cli", "worker", "--burst", "--log-level", "debug"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert burst.returncode == 0, burst.stderr
+    assert burst.stdout == ""
+    assert "rq.worker" in {entry["logger"] for entry in _lines(burst.stderr)}
+
+    stderr_path = tmp_path / "dispatch.err"
+    with open(stderr_path, "wb") as stderr:
+        dispatcher = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "dispatch"],
+            cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+    try:
+        started = lambda: "dispatcher started" in stderr_path.read_text()  # noqa: E731
+        assert _eventually(started, START_TIMEOUT_S), stderr_path.read_text()
+        dispatcher.send_signal(signal.SIGTERM)
+        assert dispatcher.wait(STOP_TIMEOUT_S) == 0, stderr_path.read_text()
+    finally:
+        if dispatcher.poll() is None:
+            dispatcher.kill()
+            dispatcher.wait()
+    (line,) = _lines(stderr_path.read_text())
+    assert line["logger"] == "guts.dispatcher" and line["prefix"] == "guts", line
 
 
 # --- waiting for Redis --------------------------------------------------------------------

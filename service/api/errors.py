@@ -157,5 +157,5 @@ def install(app: Flask) -> None:
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> Response:
         ref = uuid.uuid4().hex[:12]
-        log.exception("unexpected error ref=%s", ref)
+        log.exception("unexpected error ref=%s", ref, extra={"ref": ref})
         return problem(500, "Internal Server Error", f"unexpected error (ref {ref})")
