@@ -20,10 +20,16 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin guts
 
 WORKDIR /app
+# The dependencies first, in a layer of their own that a change to the code does not rebuild:
+# the runtime dependencies pyproject.toml names, at the versions requirements.lock pins.
+COPY pyproject.toml requirements.lock /app/
+RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt -c requirements.lock \
+    && rm /tmp/requirements.txt
 COPY . /app
 # Editable, so that the code runs from /app and finds /app/openapi.yaml (service/api/app.py
 # looks for it two directories above itself). The code stays root-owned and read-only.
-RUN pip install -e . \
+RUN pip install --no-deps -e . \
     && mkdir -p /app/data \
     && chown guts:guts /app/data
 

@@ -4,7 +4,8 @@
     The API under gunicorn (sync workers), one RQ worker (audits) and one deadline
     dispatcher (``service.serve``). Without ``REDIS_URL`` it first starts
     an embedded redis-server (append-only file, fsync every second) under
-    ``<data-dir>/redis`` and hands its URL to them. A child that dies, the API included,
+    ``<data-dir>/redis`` and hands its URL to them; a ``REDIS_URL`` that does not answer is
+    waited for up to ``--redis-wait`` seconds. A child that dies, the API included,
     is started again after a short delay (``service.supervisor``). SIGTERM or SIGINT stops
     it cleanly: gunicorn finishes the requests in flight, the worker its job in flight,
     Redis flushes its log last, and the command exits 0.
@@ -16,12 +17,15 @@
 
 Each subcommand is one :class:`Subcommand` in ``SUBCOMMANDS``: a function that adds its
 arguments and one that runs it. Add a new one (``guts verify``, ...) by appending there.
+Every subcommand but ``verify`` logs JSON lines on stderr (``service.logs``) at its
+``--log-level`` (``GUTS_LOG_LEVEL``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -32,10 +36,12 @@ from importlib import metadata
 from pathlib import Path
 
 from service.config import Settings
+from service.logs import LEVELS, configure_logging
 from service.serve import fail, redact_url, redis_answers, serve
 from service.supervisor import Backoff, StopSignal
 
 WORKER_BACKOFF = Backoff(first_s=0.5, cap_s=10.0, stable_s=30.0)
+log = logging.getLogger("guts.worker")
 
 
 # --- subcommands --------------------------------------------------------------------------
@@ -51,7 +57,17 @@ class Subcommand:
     run: Callable[[argparse.Namespace, Settings], int]
 
 
+def _add_log_level(parser: argparse.ArgumentParser, settings: Settings) -> None:
+    parser.add_argument(
+        "--log-level",
+        choices=list(LEVELS),
+        default=settings.log_level,
+        help="the least severe log lines written (GUTS_LOG_LEVEL)",
+    )
+
+
 def _configure_serve(parser: argparse.ArgumentParser, settings: Settings) -> None:
+    _add_log_level(parser, settings)
     parser.add_argument("--host", default=settings.host, help="address to listen on (GUTS_HOST)")
     parser.add_argument("--port", type=int, default=settings.port, help="port (GUTS_PORT)")
     parser.add_argument(
@@ -65,17 +81,34 @@ def _configure_serve(parser: argparse.ArgumentParser, settings: Settings) -> Non
         default=settings.data_dir,
         help="where the embedded Redis keeps its files when REDIS_URL is unset (GUTS_DATA_DIR)",
     )
+    parser.add_argument(
+        "--redis-wait",
+        type=float,
+        default=settings.redis_wait_s,
+        metavar="SECONDS",
+        help="how long a REDIS_URL that does not answer at the start is waited for before "
+        "giving up (exit 1); 0 waits for ever (GUTS_REDIS_WAIT_S)",
+    )
 
 
 def _configure_worker(parser: argparse.ArgumentParser, settings: Settings) -> None:
+    _add_log_level(parser, settings)
     parser.add_argument("--burst", action="store_true", help="run the jobs that are due, then exit")
 
 
 def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.workers < 1:
         return fail("--workers must be at least 1", code=2)
+    if args.redis_wait < 0:
+        return fail("--redis-wait must be 0 (for ever) or more seconds", code=2)
     return serve(
-        settings, host=args.host, port=args.port, workers=args.workers, data_dir=Path(args.data_dir)
+        settings,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        data_dir=Path(args.data_dir),
+        log_level=args.log_level,
+        redis_wait_s=args.redis_wait,
     )
 
 
@@ -90,9 +123,9 @@ def _run_worker(args: argparse.Namespace, settings: Settings) -> int:
     from workers.worker import run_worker
 
     if not args.burst:
-        return _work_until_stopped(settings.redis_url)
+        return _work_until_stopped(settings.redis_url, args.log_level)
     try:
-        run_worker(settings.redis_url, burst=True)
+        run_worker(settings.redis_url, burst=True, log_level=args.log_level)
     except redis.ConnectionError as error:
         return fail(f"cannot reach Redis at {redact_url(settings.redis_url)}: {error}")
     return 0
@@ -129,7 +162,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("worker", "run the RQ worker alone (needs REDIS_URL)", _configure_worker,
             _run_worker),
     Subcommand("dispatch", "run a deadline dispatcher alone (needs REDIS_URL)",
-            lambda parser, settings: None, _run_dispatch),
+            _add_log_level, _run_dispatch),
     Subcommand("verify", "check a hand history's deal against its revealed seed (stdlib only)",
             _configure_verify, _run_verify),
 )  # fmt: skip
@@ -162,13 +195,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.from_env()
     except ValueError as error:
+        configure_logging()
         return fail(f"bad setting in the environment: {error}", code=2)
     args = build_parser(settings).parse_args(argv)
+    configure_logging(args.log_level)
     code: int = args.run(args, settings)
     return code
 
 
-def _work_until_stopped(redis_url: str, backoff: Backoff = WORKER_BACKOFF) -> int:
+def _work_until_stopped(
+    redis_url: str, log_level: str = "info", backoff: Backoff = WORKER_BACKOFF
+) -> int:
     """Run the RQ worker until SIGTERM or SIGINT; 0 then. When it fails on Redis (raises
     ConnectionError or TimeoutError, or returns while Redis does not answer) and no such
     signal came, log a line and run it again after a delay that grows while Redis stays away.
@@ -189,7 +226,7 @@ def _work_until_stopped(redis_url: str, backoff: Backoff = WORKER_BACKOFF) -> in
                     signal.signal(signum, handler)
                 started = time.monotonic()
                 try:
-                    run_worker(redis_url)
+                    run_worker(redis_url, log_level=log_level)
                     trouble = None if redis_answers(redis_url) else "Redis does not answer"
                 except (redis.ConnectionError, redis.TimeoutError) as error:
                     trouble = f"{type(error).__name__}: {error}"
@@ -199,11 +236,12 @@ def _work_until_stopped(redis_url: str, backoff: Backoff = WORKER_BACKOFF) -> in
                     return 0
                 failures = backoff.failures_after(failures, time.monotonic() - started)
                 delay = backoff.delay(failures)
-                print(
-                    f"guts: worker lost Redis at {redact_url(redis_url)} ({trouble}); "
-                    f"trying again in {delay:.1f} s",
-                    file=sys.stderr,
-                    flush=True,
+                log.warning(
+                    "worker lost Redis at %s (%s); trying again in %.1f s",
+                    redact_url(redis_url),
+                    trouble,
+                    delay,
+                    extra={"retry_s": delay},
                 )
                 if stop.wait(delay):
                     return 0

@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from service.logs import LEVELS
+
 
 def _keys(raw: str) -> tuple[str, ...]:
     return tuple(k.strip() for k in raw.split(",") if k.strip())
@@ -13,6 +15,13 @@ def _keys(raw: str) -> tuple[str, ...]:
 
 def _flag(raw: str) -> bool:
     return raw.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _level(raw: str) -> str:
+    level = raw.strip().lower()
+    if level not in LEVELS:
+        raise ValueError(f"GUTS_LOG_LEVEL must be one of {', '.join(LEVELS)}, not {raw!r}")
+    return level
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,8 @@ class Settings:
     port: int = 8000
     data_dir: str = "data"
     web_workers: int = 2
+    log_level: str = "info"
+    redis_wait_s: float = 60.0
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -50,4 +61,6 @@ class Settings:
             port=int(env.get("GUTS_PORT", 8000)),
             data_dir=env.get("GUTS_DATA_DIR", "data"),
             web_workers=int(env.get("GUTS_WEB_WORKERS", 2)),
+            log_level=_level(env.get("GUTS_LOG_LEVEL", "info")),
+            redis_wait_s=float(env.get("GUTS_REDIS_WAIT_S", 60)),
         )

@@ -1,6 +1,11 @@
 """``guts serve``: Redis (embedded unless ``REDIS_URL`` is set), then gunicorn, an RQ worker
 (audits) and a deadline dispatcher under the supervisor, which restarts any of them that dies
 (the embedded Redis too, on its port, with its append-only file), until SIGTERM or SIGINT.
+
+A ``REDIS_URL`` that does not answer at the start is waited for, everything running (the API
+answers 503 meanwhile), up to ``redis_wait_s``; then ``guts serve`` stops it all and exits 1
+with one line saying so. Once Redis has answered, losing it is waited out for as long as it
+takes (503s, and each process reconnects when it is back).
 """
 
 from __future__ import annotations
@@ -8,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import logging
 import os
 import re
 import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -25,55 +31,118 @@ from service.supervisor import ChildSpec, StopSignal, Supervisor
 
 WSGI_APP = "service.wsgi:app"
 START_TIMEOUT_S = 30.0
+REDIS_PROBE_S = 1.0
+"""How often a REDIS_URL that has not answered yet is asked again."""
+
+log = logging.getLogger("guts.serve")
 
 
-def serve(settings: Settings, *, host: str, port: int, workers: int, data_dir: Path) -> int:
+def serve(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    workers: int,
+    data_dir: Path,
+    log_level: str = "info",
+    redis_wait_s: float = 60.0,
+) -> int:
     """Run Redis (unless REDIS_URL is set) and the children of :func:`serve_children`,
-    restarting any that dies, until a signal."""
+    restarting any that dies, until a signal (or until a REDIS_URL that never answered has
+    been waited for `redis_wait_s`; 0 waits for ever)."""
     _warn_without_operators(settings)
     stop = StopSignal()
     stop.install()
     try:
         with contextlib.ExitStack() as stack:  # unwinds children, metrics dir, Redis last
-            redis_url, redis_label, embedded = stack.enter_context(_redis(settings, data_dir))
-            if embedded is None and not redis_answers(redis_url):
-                print(
-                    f"guts: Redis at {redact_url(redis_url)} does not answer yet; everything "
-                    "starts and waits for it (the API answers 503 until it does)",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            redis_url, described, embedded = stack.enter_context(_redis(settings, data_dir))
+            first_contact = _FirstContact(redis_url, None if embedded else redis_wait_s)
+            first_contact.tick()  # says so before anything starts if it does not answer
             metrics_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="guts-metrics-"))
             if stop.signum is not None:
                 return 0
-            specs = serve_children(host, port, workers, redis_url, metrics_dir)
+            specs = serve_children(host, port, workers, redis_url, metrics_dir, log_level)
             supervisor = stack.enter_context(Supervisor(specs))
             supervisor.start()
             listening = functools.partial(_listening, host, port)
             if not supervisor.wait_ready(listening, stop, START_TIMEOUT_S):
                 return 0 if stop.signum is not None else 1
             where = f"http://{_url_host(host)}:{port}"
-            running = ", ".join(spec.name for spec in specs)
-            print(
-                f"guts: listening on {where} ({workers} web workers; {running}); {redis_label}",
-                flush=True,
+            log.info(
+                "listening on %s (%d web workers; %s); Redis: %s",
+                where,
+                workers,
+                ", ".join(spec.name for spec in specs),
+                described["redis"],
+                extra={"url": where, "web_workers": workers, **described},
             )
-            supervisor.run(stop, also=_RedisKeeper(embedded, supervisor.log).tick)
-            print("guts: stopping", file=sys.stderr, flush=True)
+            keeper = _RedisKeeper(embedded)
+
+            def look() -> None:
+                keeper.tick()
+                first_contact.tick()
+
+            supervisor.run(stop, also=look)
+            log.info("stopping")
             return 0 if supervisor.stop() else 1
-    except (RedisServerError, DataDirBusy) as error:
+    except (RedisServerError, DataDirBusy, RedisNeverAnswered) as error:
         return fail(str(error))
     finally:
         stop.uninstall()
+
+
+class RedisNeverAnswered(RuntimeError):
+    """The REDIS_URL did not answer within the wait ``guts serve`` was given."""
+
+
+class _FirstContact:
+    """Until the Redis at `url` first answers, asks it again every ``REDIS_PROBE_S``, and
+    raises :class:`RedisNeverAnswered` once `wait_s` has passed (None: the embedded Redis,
+    which answered before anything started; 0: wait for ever)."""
+
+    def __init__(self, url: str, wait_s: float | None) -> None:
+        self.url = url
+        self.wait_s = wait_s
+        self.started = time.monotonic()
+        self.next_probe = self.started
+        self.answered = wait_s is None
+        self.told = False
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if self.answered or now < self.next_probe:
+            return
+        trouble = redis_trouble(self.url)
+        if trouble is None:
+            self.answered = True
+            if self.told:
+                log.info("Redis at %s answers", redact_url(self.url))
+            return
+        assert self.wait_s is not None
+        if self.wait_s and now - self.started >= self.wait_s:
+            raise RedisNeverAnswered(
+                f"Redis at {redact_url(self.url)} did not answer in {self.wait_s:g} s "
+                f"(--redis-wait): {trouble}; giving up"
+            )
+        if not self.told:
+            self.told = True
+            limit = f"up to {self.wait_s:g} s (--redis-wait)" if self.wait_s else "for ever"
+            log.warning(
+                "Redis at %s does not answer yet (%s); everything starts and waits for it %s "
+                "(the API answers 503 until it does)",
+                redact_url(self.url),
+                trouble,
+                limit,
+            )
+        self.next_probe = now + REDIS_PROBE_S
 
 
 class _RedisKeeper:
     """Restarts the embedded redis-server when it dies (on its port, with its append-only
     file), as the supervisor restarts the other children; at most once a second."""
 
-    def __init__(self, server: RedisServer | None, log: Callable[[str], None]) -> None:
+    def __init__(self, server: RedisServer | None) -> None:
         self.server = server
-        self.log = log
         self.next_try = 0.0
 
     def tick(self) -> None:
@@ -81,39 +150,48 @@ class _RedisKeeper:
         if server is None or server.running or time.monotonic() < self.next_try:
             return
         self.next_try = time.monotonic() + 1.0
-        self.log(f"the embedded Redis (port {server.port}) died; restarting it")
+        log.warning("the embedded Redis (port %d) died; restarting it", server.port)
         try:
             server.restart()
         except RedisServerError as error:
-            self.log(f"the embedded Redis did not restart ({error}); trying again")
+            log.error("the embedded Redis did not restart (%s); trying again", error)
             return
-        self.log(f"the embedded Redis restarted (pid {server.pid})")
+        log.info("the embedded Redis restarted (pid %d)", server.pid)
 
 
 def redis_answers(redis_url: str) -> bool:
     """Whether the Redis at `redis_url` answers a PING within a second."""
+    return redis_trouble(redis_url) is None
+
+
+def redis_trouble(redis_url: str) -> str | None:
+    """Why the Redis at `redis_url` does not answer a PING within a second (the error, which
+    never holds the URL's password), or None when it does."""
     import redis
 
     client = redis.Redis.from_url(redis_url, socket_connect_timeout=1, socket_timeout=1)
     try:
-        return bool(client.ping())
-    except redis.RedisError:
-        return False
+        client.ping()
+    except redis.RedisError as error:
+        return f"{type(error).__name__}: {error}"
     finally:
         client.close()
+    return None
 
 
 def serve_children(
-    host: str, port: int, workers: int, redis_url: str, metrics_dir: str
+    host: str, port: int, workers: int, redis_url: str, metrics_dir: str, log_level: str = "info"
 ) -> list[ChildSpec]:
-    """What `guts serve` runs, all on `redis_url`: gunicorn (metrics in multiprocess mode), one
-    `guts worker` (audits) and one `guts dispatch` (deadlines). One line per child."""
-    env = {**os.environ, "REDIS_URL": redis_url}
+    """What `guts serve` runs, all on `redis_url` and logging at `log_level`: gunicorn
+    (metrics in multiprocess mode), one `guts worker` (audits) and one `guts dispatch`
+    (deadlines). One line per child."""
+    env = {**os.environ, "REDIS_URL": redis_url, "GUTS_LOG_LEVEL": log_level}
     web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": metrics_dir}
+    level = ("--log-level", log_level)
     return [
-        ChildSpec("gunicorn", tuple(gunicorn_command(host, port, workers)), web_env),
-        ChildSpec("worker", _guts("worker"), env),
-        ChildSpec("dispatcher", _guts("dispatch"), env),
+        ChildSpec("gunicorn", tuple(gunicorn_command(host, port, workers, log_level)), web_env),
+        ChildSpec("worker", _guts("worker", *level), env),
+        ChildSpec("dispatcher", _guts("dispatch", *level), env),
     ]
 
 
@@ -137,11 +215,9 @@ def _listening(host: str, port: int) -> bool:
 
 def _warn_without_operators(settings: Settings) -> None:
     if not settings.operator_keys:
-        print(
-            "guts: warning: GUTS_OPERATOR_KEYS is not set, so no operator can act "
-            "(create tables, seat players, deal); set it to a comma-separated list of keys",
-            file=sys.stderr,
-            flush=True,
+        log.warning(
+            "GUTS_OPERATOR_KEYS is not set, so no operator can act "
+            "(create tables, seat players, deal); set it to a comma-separated list of keys"
         )
 
 
@@ -150,16 +226,18 @@ class DataDirBusy(RuntimeError):
 
 
 @contextlib.contextmanager
-def _redis(settings: Settings, data_dir: Path) -> Iterator[tuple[str, str, RedisServer | None]]:
-    """Yield the Redis URL to use, a line that describes it (no password), and the embedded
-    server, if any.
+def _redis(
+    settings: Settings, data_dir: Path
+) -> Iterator[tuple[str, dict[str, str], RedisServer | None]]:
+    """Yield the Redis URL to use, fields that describe it (``redis``: the URL without its
+    password; ``redis_data``: the embedded one's directory), and the embedded server, if any.
 
     With REDIS_URL, that one. Without, an embedded redis-server on a free loopback port
     with its append-only file under ``<data_dir>/redis``; it is stopped (and its log
     fsynced) when the block exits, after everything that uses it.
     """
     if settings.redis_url:
-        yield settings.redis_url, f"Redis: {redact_url(settings.redis_url)} (REDIS_URL)", None
+        yield settings.redis_url, {"redis": f"{redact_url(settings.redis_url)} (REDIS_URL)"}, None
         return
     redis_dir = data_dir / "redis"
     with (
@@ -168,7 +246,8 @@ def _redis(settings: Settings, data_dir: Path) -> Iterator[tuple[str, str, Redis
             data_dir=redis_dir, appendonly=True, appendfsync="everysec", port=None
         ) as server,
     ):
-        yield server.url, f"Redis: embedded at {server.url}, data in {server.data_dir}", server
+        described = {"redis": f"embedded at {server.url}", "redis_data": str(server.data_dir)}
+        yield server.url, described, server
 
 
 @contextlib.contextmanager
@@ -183,13 +262,16 @@ def _lock(directory: Path) -> Iterator[None]:
         yield
 
 
-def gunicorn_command(host: str, port: int, workers: int, app: str = WSGI_APP) -> list[str]:
-    """The gunicorn command line ``guts serve`` runs (sync workers; GUNICORN_CMD_ARGS in
+def gunicorn_command(
+    host: str, port: int, workers: int, log_level: str = "info", app: str = WSGI_APP
+) -> list[str]:
+    """The gunicorn command line ``guts serve`` runs (sync workers answering refusals in
+    problem+json, JSON log lines, the limits: ``service.gunicorn_conf``; GUNICORN_CMD_ARGS in
     the environment can add options)."""
     command = [
         sys.executable, "-m", "gunicorn",
-        "--worker-class", "sync",
         "--workers", str(workers),
+        "--log-level", log_level,
         "--bind", f"{_url_host(host)}:{port}",
         "--config", "python:service.gunicorn_conf",
     ]  # fmt: skip
@@ -209,7 +291,8 @@ def _url_host(host: str) -> str:
 
 
 def fail(message: str, code: int = 1) -> int:
-    print(f"guts: error: {message}", file=sys.stderr, flush=True)
+    """Log `message` as the error that ends the command; `code`."""
+    logging.getLogger("guts").error(message)
     return code
 
 

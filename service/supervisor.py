@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import signal
 import subprocess
@@ -30,6 +31,7 @@ __all__ = ["Backoff", "ChildSpec", "StopSignal", "Supervisor", "describe_exit"]
 
 STOP_TIMEOUT_S = 35.0  # above gunicorn's default graceful timeout (30 s)
 _PR_SET_PDEATHSIG = 1
+_LOG = logging.getLogger("guts.supervisor")
 
 
 @dataclass(frozen=True)
@@ -109,10 +111,6 @@ class StopSignal:
             self.signum = signum
 
 
-def _stderr(line: str) -> None:
-    print(f"guts: {line}", file=sys.stderr, flush=True)
-
-
 class _Child:
     """A spec and its current process (None while it waits for its restart)."""
 
@@ -126,8 +124,8 @@ class _Child:
 
 class Supervisor:
     """Runs the children of `specs` and restarts each one that dies (see the module
-    docstring). `clock` and `log` are there for tests; `poll_s` is how often :meth:`run`
-    looks for dead children."""
+    docstring), saying so on `log`. `clock` is there for tests; `poll_s` is how often
+    :meth:`run` looks for dead children."""
 
     def __init__(
         self,
@@ -137,7 +135,7 @@ class Supervisor:
         stop_timeout_s: float = STOP_TIMEOUT_S,
         poll_s: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
-        log: Callable[[str], None] = _stderr,
+        log: logging.Logger = _LOG,
     ) -> None:
         names = [spec.name for spec in specs]
         if len(set(names)) != len(names):
@@ -176,12 +174,13 @@ class Supervisor:
         while stop.signum is None:
             exited = self.first_exited()
             if exited is not None:
-                self.log(f"error: {exited[0]} {describe_exit(exited[1])} while starting")
+                name, code = exited
+                self.log.error("%s %s while starting", name, describe_exit(code))
                 return False
             if ready():
                 return True
             if time.monotonic() > deadline:
-                self.log(f"error: not ready after {timeout_s:.0f} s")
+                self.log.error("not ready after %.0f s", timeout_s)
                 return False
             stop.wait(self.poll_s)
         return False
@@ -209,7 +208,13 @@ class Supervisor:
             elif child.restart_at is not None and now >= child.restart_at:
                 self._spawn(child)
                 if child.process is not None:
-                    self.log(f"{child.spec.name} restarted (pid {child.process.pid})")
+                    pid = child.process.pid
+                    self.log.info(
+                        "%s restarted (pid %d)",
+                        child.spec.name,
+                        pid,
+                        extra={"child": child.spec.name, "pid": pid},
+                    )
 
     def stop(self) -> bool:
         """Stop every child; True when each that ran exited with code 0, or was ended by the
@@ -230,7 +235,7 @@ class Supervisor:
             try:
                 code = process.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                self.log(f"{child.spec.name} did not stop in time; killing it")
+                self.log.warning("%s did not stop in time; killing it", child.spec.name)
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 code = process.wait()
@@ -267,7 +272,13 @@ class Supervisor:
         delay = self.backoff.delay(child.failures)
         child.process = None
         child.restart_at = now + delay
-        self.log(f"{child.spec.name} {what}; restarting it in {delay:.1f} s")
+        self.log.warning(
+            "%s %s; restarting it in %.1f s",
+            child.spec.name,
+            what,
+            delay,
+            extra={"child": child.spec.name, "restart_in_s": delay},
+        )
 
 
 def _reap(process: subprocess.Popen[bytes]) -> int | None:

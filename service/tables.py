@@ -217,7 +217,7 @@ class Tables:
         try:
             self.index.record(table_id, version, due)
         except Exception:  # noqa: BLE001 - the command is stored; the repair covers this
-            log.exception('{"error":"due not indexed","table_id":"%s"}', table_id)
+            log.exception("due not indexed for table %s", table_id, extra={"table_id": table_id})
 
     def reindex(self, table_id: str) -> None:
         """Index the table's stored due again (after a claim found nothing due)."""

@@ -1,11 +1,16 @@
 """The WSGI entry point: ``gunicorn service.wsgi:app`` (settings come from the environment,
-REDIS_URL included; ``guts serve`` sets it before starting gunicorn). Add
+REDIS_URL and GUTS_LOG_LEVEL included; ``guts serve`` sets them before starting gunicorn). Add
 ``-c python:service.gunicorn_conf``, as ``guts serve`` does, for the workers to share their
-tables' newest events (see service/snapshots.py); without it each worker keeps its own."""
+tables' newest events (see service/snapshots.py), for gunicorn's own log lines in the
+service's JSON format, and for problem+json answers to requests gunicorn refuses; without it
+each worker keeps its own events and gunicorn logs and refuses in its own formats."""
 
 from __future__ import annotations
 
 from service.api.app import create_app
 from service.config import Settings
+from service.logs import configure_logging
 
-app = create_app(Settings.from_env())
+settings = Settings.from_env()
+configure_logging(settings.log_level)
+app = create_app(settings)

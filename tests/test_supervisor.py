@@ -3,6 +3,8 @@ and restarts of real (tiny) child processes driven by a clock the test moves."""
 
 from __future__ import annotations
 
+import itertools
+import logging
 import os
 import signal
 import sys
@@ -70,16 +72,34 @@ class Clock:
         return self.now
 
 
+_LOGGERS = itertools.count()
+
+
+class Lines(logging.Handler):
+    """The messages a logger got, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 @pytest.fixture
 def supervised() -> Iterator[Callable[..., tuple[Supervisor, Clock, list[str]]]]:
     made: list[Supervisor] = []
 
     def make(*specs: ChildSpec) -> tuple[Supervisor, Clock, list[str]]:
-        clock, lines = Clock(), []
-        supervisor = Supervisor(specs, clock=clock, log=lines.append, stop_timeout_s=5.0)
+        clock, caught = Clock(), Lines()
+        log = logging.getLogger(f"tests.supervisor.{next(_LOGGERS)}")
+        log.addHandler(caught)
+        log.propagate = False
+        log.setLevel(logging.INFO)
+        supervisor = Supervisor(specs, clock=clock, log=log, stop_timeout_s=5.0)
         made.append(supervisor)
         supervisor.start()
-        return supervisor, clock, lines
+        return supervisor, clock, caught.lines
 
     yield make
     for supervisor in made:

@@ -32,13 +32,10 @@ from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import StoreUnavailable
-from service.logs import configure_logging
 from service.supervisor import Backoff
 from service.tables import Tables
 
 log = logging.getLogger("guts.dispatcher")
-_GONE = 1 << 62
-"""The version a record of a table that does not exist carries (later than any it had)."""
 _GONE = 1 << 62
 """The version an index record of a table that does not exist carries (later than any)."""
 
@@ -107,14 +104,15 @@ class Dispatcher:
             self._held.add(table_id)
             self.index.quarantine(table_id, str(error), self.times.quarantine_retry_s)
             log.error(
-                '{"dispatcher":"quarantined","table_id":"%s","error":"%s"}',
+                "table %s quarantined: its log does not load (%s)",
                 table_id,
                 type(error).__name__,
+                extra={"table_id": table_id, "error": type(error).__name__},
             )
             return
         if table_id in self._held and self.index.release(table_id):
             self._held.discard(table_id)
-            log.warning('{"dispatcher":"released","table_id":"%s"}', table_id)
+            log.warning("table %s released from quarantine", table_id, extra={"table_id": table_id})
 
     def sleep_s(self) -> float:
         """How long to wait before the next tick: until the earliest due, at most `poll_s`."""
@@ -128,7 +126,7 @@ class Dispatcher:
         self._held = set(self.index.quarantined())
         fixed = self.index.repair(self.tables.store, skip=self._held)
         if fixed:
-            log.warning('{"dispatcher":"repaired","tables":%d}', fixed)
+            log.warning("repaired the due index of %d tables", fixed, extra={"tables": fixed})
         return fixed
 
     def run(self, stop: threading.Event) -> None:
@@ -147,9 +145,10 @@ class Dispatcher:
                 failures += 1
                 wait = self.times.backoff.delay(failures)
                 log.warning(
-                    '{"dispatcher":"redis unreachable","retry_s":%.1f,"error":"%s"}',
-                    wait,
+                    "Redis unreachable (%s); trying again in %.1f s",
                     type(error).__name__,
+                    wait,
+                    extra={"retry_s": wait, "error": type(error).__name__},
                 )
             if wait > 0:
                 stop.wait(wait)
@@ -170,13 +169,12 @@ def run_dispatcher(settings: Settings) -> int:
     if not settings.redis_url:
         log.error("REDIS_URL is not set: the dispatcher needs the Redis that the API uses")
         return 1
-    configure_logging()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     client = redis.Redis.from_url(settings.redis_url, health_check_interval=10)
     try:
-        log.info('{"dispatcher":"started","prefix":"%s"}', settings.key_prefix)
+        log.info("dispatcher started", extra={"prefix": settings.key_prefix})
         build_dispatcher(settings, client).run(stop)
     finally:
         client.close()

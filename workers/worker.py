@@ -31,11 +31,12 @@ def build_worker(connection: Redis, *, name: str | None = None) -> Worker:
     )
 
 
-def run_worker(redis_url: str, *, burst: bool = False) -> bool:
+def run_worker(redis_url: str, *, burst: bool = False, log_level: str = "info") -> bool:
     """Run a worker against `redis_url` until it is stopped (with `burst`, run the jobs that
-    are queued and return). Returns whether the worker ran any job."""
+    are queued and return), logging at `log_level` (through the handlers the entry point set
+    up: RQ adds its own only where there are none). Returns whether the worker ran any job."""
     connection = Redis.from_url(redis_url)
     try:
-        return build_worker(connection).work(burst=burst, logging_level="INFO")
+        return build_worker(connection).work(burst=burst, logging_level=log_level.upper())
     finally:
         connection.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import sys
@@ -28,7 +29,7 @@ from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import StoreUnavailable
-from service.logs import configure_logging
+from service.logs import LEVELS, json_line
 from service.snapshots import StateCache, inherited
 from service.tables import Tables
 
@@ -153,11 +154,13 @@ def _quarantine_metric(index: DueIndex) -> bytes:
     return generate_latest(registry)
 
 
-def access_line(record: dict[str, Any]) -> None:
-    """Write one access-log line (JSON) to stderr: one write(2), no logging machinery, since
-    it runs on every request. (Lines are far below PIPE_BUF, so lines from several workers
-    writing to one pipe never interleave.)"""
-    line = dumps(record) + b"\n"
+def access_line(fields: dict[str, Any]) -> None:
+    """Write one access-log line to stderr, in the format of every log line
+    (`service.logs.json_line`), at level info under the logger ``guts.access``: one
+    write(2), no logging machinery, since it runs on every request. (Lines are far below
+    PIPE_BUF, so lines from several workers writing to one pipe never interleave.)"""
+    msg = f"{fields['method']} {fields['endpoint']} {fields['status']}"
+    line = json_line(time.time(), "info", "guts.access", msg, fields)
     stream = sys.stderr
     try:
         fd = stream.fileno()
@@ -191,9 +194,10 @@ class _Observed:
     the request, and whether a route ran a command, and how it went, from `COMMAND` and
     `OUTCOME` there."""
 
-    def __init__(self, wsgi_app: Any, metrics: _Metrics) -> None:
+    def __init__(self, wsgi_app: Any, metrics: _Metrics, *, access_log: bool = True) -> None:
         self.wsgi_app = wsgi_app
         self.metrics = metrics
+        self.access_log = access_log
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         started = time.perf_counter()
@@ -219,9 +223,10 @@ class _Observed:
             outcome = environ.get(OUTCOME) or ("ok" if status < 400 else "refused")
         method = environ.get("REQUEST_METHOD", "")
         self.metrics.observe(endpoint, method, status, elapsed, name, outcome)
+        if not self.access_log:
+            return
         access_line(
             {
-                "ts": round(time.time(), 3),
                 "method": method,
                 "endpoint": endpoint,
                 "status": status,
@@ -283,7 +288,6 @@ def create_app(
     app.extensions["guts"] = services
     metrics = _Metrics()
     app.extensions["guts_metrics"] = metrics
-    configure_logging()
     errors.install(app)
     app.register_blueprint(v1)
 
@@ -292,7 +296,8 @@ def create_app(
         app.wsgi_app = CurrentEnviron(  # type: ignore[method-assign]
             app.wsgi_app, {SERVICES: services}, settings.max_body_bytes
         )
-    app.wsgi_app = _Observed(app.wsgi_app, metrics)  # type: ignore[method-assign]
+    access_log = LEVELS[settings.log_level] <= logging.INFO
+    app.wsgi_app = _Observed(app.wsgi_app, metrics, access_log=access_log)  # type: ignore[method-assign]
 
     @app.get("/healthz")
     def healthz() -> Response:

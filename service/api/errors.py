@@ -45,8 +45,8 @@ RETRY_AFTER_S = "1"
 busy tables pass in about that."""
 
 
-def problem(status: int, title: str, detail: str, **extra: Any) -> Response:
-    """A problem+json response."""
+def problem_body(status: int, title: str, detail: str, **extra: Any) -> bytes:
+    """The JSON of a problem: its type is named after its title."""
     slug = title.lower().replace(" ", "-")
     body = {
         "type": f"https://guts.example/problems/{slug}",
@@ -55,7 +55,14 @@ def problem(status: int, title: str, detail: str, **extra: Any) -> Response:
         "detail": detail,
         **extra,
     }
-    response = Response(dumps(body), status=status, mimetype=PROBLEM)
+    return dumps(body)
+
+
+def problem(status: int, title: str, detail: str, **extra: Any) -> Response:
+    """A problem+json response."""
+    response = Response(
+        problem_body(status, title, detail, **extra), status=status, mimetype=PROBLEM
+    )
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="guts"'
     if status == 503:
@@ -170,5 +177,5 @@ def install(app: Flask) -> None:
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> Response:
         ref = uuid.uuid4().hex[:12]
-        log.exception("unexpected error ref=%s", ref)
+        log.exception("unexpected error ref=%s", ref, extra={"ref": ref})
         return problem(500, "Internal Server Error", f"unexpected error (ref {ref})")

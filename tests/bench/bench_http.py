@@ -299,7 +299,7 @@ def targets(workdir: Path) -> Iterator[tuple[str, str]]:
         ):
             port = free_port()
             with open(workdir / f"{name}.log", "wb") as log:
-                command = gunicorn_command("127.0.0.1", port, WEB_WORKERS, app)
+                command = gunicorn_command("127.0.0.1", port, WEB_WORKERS, app=app)
                 children.start(command, env, log)
             urls.append(f"http://127.0.0.1:{port}")
             _wait_ready(urls[-1] + probe, "GET" if probe == "/healthz" else "POST", workdir)

@@ -1,0 +1,117 @@
+"""The two gunicorn classes ``guts serve`` substitutes for gunicorn's own, through its
+public settings (``service.gunicorn_conf``): a sync worker that answers in problem+json the
+requests gunicorn refuses itself, and a logger that writes the service's JSON lines.
+
+Both are written against gunicorn 27 (pinned in pyproject.toml); tests/test_operating.py
+checks them over a real ``guts serve``.
+
+**The worker.** gunicorn parses a request before the app sees it, and answers one it cannot
+take (a request line over ``limit_request_line``, too many or too long header fields, a
+malformed request) with an HTML page of its own. The API promises problem+json for every
+error, so ``guts serve`` runs this worker class (gunicorn's public ``worker_class`` setting
+takes a subclass of its workers), which overrides the one method where a worker answers such
+a request, ``handle_error``, and writes the problem itself, with gunicorn's own socket
+helper. The status follows the refusal: 414 for the request line, 431 for the header fields
+(both naming the limit), 501 for a transfer coding gunicorn does not know, 417 for an
+``Expect`` it cannot meet, 400 for anything else malformed, 500 (logged with its traceback,
+as gunicorn does) for what is not the client's fault.
+
+**The logger.** gunicorn's ``logger_class`` setting takes a subclass of its logger; this one
+lets gunicorn set up its handlers (stderr, a file, syslog, ``--access-logfile``) and gives each
+the service's formatter (``service.logs.JsonLines``). (gunicorn's ``logconfig_dict`` could
+do that too, but it turns gunicorn's access log on, a second line per request beside the
+service's own access log, which costs about 14 us a request to format.)
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from typing import Any
+
+from gunicorn import util  # type: ignore[import-untyped]
+from gunicorn.glogging import Logger  # type: ignore[import-untyped]
+from gunicorn.http.errors import (  # type: ignore[import-untyped]
+    ExpectationFailed,
+    ForbiddenProxyRequest,
+    InvalidResponseHeader,
+    InvalidResponseHeaderName,
+    LimitRequestHeaders,
+    LimitRequestLine,
+    ParseException,
+    UnsupportedTransferCoding,
+)
+from gunicorn.workers.sync import SyncWorker  # type: ignore[import-untyped]
+
+from service.api.errors import PROBLEM, problem_body
+from service.logs import JsonLines
+
+
+class JsonLogger(Logger):  # type: ignore[misc]
+    """gunicorn's logger, writing the service's JSON lines (see the module doc)."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        for log in (self.error_log, self.access_log):
+            for handler in log.handlers:
+                handler.setFormatter(JsonLines())
+
+
+class ProblemSyncWorker(SyncWorker):  # type: ignore[misc]
+    """gunicorn's sync worker, with its refusals in problem+json (see the module doc)."""
+
+    def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:
+        refused = self.refusal(exc)
+        if refused is None:
+            self.log.exception("Error handling request")
+            status, title, detail = 500, "Internal Server Error", "the server failed"
+        else:
+            status, title, detail = refused
+            self.log.warning(
+                "request refused before the app: %d %s",
+                status,
+                title,
+                extra={"status": status, "refusal": type(exc).__name__},
+            )
+        body = problem_body(status, title, detail)
+        head = (
+            f"HTTP/1.1 {status} {title}\r\nConnection: close\r\n"
+            f"Content-Type: {PROBLEM}\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        try:
+            util.write_nonblock(client, head.encode("latin-1") + body)
+        except Exception:  # noqa: BLE001 - the client went away: nothing left to tell it
+            self.log.debug("Failed to send error message.")
+
+    def refusal(self, exc: BaseException) -> tuple[int, str, str] | None:
+        """(status, title, detail) of a request gunicorn refused, or None when `exc` is not
+        the client's fault. The details never echo the request (it is the client's own, but
+        may be large)."""
+        cfg = self.cfg
+        if isinstance(exc, InvalidResponseHeader | InvalidResponseHeaderName):
+            return None  # a header the app sent
+        if isinstance(exc, LimitRequestLine):
+            limit = cfg.limit_request_line
+            return (
+                414,
+                "URI Too Long",
+                f"the request line is longer than the limit of {limit} bytes",
+            )
+        if isinstance(exc, LimitRequestHeaders):
+            return (
+                431,
+                "Request Header Fields Too Large",
+                f"the request has more than {cfg.limit_request_fields} header fields, or one "
+                f"longer than the limit of {cfg.limit_request_field_size} bytes",
+            )
+        if isinstance(exc, UnsupportedTransferCoding):
+            return 501, "Not Implemented", "the request's Transfer-Encoding is not supported"
+        if isinstance(exc, ExpectationFailed):
+            return 417, "Expectation Failed", "the request's Expect header cannot be met"
+        if isinstance(exc, ForbiddenProxyRequest):
+            return 403, "Forbidden", "the proxy protocol header is not allowed from this address"
+        if isinstance(exc, ssl.SSLError):
+            return 403, "Forbidden", "the TLS handshake failed"
+        if isinstance(exc, ParseException):
+            return 400, "Bad Request", f"the request is not valid HTTP ({type(exc).__name__})"
+        return None

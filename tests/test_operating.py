@@ -1,0 +1,309 @@
+"""Operating `guts serve`, over real processes: what gunicorn refuses is problem+json naming
+its limit; every line on stderr is one JSON object in one format, at the `--log-level` asked
+for; a REDIS_URL that never answers is waited for `--redis-wait` seconds, one that goes away
+later for as long as it takes; the Dockerfile caches its dependencies apart from the code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.redis_server import RedisServer, free_port
+from tests.test_cli import (
+    OPERATOR_KEY,
+    START_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    Served,
+    _child_pids,
+    _env,
+    _eventually,
+    _status,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+LIMIT_REQUEST_LINE = 4094  # service/gunicorn_conf.py, README "Limits", openapi.yaml
+ISO_MS_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One `guts serve` for the tests that only send it requests."""
+    tmp = tmp_path_factory.mktemp("operating")
+    running = Served(tmp / "data", tmp)
+    try:
+        running.wait_healthy()
+        yield running
+    finally:
+        running.kill()
+
+
+@pytest.fixture
+def serve() -> Iterator[list[Served]]:
+    """`guts serve` processes a test starts; each still running at the end is stopped."""
+    started: list[Served] = []
+    yield started
+    for running in started:
+        running.kill()
+
+
+def _raw(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send `request` as it is; the status, headers (lower-case names) and body answered."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(request)
+        received = b""
+        while chunk := conn.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(status_line.split()[1]), headers, body
+
+
+def _get(target: str, *headers: str) -> bytes:
+    lines = [f"GET {target} HTTP/1.1", "Host: guts", *headers, "Connection: close"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _path_for_line_of(length: int) -> str:
+    """A path under /v1/tables whose `GET <path> HTTP/1.1` request line is `length` bytes."""
+    fixed = len("GET  HTTP/1.1") + len("/v1/tables/")
+    return "/v1/tables/" + "t" * (length - fixed)
+
+
+REFUSED = {  # what gunicorn refuses -> (request, status, title, words of the detail)
+    "request line one byte over": (
+        _get(_path_for_line_of(LIMIT_REQUEST_LINE + 1)),
+        414,
+        "URI Too Long",
+        f"limit of {LIMIT_REQUEST_LINE} bytes",
+    ),
+    "request line of 20 KB": (
+        _get("/v1/tables/" + "t" * 20_000),
+        414,
+        "URI Too Long",
+        f"limit of {LIMIT_REQUEST_LINE} bytes",
+    ),
+    "a header field over 8190 bytes": (
+        _get("/healthz", "X-Padding: " + "p" * 9000),
+        431,
+        "Request Header Fields Too Large",
+        "limit of 8190 bytes",
+    ),
+    "101 header fields": (
+        _get("/healthz", *(f"X-Field-{i}: {i}" for i in range(101))),
+        431,
+        "Request Header Fields Too Large",
+        "more than 100 header fields",
+    ),
+    "not HTTP": (b"HELLO THERE\r\n\r\n", 400, "Bad Request", "not valid HTTP"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_requests_gunicorn_refuses_are_problem_json_that_names_the_limit(
+    served: Served, case: str
+) -> None:
+    request, status, title, detail = REFUSED[case]
+    answered, headers, body = _raw(served.port, request)
+    assert answered == status, body
+    assert headers["content-type"] == "application/problem+json"
+    problem = json.loads(body)
+    assert problem["status"] == status and problem["title"] == title
+    assert problem["type"] == "https://guts.example/problems/" + title.lower().replace(" ", "-")
+    assert detail in problem["detail"]
+
+
+def test_a_request_line_at_the_limit_reaches_the_app(served: Served) -> None:
+    path = _path_for_line_of(LIMIT_REQUEST_LINE)
+    request = _get(path, f"Authorization: Bearer {OPERATOR_KEY}")
+    answered, headers, body = _raw(served.port, request)
+    assert answered == 404, body  # the app's answer: no such table
+    assert json.loads(body)["detail"].startswith("no table")
+
+
+# --- logs ---------------------------------------------------------------------------------
+
+
+def _log_lines(running: Served) -> list[dict[str, Any]]:
+    """Every line `guts serve` wrote on stderr (see `_lines`); stdout stays empty."""
+    assert running.stdout_path.read_text() == ""
+    return _lines(running.stderr_path.read_text())
+
+
+def _lines(text: str) -> list[dict[str, Any]]:
+    """`text` as log lines, each one JSON object with the common keys (else the test fails)."""
+    entries = []
+    for line in text.splitlines():
+        entry = json.loads(line)
+        assert isinstance(entry, dict), line
+        assert ISO_MS_UTC.fullmatch(entry["ts"]), line
+        assert entry["level"] in LEVELS, line
+        assert isinstance(entry["logger"], str) and entry["logger"], line
+        assert isinstance(entry["msg"], str) and entry["msg"], line
+        entries.append(entry)
+    return entries
+
+
+def test_every_line_serve_logs_is_one_json_object_in_one_format(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    running = Served(tmp_path / "data", tmp_path)
+    serve.append(running)
+    running.wait_healthy()
+    created = running.call("POST", "/v1/tables", {"preset": "three-card"})
+    assert created.status_code == 201, created.text
+    token = "not-a-token-" + "x" * 20
+    assert (
+        running.call("GET", f"/v1/tables/{created.json()['table_id']}", key=token).status_code
+        == 401
+    )
+    assert running.call("GET", "/v1/tables/nowhere").status_code == 404
+    assert _raw(running.port, REFUSED["request line of 20 KB"][0])[0] == 414
+    (worker,) = _child_pids(running.process.pid, "worker")  # the supervisor's lines too
+    os.kill(worker, signal.SIGKILL)
+    assert _eventually(lambda: "worker restarted" in running.output(), START_TIMEOUT_S)
+    assert running.terminate() == 0, running.output()
+
+    entries = _log_lines(running)
+    sources = {entry["logger"] for entry in entries}
+    for source in ("guts.serve", "guts.supervisor", "guts.access", "guts.dispatcher"):
+        assert source in sources, sources
+    assert "gunicorn.error" in sources and "rq.worker" in sources, sources
+    access = [entry for entry in entries if entry["logger"] == "guts.access"]
+    statuses = {(entry["endpoint"], entry["status"]) for entry in access}
+    assert ("/v1/tables", 201) in statuses and ("/v1/tables/<table_id>", 401) in statuses
+    refused = [entry for entry in entries if entry.get("status") == 414]
+    assert [entry["level"] for entry in refused] == ["warning"]
+    died = [entry for entry in entries if entry["logger"] == "guts.supervisor"]
+    assert died[0]["level"] == "warning" and died[0]["child"] == "worker", died
+    text = running.stderr_path.read_text()
+    assert OPERATOR_KEY not in text and token not in text
+
+
+def test_log_level_warning_drops_the_info_lines(serve: list[Served], tmp_path: Path) -> None:
+    running = Served(tmp_path / "data", tmp_path, args=("--log-level", "warning"))
+    serve.append(running)
+    running.wait_healthy()
+    assert running.call("POST", "/v1/tables", {"preset": "three-card"}).status_code == 201
+    assert _raw(running.port, REFUSED["not HTTP"][0])[0] == 400
+    assert running.terminate() == 0, running.output()
+
+    entries = _log_lines(running)
+    assert {entry["level"] for entry in entries} <= {"warning", "error", "critical"}, entries
+    assert "InvalidRequestLine" in [entry.get("refusal") for entry in entries], entries
+
+
+def test_worker_and_dispatcher_run_alone_log_the_same_way(
+    redis_url: str, redis_client: Any, tmp_path: Path
+) -> None:
+    env = _env(REDIS_URL=redis_url)
+    burst = subprocess.run(
+        [sys.executable, "-m", "service.cli", "worker", "--burst", "--log-level", "debug"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert burst.returncode == 0, burst.stderr
+    assert burst.stdout == ""
+    assert "rq.worker" in {entry["logger"] for entry in _lines(burst.stderr)}
+
+    stderr_path = tmp_path / "dispatch.err"
+    with open(stderr_path, "wb") as stderr:
+        dispatcher = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "dispatch"],
+            cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+    try:
+        started = lambda: "dispatcher started" in stderr_path.read_text()  # noqa: E731
+        assert _eventually(started, START_TIMEOUT_S), stderr_path.read_text()
+        dispatcher.send_signal(signal.SIGTERM)
+        assert dispatcher.wait(STOP_TIMEOUT_S) == 0, stderr_path.read_text()
+    finally:
+        if dispatcher.poll() is None:
+            dispatcher.kill()
+            dispatcher.wait()
+    (line,) = _lines(stderr_path.read_text())
+    assert line["logger"] == "guts.dispatcher" and line["prefix"] == "guts", line
+
+
+# --- waiting for Redis --------------------------------------------------------------------
+
+
+def test_serve_gives_up_on_a_redis_url_that_never_answers_after_redis_wait(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    url = f"redis://:hunter2-secret@127.0.0.1:{free_port()}/0"
+    running = Served(tmp_path / "data", tmp_path, _env(REDIS_URL=url), ("--redis-wait", "2"))
+    serve.append(running)
+    assert running.process.wait(START_TIMEOUT_S + STOP_TIMEOUT_S) == 1, running.output()
+    entries = _log_lines(running)
+    last = entries[-1]
+    assert last["level"] == "error" and last["logger"] == "guts", last
+    assert "did not answer in 2 s (--redis-wait)" in last["msg"], last
+    assert "redis://:***@127.0.0.1" in last["msg"]
+    text = running.stderr_path.read_text()
+    assert "hunter2-secret" not in text
+    assert "Traceback" not in text and not [entry for entry in entries if "exc" in entry]
+    assert _status(running.base + "/healthz") is None  # everything it started has stopped
+
+
+def test_redis_going_away_after_the_start_is_waited_out_past_redis_wait(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    port = free_port()
+    env = _env(REDIS_URL=f"redis://127.0.0.1:{port}/0")
+    with RedisServer(port=port, data_dir=tmp_path / "redis", appendonly=True):
+        running = Served(tmp_path / "data", tmp_path, env, ("--redis-wait", "1"))
+        serve.append(running)
+        running.wait_healthy()
+        created = running.call("POST", "/v1/tables", {"preset": "three-card"})
+        assert created.status_code == 201, created.text
+    degraded = lambda: _status(running.base + "/healthz") == 503  # noqa: E731
+    assert _eventually(degraded, START_TIMEOUT_S), running.output()
+    time.sleep(3)  # three times --redis-wait: room for a wrong give-up to happen
+    assert running.process.poll() is None, running.output()
+    with RedisServer(port=port, data_dir=tmp_path / "redis", appendonly=True):
+        running.wait_healthy()
+        table = created.json()["table_id"]
+        seated = running.call(
+            "POST", f"/v1/tables/{table}/players", {"player_id": "a", "buy_in": 9}
+        )
+        assert seated.status_code == 201, seated.text
+        assert running.terminate() == 0, running.output()
+    assert "giving up" not in running.output()
+
+
+# --- the image ----------------------------------------------------------------------------
+
+
+def test_the_dockerfile_installs_the_locked_dependencies_before_it_copies_the_code() -> None:
+    """No Docker daemon or registry where this suite runs, so the order is read: a change to
+    the code must not invalidate the dependency layer (README "Docker")."""
+    text = re.sub(r"\\\n", " ", (REPO / "Dockerfile").read_text())  # continued lines joined
+    steps = [
+        line.split(None, 1)
+        for line in text.splitlines()
+        if re.match(r"(COPY|RUN|FROM|WORKDIR|USER|CMD)\b", line)
+    ]
+    kinds = [kind for kind, _ in steps]
+    manifests = steps.index(["COPY", "pyproject.toml requirements.lock /app/"])
+    code = steps.index(["COPY", ". /app"])
+    dependencies = next(i for i, (kind, rest) in enumerate(steps) if "-c requirements.lock" in rest)
+    project = next(i for i, (kind, rest) in enumerate(steps) if "--no-deps" in rest)
+    assert manifests < dependencies < code < project, steps
+    assert kinds[dependencies] == kinds[project] == "RUN"
+    assert "COPY" not in kinds[:manifests] and kinds.count("COPY") == 2
