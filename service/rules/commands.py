@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from . import events as ev
+from .betting import bet, can_bet, verify_bet
 from .dealing import (
     deal,
     deal_from,
@@ -87,6 +88,9 @@ def resolve(state: TableState, now: datetime) -> list[ev.Event]:
 
 __all__ = [
     "InvalidCommand",
+    "bet",
+    "can_bet",
+    "verify_bet",
     "can_declare",
     "can_resolve",
     "close_at_deadline",
