@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 
 from service.rules import commands
+from service.rules import events as ev
 from service.rules.clock import CLOSE, act_when_due, next_due
 from service.rules.errors import InvalidCommand, InvalidRules, NotYourTurn, RuleViolation
 from service.rules.events import BetMade
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import replay
+from service.rules.views import Viewer, event_view, table_view
 
 from .harness import Table
 
@@ -36,6 +38,14 @@ def _act(t: Table, seat: int, action: str) -> BetMade:
     (made,) = t.apply(commands.bet(t.state, seat, action, t.now))
     assert isinstance(made, BetMade)
     return made
+
+
+def _round(t: Table, *actions: str) -> ev.HandResolved:
+    """Each action by the seat on turn, then the showdown."""
+    for action in actions:
+        _act(t, t.state.hand.bet_turn, action)
+    assert t.state.hand.phase == "showdown"
+    return t.resolve()
 
 
 # --- options ----------------------------------------------------------------------------------
@@ -140,10 +150,7 @@ def test_a_player_who_cannot_afford_a_call_is_refused_and_may_fold():
 
 def test_a_fold_loses_and_still_matches_the_declared_pot():
     t = _betting_table()  # pot 3 when declared
-    _act(t, 1, "bet")
-    _act(t, 2, "fold")
-    _act(t, 0, "call")
-    result = t.resolve()
+    result = _round(t, "bet", "fold", "call")
     assert result.outcome == "showdown" and result.folded == (2,)
     assert result.pot_in_play == 5 and result.bets == {1: 1, 0: 1}
     assert result.winners == (1,) and result.won == {1: 5}  # the whole pot, bets included
@@ -153,42 +160,25 @@ def test_a_fold_loses_and_still_matches_the_declared_pot():
 
 
 def test_after_betting_losers_match_the_pot_with_the_bets():
-    t = _betting_table(match_basis="after_betting")
-    _act(t, 1, "bet")
-    _act(t, 2, "call")
-    _act(t, 0, "fold")
-    result = t.resolve()
+    result = _round(_betting_table(match_basis="after_betting"), "bet", "call", "fold")
     assert result.pot_in_play == 5 and result.matched == {2: 5, 0: 5}
 
 
 def test_the_last_player_standing_takes_the_pot_unseen_and_the_folders_match():
-    t = _betting_table()
-    _act(t, 1, "bet")
-    _act(t, 2, "fold")
-    _act(t, 0, "fold")
-    assert t.state.hand.phase == "showdown"
-    result = t.resolve()
+    result = _round(_betting_table(), "bet", "fold", "fold")
     assert result.outcome == "others_folded" and result.shown == {}
     assert result.won == {1: 4} and result.matched == {2: 3, 0: 3}
     assert not result.game_over
 
 
 def test_with_lowest_loser_only_the_folders_pay():
-    t = _betting_table(match="lowest_loser")
-    _act(t, 1, "check")
-    _act(t, 2, "check")
-    _act(t, 0, "fold")
-    result = t.resolve()
+    result = _round(_betting_table(match="lowest_loser"), "check", "check", "fold")
     assert result.winners == (1,) and result.matched == {0: 3}
 
 
 def test_caps_bound_what_is_won_and_matched_with_bets_in_the_pot():
     t = _betting_table(cap_mode="cap", cap=4, match_basis="after_betting")
-    _act(t, 1, "bet")
-    _act(t, 2, "raise")
-    _act(t, 0, "fold")
-    _act(t, 1, "call")
-    result = t.resolve()  # pot 3 + 4 = 7
+    result = _round(t, "bet", "raise", "fold", "call")  # pot 3 + 4 = 7
     assert result.won == {1: 4} and result.matched == {2: 4, 0: 4}
     assert result.pot == 7 - 4 + 8
 
@@ -229,10 +219,55 @@ def test_resolve_waits_for_the_betting_round():
 
 def test_replay_of_a_betting_hand_equals_the_live_state():
     t = _betting_table()
-    _act(t, 1, "bet")
-    _act(t, 2, "raise")
-    _act(t, 0, "fold")
-    _act(t, 1, "raise")
-    _act(t, 2, "call")
-    t.resolve()
+    _round(t, "bet", "raise", "fold", "raise", "call")
     assert replay(t.log).to_data() == t.state.to_data()
+
+
+# --- what each viewer sees --------------------------------------------------------------------
+
+
+def test_the_betting_round_is_public_and_cards_stay_private():
+    t = _betting_table(bet_size=2)
+    _act(t, 1, "bet")
+    _act(t, 2, "fold")
+    viewers = [Viewer("operator"), Viewer("auditor"), *(Viewer("player", s) for s in (0, 1, 2))]
+    views = {v: table_view(t.state, v)["hand"] for v in viewers}
+    expected = {
+        "bettors": [1, 2, 0],
+        "turn": 0,
+        "bet_to": 2,
+        "to_call": 2,
+        "raises": 0,
+        "max_raises": 3,
+        "bet_size": 2,
+        "bets": {"1": 2, "2": 0, "0": 0},
+        "folded": [2],
+        "pot_declared": 3,
+    }
+    for viewer, hand in views.items():
+        assert hand["betting"] == expected
+        assert hand["decisions"] == {"1": "in", "2": "in", "0": "in"}  # revealed before the draw
+        if viewer.role == "player":
+            assert hand["cards"] == list(t.state.hand.cards[viewer.seat])
+        else:
+            assert "cards" not in hand
+    bets = [(v, e) for v, e in enumerate(t.log, start=1) if isinstance(e, BetMade)]
+    for viewer in viewers:
+        for version, made in bets:
+            assert event_view(made, t.state, viewer, version)["data"]["amount"] == made.amount
+    at, dealt = next((v, e) for v, e in enumerate(t.log, start=1) if e.TYPE == "hand_dealt")
+    for seat in (0, 1, 2):
+        data = event_view(dealt, t.state, Viewer("player", seat), at)["data"]
+        assert list(data["cards"]) == [str(seat)] and "seed" not in data
+
+
+def test_decisions_are_public_while_drawing_once_revealed():
+    t = Table(players=3, draw=1)
+    t.deal()
+    t.declare({1: "in", 2: "in", 0: "out"})
+    assert t.state.hand.phase == "drawing"
+    assert table_view(t.state, Viewer("player", 0))["hand"]["decisions"] == {
+        "1": "in",
+        "2": "in",
+        "0": "out",
+    }
