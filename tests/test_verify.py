@@ -554,6 +554,8 @@ def test_a_betting_hand_verifies_with_its_bets_in_the_settlement(api: Api):
         (lambda h: h["bets"][1].update(amount=1), "betting round"),  # a raise priced as a call
         (lambda h: h["outcome"]["bets"].update({"2": 1}), "betting round"),
         (lambda h: h["outcome"]["matched"].pop("0"), "settlement chips"),
+        (lambda h: h["bets"][0].update(amount="1"), "betting round"),  # not chips: no crash
+        (lambda h: h["outcome"].update(pot=[]), "settlement chips"),
     ],
 )
 def test_a_settlement_that_does_not_add_up_fails(api: Api, tamper, failing):
@@ -562,3 +564,4 @@ def test_a_settlement_that_does_not_add_up_fails(api: Api, tamper, failing):
     report = verify_history(history)
     assert not report.ok and report.status == "failed"
     assert failing in _names(report, passed=False), report.render()
+    assert not any(c.detail.startswith("malformed") for c in report.checks)

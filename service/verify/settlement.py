@@ -1,6 +1,7 @@
 """The settlement's arithmetic, from the history alone: no chip appears or vanishes in the
 hand's settlement (the bets of a betting round are in the pot in play), and the betting round
-followed its fixed limit and adds up to the bets the outcome names."""
+followed its fixed limit and adds up to the bets the outcome names. Amounts that are not whole
+numbers of chips fail the check that needs them."""
 
 from __future__ import annotations
 
@@ -8,9 +9,29 @@ from typing import Any
 
 from .report import CheckList
 
+_ACTIONS = ("check", "bet", "call", "raise", "fold")
 
-def _total(amounts: Any) -> int:
-    return sum(amounts.values()) if isinstance(amounts, dict) else 0
+
+def _chips(value: Any) -> int | None:
+    """A whole, non-negative number of chips, or None."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return value if ok else None
+
+
+def _total(amounts: Any) -> int | None:
+    """The sum of a seat -> chips map (absent: 0), or None when it is not one."""
+    if amounts is None:
+        return 0
+    if not isinstance(amounts, dict):
+        return None
+    values = [_chips(v) for v in amounts.values()]
+    return None if None in values else sum(v for v in values if v is not None)
+
+
+def _sum(outcome: dict[str, Any], fields: tuple[str, ...], maps: tuple[str, ...]) -> int | None:
+    parts = [_chips(outcome.get(name, 0)) for name in fields]
+    parts += [_total(outcome.get(name)) for name in maps]
+    return None if None in parts else sum(p for p in parts if p is not None)
 
 
 def check_settlement(history: dict[str, Any], checks: CheckList) -> None:
@@ -18,60 +39,68 @@ def check_settlement(history: dict[str, Any], checks: CheckList) -> None:
     outcome = history.get("outcome")
     if not isinstance(outcome, dict):
         return
-    came = outcome["pot_in_play"] + outcome.get("reserve_before", 0)
-    came += outcome.get("side_pot_before", 0) + _total(outcome["matched"])
-    came += _total(outcome["wimp"])
-    went = _total(outcome["won"]) + outcome["pot"] + outcome.get("reserve", 0)
-    went += outcome.get("side_pot", 0)
-    detail = (
-        f"pot in play {outcome['pot_in_play']} (bets {_total(outcome.get('bets'))} included) "
-        f"+ reserve, side pot and matches = {came}; won + pot, reserve and side pot after = {went}"
-    )
-    checks.add("settlement chips", came == went, detail)
+    came = _sum(outcome, ("pot_in_play", "reserve_before", "side_pot_before"), ("matched", "wimp"))
+    went = _sum(outcome, ("pot", "reserve", "side_pot"), ("won",))
+    if came is None or went is None:
+        checks.add("settlement chips", False, "the outcome's amounts are not whole chips")
+    else:
+        detail = (
+            f"pot in play (bets included), reserve, side pot and matches: {came}; "
+            f"won, and pot, reserve and side pot after: {went}"
+        )
+        checks.add("settlement chips", came == went, detail)
     low = outcome.get("low")
     if isinstance(low, dict):
-        came = low["pot_in_play"] + _total(low["matched"])
-        went = _total(low["won"]) + low["pot"]
-        checks.add("low pot chips", came == went, f"in {came}, out {went}")
-    if isinstance(history.get("bets"), list):
-        _check_bets(history, outcome, checks)
+        came, went = _sum(low, ("pot_in_play",), ("matched",)), _sum(low, ("pot",), ("won",))
+        ok = came is not None and came == went
+        checks.add("low pot chips", ok, f"in {came}, out {went}")
+    if "bets" in history:
+        problems = _bet_problems(history, outcome)
+        detail = "; ".join(problems) or f"{len(history['bets'])} actions, fixed limit"
+        checks.add("betting round", not problems, detail)
 
 
-def _check_bets(history: dict[str, Any], outcome: dict[str, Any], checks: CheckList) -> None:
+def _bet_problems(history: dict[str, Any], outcome: dict[str, Any]) -> list[str]:
     """Replay the fixed-limit round: each action's price, the raise cap, and the totals."""
-    rules = history.get("rules") or {}
-    size: int = rules.get("bet_size") or rules.get("ante") or 1
-    cap: int = rules.get("max_raises", 3)
+    given = history.get("rules")
+    rules: dict[str, Any] = given if isinstance(given, dict) else {}
+    size, cap = _chips(rules.get("bet_size")), _chips(rules.get("max_raises"))
+    entries = history["bets"]
+    if not size or cap is None or not isinstance(entries, list):
+        return ["the rules' bet_size and max_raises, or the bets, are missing"]
     put_in: dict[str, int] = {}
     bet_to = raises = 0
-    folded: list[int] = []
+    folded: list[str] = []
     problems = []
-    for step, entry in enumerate(history["bets"], start=1):
-        seat, action, amount = str(entry["seat"]), entry["action"], entry["amount"]
-        owed = bet_to - put_in.get(seat, 0)
+    for step, entry in enumerate(entries, start=1):
+        fields = entry if isinstance(entry, dict) else {}
+        seat, action = fields.get("seat"), fields.get("action")
+        amount, to = _chips(fields.get("amount")), _chips(fields.get("bet_to"))
+        if _chips(seat) is None or action not in _ACTIONS or amount is None or to is None:
+            return [f"action {step} is not a seat, an action and whole chips"]
+        who = str(seat)
+        owed = bet_to - put_in.get(who, 0)
+        expected = {"call": owed, "check": 0, "fold": 0}.get(action, owed + size)
         if action in ("bet", "raise"):
             if (action == "bet") != (bet_to == 0):
                 problems.append(f"action {step}: a {action} with {bet_to} already bet")
             raises += action == "raise"
             bet_to += size
-            expected = owed + size
-        else:
-            expected = owed if action == "call" else 0
-            if action == "check" and owed:
-                problems.append(f"action {step}: seat {seat} checked owing {owed}")
-        folded += [entry["seat"]] if action == "fold" else []
-        if amount != expected or entry["bet_to"] != bet_to:
-            problems.append(f"action {step}: seat {seat} {action} put in {amount}, not {expected}")
-        put_in[seat] = put_in.get(seat, 0) + amount
+        if action == "check" and owed:
+            problems.append(f"action {step}: seat {who} checked owing {owed}")
+        if amount != expected or to != bet_to:
+            problems.append(f"action {step}: seat {who} {action} put in {amount}, not {expected}")
+        put_in[who] = put_in.get(who, 0) + amount
+        folded += [who] if action == "fold" else []
     if raises > cap:
         problems.append(f"{raises} raises, more than max_raises {cap}")
-    if {s: n for s, n in put_in.items() if n} != (outcome.get("bets") or {}):
-        problems.append(f"the actions put in {put_in}, the outcome says {outcome.get('bets')}")
-    if sorted(folded) != sorted(outcome.get("folded") or []):
-        problems.append(f"seats {folded} folded, the outcome says {outcome.get('folded')}")
-    if not set(map(str, folded)) <= set(outcome["matched"]):
+    named = outcome.get("bets") or {}
+    if {s: n for s, n in put_in.items() if n} != named:
+        problems.append(f"the actions put in {put_in}, the outcome says {named}")
+    said = outcome.get("folded") or []
+    if not isinstance(said, list) or sorted(folded) != sorted(map(str, said)):
+        problems.append(f"seats {folded} folded, the outcome says {said}")
+    matched = outcome.get("matched")
+    if not isinstance(matched, dict) or not set(folded) <= set(matched):
         problems.append("a folder did not match (a fold loses the hand)")
-    detail = "; ".join(problems) or (
-        f"{len(history['bets'])} actions at {size} a bet, {sum(put_in.values())} chips bet"
-    )
-    checks.add("betting round", not problems, detail)
+    return problems
