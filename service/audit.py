@@ -1,13 +1,14 @@
 """Rebuild a table from its log alone and check everything on the way.
 
 For each event, in order: its version follows the previous one; the hash chain holds; it
-decodes; a deal's commitment is the SHA-256 of its seed and its cards are the deck that seed
-derives (or, for a carried-over deck, the rest of the previous deck); a resolution is exactly
-what the rules decide from the state before it, and so is every action of a betting round (its
-turn, price and the bet it leaves); it applies; chips are conserved after it (bets are chips in
-the pot; a void hands them back).
-At the end the rebuilt state must equal the stored snapshot, and the table views built from
-both must match. The report names the first discrepancy.
+decodes; a deal's commitment is the SHA-256 of its seed, it mixed in exactly the client seeds
+its players chose for it, and its cards are the deck that seed and its context derive (or,
+for a carried-over deck, the rest of the previous deck); a resolution is exactly what the
+rules decide from the state before it, and so is every action of a betting round (its
+turn, price and the bet it leaves); it applies; chips are conserved after it (bets are chips
+in the pot; a void hands them back). At the end
+the rebuilt state must equal the stored snapshot, and the table views built from both must
+match. The report names the first discrepancy.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import orjson
 from service.eventlog.codec import GENESIS, CodecError, chain_hash, decode_current, upcast
 from service.eventlog.store import EventStore, Loaded, StoreError
 from service.rules import events as ev
-from service.rules.cards import deck_context, shuffled_deck
+from service.rules.cards import hand_context, shuffled_deck
+from service.rules.client_seeds import seeds_for_deal
 from service.rules.commands import bet, close_at_deadline, deal_from
 from service.rules.events import event_from_data
 from service.rules.play import draw_from
@@ -72,9 +74,14 @@ def _check_deal(state: TableState, event: ev.HandDealt) -> None:
         event.next_commitment
     ):
         raise ValueError("the next hand's commitment is not the SHA-256 of its seed")
+    chosen = seeds_for_deal(state, event.order)
+    if event.client_seeds != chosen:
+        raise ValueError("the players' client seeds are not the ones the dealt-in seats chose")
+    if event.client_seed and chosen:
+        raise ValueError("an operator's client seed was mixed in after the players' seeds")
     if event.stacked:
         return  # a sandbox deal: the caller fixed the cards, there is no deck to derive
-    context = deck_context(state.table_id, event.hand, event.client_seed)
+    context = hand_context(state.table_id, event.hand, event.client_seed, chosen)
     if event.deck_context and event.deck_context.encode() != context:
         raise ValueError("the recorded deck context is not this hand's")
     if event.reshuffled:

@@ -53,6 +53,7 @@ PLAN: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", "/v1/tables/{table_id}/players"): (IDLE, OPERATOR),
     ("DELETE", "/v1/tables/{table_id}/players/{seat}"): (FINISHED, "seat"),
     ("POST", "/v1/tables/{table_id}/players/{seat}/chips"): (FINISHED, OPERATOR),
+    ("PUT", "/v1/tables/{table_id}/players/{seat}/client-seed"): (DECLARING, "seat"),
     ("POST", "/v1/tables/{table_id}/players/{seat}/sit-out"): (FINISHED, "seat"),
     ("POST", "/v1/tables/{table_id}/players/{seat}/sit-in"): (FINISHED, "seat"),
     ("POST", "/v1/tables/{table_id}/deal"): (FINISHED, OPERATOR),

@@ -255,6 +255,10 @@ def test_a_hand_of_every_kind_conforms_for_every_viewer(
     path = f"/v1/tables/{table}/hands/1"
     phh = check("GET", t + "/hands/{hand}", api.get(path, params={"format": "phh"}), False)
     assert "variant" in phh
+    # Hand 2 mixes in a player's seed (context v2); every viewer's events show its choice.
+    call("PUT", t + "/players/{seat}/client-seed", {"client_seed": "spec|v2"}, tokens[0])
+    for viewer in viewers:
+        call("GET", t + "/events", token=viewer)
     if call("POST", t + "/deal", {})["hand"]:
         call("POST", t + "/void", {"reason": "spec check"})
     path = f"/v1/tables/{table}/hands/2"

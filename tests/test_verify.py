@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
+import hmac
 import io
 import json
 import random
@@ -565,3 +566,29 @@ def test_a_settlement_that_does_not_add_up_fails(api: Api, tamper, failing):
     assert not report.ok and report.status == "failed"
     assert failing in _names(report, passed=False), report.render()
     assert not any(c.detail.startswith("malformed") for c in report.checks)
+
+
+def test_the_documented_v2_test_vector():
+    """docs/fairness.md's v2 vector (players' seeds) is what both implementations compute."""
+    lines = (ROOT / "docs" / "fairness.md").read_text().splitlines()
+    vector: dict[str, str] = {}
+    for line in lines[lines.index("### A test vector for context v2") :]:
+        name, _, value = line.partition(" ")
+        if name in ("seeds", "context", "block", "words", "deck", "deal", "draw"):
+            vector.setdefault(name, value.strip())
+    seeds = json.loads(vector["seeds"])
+    seed = bytes(range(32))
+    context = verify.deck_context("T3stTable0000001", 1, "", seeds)
+    assert context.decode() == vector["context"]
+    assert context == rules_cards.hand_context("T3stTable0000001", 1, "", {0: "alice-01", 2: "b|b"})
+    block = hmac.new(seed, context + b"|" + bytes(8), hashlib.sha256).hexdigest()
+    assert vector["block"].split() == ["0", block]
+    first = int(vector["words"].split()[0], 16)
+    assert first == int(block[:8], 16)
+    deck = vector["deck"].split()
+    assert derive_deck(seed, context) == shuffled_deck(seed, context) == deck
+    hands, _ = verify.deal_cards(deck, [1, 2, 0], 3, kitty=False)
+    dealt = ", ".join(f"seat {s} {' '.join(hands[str(s)])}" for s in (1, 2, 0))
+    assert vector["deal"].endswith(dealt)
+    draw = verify.draw_context("T3stTable0000001", 1, 0, "", seeds)
+    assert vector["draw"].endswith(draw.decode())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, Response
@@ -62,6 +63,24 @@ def problem(status: int, title: str, detail: str, **extra: Any) -> Response:
     return response
 
 
+def field_errors(messages: Mapping[Any, Any], prefix: str = "") -> dict[str, list[str]]:
+    """marshmallow's nested messages as one map from each bad field's dotted path to its
+    messages: `{"stacked_deck": {"0": {"value": {"1": [...]}}}}` becomes
+    `{"stacked_deck.0.value.1": [...]}` (a map's entries add `key` or `value`, a list's items
+    their index). A top-level field keeps its name, and a field inside another is named by a
+    dotted path as the rules' own refusals name it (`stacked_deck.0`), so every 422's `errors`
+    has one shape: a map of string lists, which every client generator can type (a recursive
+    union of lists and maps, marshmallow's shape, is beyond the most used ones)."""
+    flat: dict[str, list[str]] = {}
+    for key, value in messages.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(field_errors(value, f"{path}."))
+        else:
+            flat[path] = [str(message) for message in value]
+    return flat
+
+
 class BadRequest(Exception):
     """A malformed request outside the schemas (bad JSON, bad header, bad query)."""
 
@@ -111,7 +130,8 @@ def install(app: Flask) -> None:
     @app.errorhandler(ValidationError)
     def invalid(exc: ValidationError) -> Response:
         messages = exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages}
-        return problem(422, "Validation Failed", "the request is not valid", errors=messages)
+        errors = field_errors(messages)
+        return problem(422, "Validation Failed", "the request is not valid", errors=errors)
 
     @app.errorhandler(BadRequest)
     def bad_request(exc: BadRequest) -> Response:

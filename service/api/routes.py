@@ -16,7 +16,7 @@ from flask import Blueprint, Response, request
 from service.application import TableService
 from service.application.access import require
 from service.phh import to_phh
-from service.rules.views import AUDITOR, OPERATOR
+from service.rules.views import AUDITOR, OPERATOR, PLAYER
 
 from . import schemas
 from .errors import BadRequest
@@ -101,6 +101,16 @@ def sit_in(table_id: str, seat: int) -> Response:
     who = caller()
     load_body(schemas.EMPTY)
     return render(_tables().sit_in(who, table_id, seat, conditions=conditions()))
+
+
+@v1.put("/tables/<table_id>/players/<int:seat>/client-seed")
+def set_client_seed(table_id: str, seat: int) -> Response:
+    who = caller()
+    require(who, PLAYER)
+    body = load_body(schemas.CLIENT_SEED_BODY)
+    return render(
+        _tables().set_client_seed(who, table_id, seat, body["client_seed"], conditions=conditions())
+    )
 
 
 @v1.delete("/tables/<table_id>/players/<int:seat>")

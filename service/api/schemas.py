@@ -10,6 +10,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, fields, validate
 
+from service.rules.client_seeds import CLIENT_SEED, MAX_CLIENT_SEED
 from service.rules.ruleset import MAX_CHIPS, MAX_TIMEOUT_S, PRESETS
 from service.rules.state import BET_ACTIONS
 
@@ -70,6 +71,17 @@ class Deal(Strict):
     )
 
 
+class ClientSeed(Strict):
+    """A player's seed for the next deal (the rules say which characters)."""
+
+    client_seed = fields.String(
+        required=True,
+        validate=validate.Regexp(
+            CLIENT_SEED, error=f"1-{MAX_CLIENT_SEED} visible ASCII characters, no spaces"
+        ),
+    )
+
+
 class Declare(Strict):
     """`in` / `out`; at hi-lo tables `high` / `low` / `both` / `out` (the rules check which)."""
 
@@ -122,6 +134,7 @@ CREATE_TABLE = CreateTable()
 SEAT_PLAYER = SeatPlayer()
 TOP_UP = TopUp()
 DEAL = Deal()
+CLIENT_SEED_BODY = ClientSeed()
 DECLARE = Declare()
 PASS_CARD = PassCard()
 DRAW = Draw()

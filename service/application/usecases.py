@@ -219,6 +219,35 @@ class TableService(TableReads):
 
         return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
+    def set_client_seed(
+        self,
+        caller: Caller,
+        table_id: str,
+        seat: int,
+        client_seed: str,
+        *,
+        conditions: Conditions = NO_CONDITIONS,
+    ) -> Outcome:
+        """The player at `seat` chooses their client seed for the next deal. Only that
+        player: an operator's choice would not be the player's entropy."""
+
+        def decide(state: TableState, now: datetime) -> list[ev.Event]:
+            return commands.set_client_seed(
+                state, require_player_of(caller, state, seat), client_seed, now
+            )
+
+        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+            (chosen,) = events
+            assert isinstance(chosen, ev.ClientSeedSet)
+            return 200, {
+                "seat": chosen.seat,
+                "client_seed": chosen.client_seed,
+                "hand": chosen.hand,
+                "version": state.version,
+            }
+
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+
     # --- hands ----------------------------------------------------------------------------
 
     def deal(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain
 from typing import Final, TypeAlias
 
@@ -21,6 +21,9 @@ __all__ = [
     "SUITS",
     "Card",
     "deck_context",
+    "draw_context",
+    "hand_context",
+    "netstring",
     "parse_card",
     "parse_cards",
     "seed_commitment",
@@ -183,6 +186,50 @@ def deck_context(table_id: str, hand: int, client_seed: str = "") -> bytes:
     gives every hand its own deck from one server seed.
     """
     return f"guts-v1|{table_id}|{hand}|{client_seed}".encode()
+
+
+def netstring(text: str) -> str:
+    """``<length>:<text>,`` where the length is the decimal number of UTF-8 bytes of `text`.
+
+    A field written this way says where it ends, whatever it holds (``|``, ``:``, ``,``), so
+    a sequence of them reads back one way only."""
+    return f"{len(text.encode())}:{text},"
+
+
+def _player_fields(client_seeds: Mapping[int, str]) -> str:
+    return "".join(netstring(str(s)) + netstring(client_seeds[s]) for s in sorted(client_seeds))
+
+
+def hand_context(
+    table_id: str, hand: int, client_seed: str = "", client_seeds: Mapping[int, str] | None = None
+) -> bytes:
+    """The deck context of a hand: `deck_context` (v1) when no player set a seed for it, else
+    v2, which mixes every seat's seed in: ``"guts-v2|"`` followed by netstrings of the table
+    id, the hand number, the operator's client seed, then, for each seat with a seed in
+    ascending seat order, the seat number and its seed. Netstrings keep the text unambiguous
+    (a seed may hold ``|``); the seat order makes it canonical."""
+    if not client_seeds:
+        return deck_context(table_id, hand, client_seed)
+    fields = netstring(table_id) + netstring(str(hand)) + netstring(client_seed)
+    return f"guts-v2|{fields}{_player_fields(client_seeds)}".encode()
+
+
+def draw_context(
+    table_id: str,
+    hand: int,
+    draws_before: int,
+    client_seed: str = "",
+    client_seeds: Mapping[int, str] | None = None,
+) -> bytes:
+    """The context of the deck that orders discards shuffled back for a draw, `draws_before`
+    draws into the hand: ``guts-v1-draw|<table_id>|<hand>|<k>`` (v1), or, when players set
+    seeds for the hand, ``"guts-v2-draw|"`` and netstrings of the table id, the hand number,
+    k, the operator's client seed and each seat's number and seed, as in `hand_context`."""
+    if not client_seeds:
+        return f"guts-v1-draw|{table_id}|{hand}|{draws_before}".encode()
+    fields = netstring(table_id) + netstring(str(hand)) + netstring(str(draws_before))
+    fields += netstring(client_seed) + _player_fields(client_seeds)
+    return f"guts-v2-draw|{fields}".encode()
 
 
 def seed_commitment(seed: bytes) -> str:

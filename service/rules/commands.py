@@ -4,7 +4,7 @@ Every command `x` has `verify_x(...)`, which raises a `RuleViolation` saying why
 `InvalidCommand` for malformed arguments), and where useful `can_x(...)`, its yes/no form, so
 the API and clients ask the rules instead of repeating them. Randomness (the deck seed) and
 time (`now`) are arguments. This module is the rules' command surface; the commands live in
-`seating`, `dealing` and `play`.
+`seating`, `client_seeds`, `dealing` and `play`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from datetime import datetime
 
 from . import events as ev
 from .betting import bet, can_bet, verify_bet
+from .client_seeds import set_client_seed, verify_set_client_seed
 from .dealing import (
     deal,
     deal_from,
@@ -108,6 +109,7 @@ __all__ = [
     "match_owed",
     "resolve",
     "seat_player",
+    "set_client_seed",
     "sit_in",
     "sit_out",
     "top_up",
@@ -119,6 +121,7 @@ __all__ = [
     "verify_leave",
     "verify_resolve",
     "verify_seat_player",
+    "verify_set_client_seed",
     "verify_sit_in",
     "verify_sit_out",
     "verify_top_up",

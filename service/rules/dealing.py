@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from . import events as ev
-from .cards import deck_context, parse_cards, seed_commitment, shuffled_deck
+from .cards import hand_context, parse_cards, seed_commitment, shuffled_deck
+from .client_seeds import seeds_for_deal, verify_operator_seed
 from .errors import InvalidCard, RuleViolation
 from .guards import require_table
 from .ruleset import Ruleset
@@ -112,12 +113,14 @@ def _lineup(state: TableState, now: datetime) -> _Lineup:
     return lineup
 
 
-def verify_deal(state: TableState, now: datetime) -> None:
-    """A hand can be dealt when none is in play and two or more players can take part."""
+def verify_deal(state: TableState, now: datetime, client_seed: str = "") -> None:
+    """A hand can be dealt when none is in play and two or more players can take part; the
+    operator's `client_seed` only when no player dealt in chose a seed for the hand."""
     require_table(state)
     if state.hand is not None:
         raise RuleViolation(f"hand {state.hand.number} is still in play (phase {state.hand.phase})")
-    _lineup(state, now)
+    lineup = _lineup(state, now)
+    verify_operator_seed(client_seed, seeds_for_deal(state, lineup.players))
 
 
 def _clockwise(seats: Sequence[int], after: int, size: int) -> list[int]:
@@ -182,19 +185,23 @@ def deal(
 
     The hand's seed is the one the table committed to before (`state.next_seed`); `seed` is
     used only when nothing was committed. `next_seed` is committed for the following hand, so
-    the house's part of every deck is fixed before the client seed that completes it is known.
+    the house's part of every deck is fixed before the client seeds that complete it are
+    known: the operator's `client_seed`, or the seeds the players dealt in chose for this
+    hand (`client_seeds`), mixed in with the v2 context (then the operator gives none).
 
     Cards go out one at a time, from the button's left, with the kitty (when on) dealt last in
     each round. `stacked` (sandbox only; the API decides who may) fixes seats', the kitty's and
     the next cards off the deck; every other card comes from the shuffled deck as usual.
     """
-    verify_deal(state, now)
+    verify_deal(state, now, client_seed)
     rules = state.rules
     lineup = _lineup(state, now)
     players = lineup.players
     button = state.button if state.button is not None else players[0]
     order = _clockwise(players, button, rules.seats)
     hand_no = state.hands_dealt + 1
+    player_seeds = seeds_for_deal(state, players)
+    context = hand_context(state.table_id, hand_no, client_seed, player_seeds)
     if state.next_seed:
         seed = bytes.fromhex(state.next_seed)
     fixed = _check_stacked(rules, stacked or {}, players)
@@ -203,7 +210,7 @@ def deal(
     if rules.deck == "carry_over" and len(state.deck) >= needed and not fixed:
         deck, reshuffled = list(state.deck), False
     else:
-        deck = shuffled_deck(seed, deck_context(state.table_id, hand_no, client_seed))
+        deck = shuffled_deck(seed, context)
         reshuffled = True
     if fixed:
         taken = {card for cards in fixed.values() for card in cards}
@@ -233,8 +240,9 @@ def deal(
             stacks={s: state.seats[s].stack for s in order},
             players={s: state.seats[s].player_id for s in order},
             next_seed=next_seed.hex(),
-            deck_context=deck_context(state.table_id, hand_no, client_seed).decode(),
+            deck_context=context.decode(),
             next_commitment=seed_commitment(next_seed) if next_seed else "",
+            client_seeds=player_seeds,
         )
     ]
 

@@ -92,6 +92,21 @@ class PlayerLeft(Event):
 
 
 @dataclass(frozen=True)
+class ClientSeedSet(Event):
+    """The player at `seat` chose `client_seed` as their part of the deck of hand `hand` (the
+    next one to be dealt), replacing any seed they chose for it before. The deal of that hand
+    mixes it in (when the seat is dealt in) and drops it either way: a seed counts for one
+    deal, which is always one whose server seed was committed before the seed was chosen.
+    The seed is the seat's own until that deal; then anyone may see it."""
+
+    TYPE: ClassVar[str] = "client_seed_set"
+    seat: int
+    client_seed: str
+    hand: int
+    at: str
+
+
+@dataclass(frozen=True)
 class HandDealt(Event):
     """A hand was dealt: antes collected, cards dealt from a deck derived from `seed`.
 
@@ -103,6 +118,8 @@ class HandDealt(Event):
     stacks before the antes, `players` who held each seat. The hand's seed is the one
     committed before (by the table's creation or the previous deal); `next_seed` and
     `next_commitment` commit the following hand's seed, before its client seed is known.
+    `client_seeds` are the seeds the dealt-in players chose for this hand (`ClientSeedSet`),
+    mixed into the deck's context with the operator's `client_seed` (context v2).
     """
 
     TYPE: ClassVar[str] = "hand_dealt"
@@ -127,7 +144,8 @@ class HandDealt(Event):
     players: dict[int, str] = field(default_factory=dict)  # who sat where
     next_seed: str = ""  # secret: the seed of the following hand, committed now
     next_commitment: str = ""  # its SHA-256, public
-    deck_context: str = ""  # the context the deck was derived with (see cards.deck_context)
+    deck_context: str = ""  # the context the deck was derived with (see cards.hand_context)
+    client_seeds: dict[int, str] = field(default_factory=dict)  # players' seeds mixed in, by seat
 
 
 @dataclass(frozen=True)
@@ -324,6 +342,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PlayerSatOut,
         PlayerSatIn,
         PlayerLeft,
+        ClientSeedSet,
         HandDealt,
         DecisionMade,
         DeclarationsRevealed,

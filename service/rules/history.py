@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import events as ev
-from .cards import deck_context
+from .cards import hand_context
 from .state import TableState
 from .views import Viewer, event_view
 
@@ -51,8 +51,11 @@ def hand_history(
                 cards=data["cards"],
                 commitment=event.commitment,
                 client_seed=event.client_seed,
+                client_seeds={str(s): seed for s, seed in event.client_seeds.items()},
                 deck_context=event.deck_context
-                or deck_context(state.table_id, hand, event.client_seed).decode(),
+                or hand_context(
+                    state.table_id, hand, event.client_seed, event.client_seeds
+                ).decode(),
                 stacked=event.stacked,
                 reshuffled=event.reshuffled,
                 deadline=event.deadline,

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from . import events as ev
 from .betting import bet_at_deadline
-from .cards import RANKS, SUITS, parse_cards, shuffled_deck
+from .cards import RANKS, SUITS, draw_context, parse_cards, shuffled_deck
 from .errors import InvalidCard, InvalidCommand, NotYourTurn, RuleViolation
 from .guards import can, require_in_time, require_phase, require_table
 from .state import (
@@ -191,8 +191,10 @@ def draw_from(state: TableState, count: int) -> tuple[tuple[str, ...], tuple[str
     reshuffled = False
     if len(deck) < count:
         pile = list(hand.discards)
-        context = f"guts-v1-draw|{state.table_id}|{hand.number}|{len(hand.drawn)}"
-        order = shuffled_deck(bytes.fromhex(hand.seed), context.encode())
+        context = draw_context(
+            state.table_id, hand.number, len(hand.drawn), hand.client_seed, hand.client_seeds
+        )
+        order = shuffled_deck(bytes.fromhex(hand.seed), context)
         rank = {card: i for i, card in enumerate(order)}
         deck += sorted(pile, key=rank.__getitem__)
         reshuffled = True

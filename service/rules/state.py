@@ -65,6 +65,7 @@ class Hand:
     client_seed: str
     stacked: bool
     dealt_at: str
+    client_seeds: dict[int, str] = field(default_factory=dict)  # players' seeds, by seat
     passes: dict[int, str] = field(default_factory=dict)
     community: tuple[str, ...] = ()
     discards: list[str] = field(default_factory=list)
@@ -146,6 +147,7 @@ class TableState:
     sealed_hands: list[int] = field(default_factory=list)  # voided before their reveal
     next_seed: str = ""  # secret: the committed seed of the next hand
     next_commitment: str = ""  # public: SHA-256 of next_seed
+    client_seeds: dict[int, str] = field(default_factory=dict)  # chosen for the next deal
 
     @property
     def exists(self) -> bool:
@@ -203,6 +205,11 @@ def _left(state: TableState, e: ev.PlayerLeft) -> None:
     seat.stack -= e.cash_out
     seat.status = LEFT
     state.cashed_out += e.cash_out
+    state.client_seeds.pop(e.seat, None)  # the seat's next holder brings their own
+
+
+def _client_seed_set(state: TableState, e: ev.ClientSeedSet) -> None:
+    state.client_seeds[e.seat] = e.client_seed
 
 
 def _dealt(state: TableState, e: ev.HandDealt) -> None:
@@ -221,6 +228,7 @@ def _dealt(state: TableState, e: ev.HandDealt) -> None:
         state.pot += amount - low
     state.antes_in_pot = False
     state.next_seed, state.next_commitment = e.next_seed, e.next_commitment
+    state.client_seeds = {}  # every seed chosen for this deal is spent, used or not
     state.button = e.button
     state.hands_dealt = e.hand
     state.deck = e.deck
@@ -243,6 +251,7 @@ def _dealt(state: TableState, e: ev.HandDealt) -> None:
         client_seed=e.client_seed,
         stacked=e.stacked,
         dealt_at=e.at,
+        client_seeds=dict(e.client_seeds),
     )
 
 
@@ -397,6 +406,7 @@ _APPLY = {
     ev.PlayerSatOut: _sat_out,
     ev.PlayerSatIn: _sat_in,
     ev.PlayerLeft: _left,
+    ev.ClientSeedSet: _client_seed_set,
     ev.HandDealt: _dealt,
     ev.DecisionMade: _decided,
     ev.DeclarationsRevealed: _revealed,

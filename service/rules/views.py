@@ -3,7 +3,9 @@
 Secrets while a hand is live: every hand's cards (each player sees only their own), the kitty,
 the rest of the deck, the deck seed, and simultaneous decisions before the reveal. Operators and
 auditors see everything of a finished hand; players never see a mucked hand or a lone winner's
-cards (only what a showdown turned face up), and see the seed once the hand is over.
+cards (only what a showdown turned face up), and see the seed once the hand is over. A
+player's client seed is theirs alone until the deal it was chosen for; then anyone may see it
+(without the server's seed it tells nothing about the cards).
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ def table_view(state: TableState, viewer: Viewer) -> dict[str, Any]:
         "side_pot": state.side_pot,
         "grace_until": state.grace_until,
         "next_commitment": state.next_commitment or None,
+        # Who chose a seed for the next deal (never what: a seed is its seat's until the deal).
+        "client_seeds_chosen": sorted(state.client_seeds),
         "seats": [
             {"seat": s.seat, "player_id": s.player_id, "stack": s.stack, "status": s.status}
             for s in state.seated()
@@ -180,6 +184,10 @@ def event_view(
             if not own:
                 data["discarded"] = len(event.discarded)
                 data["drawn"] = len(event.drawn)
+    elif isinstance(event, ev.ClientSeedSet):
+        # The seat's own until the deal it was chosen for; then it is in that deal's record.
+        if not (viewer.owns(event.seat, version) or state.hands_dealt >= event.hand):
+            data.pop("client_seed")
     elif isinstance(event, ev.DecisionMade):
         own = viewer.owns(event.seat, version)
         full = viewer.privileged and _hand_finished(state, event.hand)

@@ -8,7 +8,10 @@ is described in docs/fairness.md; in short:
 
 1. ``commitment`` (published at the deal) must equal ``sha256(seed).hexdigest()``, where
    ``seed`` is the hex seed published once the hand is over.
-2. The deck context is ``f"guts-v1|{table_id}|{hand}|{client_seed}"`` in UTF-8.
+2. The deck context is ``f"guts-v1|{table_id}|{hand}|{client_seed}"`` in UTF-8, or, when
+   players chose seeds for the hand (``client_seeds``), ``"guts-v2|"`` followed by netstrings
+   (``<byte length>:<text>,``) of the table id, the hand, the client seed, and each seat's
+   number and seed in seat order (``deck_context``).
 3. Block ``n`` = HMAC-SHA256(key=seed, msg=context + b"|" + n as 8 bytes big-endian); the blocks
    are read as consecutive 4-byte big-endian unsigned words.
 4. Fisher-Yates from the canonical deck (2s 2h 2d 2c 3s ... Ad Ac): for i = 51 down to 1, with
@@ -44,7 +47,7 @@ from __future__ import annotations
 
 from .checks import verify_history
 from .cli import main
-from .deck import CONTEXT_FORMAT, FULL_DECK, deal_cards, deck_context, derive_deck
+from .deck import CONTEXT_FORMAT, FULL_DECK, deal_cards, deck_context, derive_deck, draw_context
 from .report import Check, VerifyReport
 
 __all__ = [
@@ -55,6 +58,7 @@ __all__ = [
     "deal_cards",
     "deck_context",
     "derive_deck",
+    "draw_context",
     "main",
     "verify_history",
 ]

@@ -3,6 +3,7 @@ what each seat can hold when its hand is shown at the end."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .deck import FULL_DECK, derive_deck
@@ -91,7 +92,7 @@ class AfterDeal:
     declarations are revealed; then each drawer in turn discards and draws as many from the
     top of the deck. When the deck runs short, the discards made since the last reshuffle are
     put under it, ordered by their positions in the deck derived from the same seed with the
-    context ``guts-v1-draw|<table_id>|<hand>|<k>`` (k = draws made before this one).
+    context ``draw_context(k)`` (k = draws made before this one; ``deck.draw_context``).
     """
 
     def __init__(
@@ -101,11 +102,13 @@ class AfterDeal:
         hands: dict[str, list[str]],
         rest: list[str],
         seed: bytes,
+        draw_context: Callable[[int], bytes],
     ) -> None:
         self.checks: list[Check] = []
         self.held = {str(seat): _Held(hands[str(seat)]) for seat in order}
         self._history = history
         self._seed = seed
+        self._draw_context = draw_context
         self._events = [e for e in history.get("events", []) if isinstance(e, dict)]
         self._passes(order, hands)
         deck = self._community(list(rest))
@@ -169,7 +172,6 @@ class AfterDeal:
     def _draws(self, deck: list[str]) -> None:
         known_deck: list[str] | None = deck
         pile: list[str] | None = []
-        table_id, hand = self._history["table_id"], self._history["hand"]
         unchecked: list[str] = []
         for k, (seat, data, label) in enumerate(self._draw_entries()):
             discarded, drawn = data.get("discarded"), data.get("drawn")
@@ -186,7 +188,7 @@ class AfterDeal:
                     if pile is None:
                         known_deck = None
                     else:
-                        context = f"guts-v1-draw|{table_id}|{hand}|{k}".encode()
+                        context = self._draw_context(k)
                         rank = {card: i for i, card in enumerate(derive_deck(self._seed, context))}
                         known_deck = known_deck + sorted(pile, key=rank.__getitem__)
                 if known_deck is not None:

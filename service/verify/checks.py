@@ -8,34 +8,35 @@ import hmac
 from typing import Any
 
 from .after_deal import AfterDeal
-from .deck import FULL_DECK, deal_cards, deck_context, derive_deck
+from .deck import FULL_DECK, deal_cards, deck_context, derive_deck, draw_context
 from .history import Sighting, find_sightings, format_problems, is_hex, kitty_dealt
 from .report import INVALID, Check, CheckList, VerifyReport, describe
 from .settlement import check_settlement
 
 
-def verify_history(history: Any) -> VerifyReport:
+def verify_history(history: Any, my_client_seed: str | None = None) -> VerifyReport:
     """Check one hand history (the JSON of GET /v1/tables/{table_id}/hands/{hand}).
 
-    Checks, in order: the format; the deck context against the table, hand and client seed;
-    the seed against its commitment; then every hand the history shows (each seat's dealt
-    cards, the kitty, the dealt cards and undealt rest recorded in the events) against the deck
-    derived from the seed, dealt in ``order``; the cards that moved after the deal (passes,
-    community cards, draws) as far as the history shows them; and the hands shown at the end
-    against what each seat could hold; and the settlement's chips (bets included) and the
-    betting round's fixed limit. A stacked sandbox deal, a deck carried over from an
-    earlier hand, or a missing seed make the deal not verifiable. Never raises for bad input:
-    a non-history gives a report with status "invalid".
+    Checks, in order: the format; the players' client seeds (with ``my_client_seed``, the
+    seed you chose must be among them); the deck context against the table, hand, client seed
+    and players' seeds; the seed against its commitment; then every hand the history shows
+    (each seat's dealt cards, the kitty, the dealt cards and undealt rest recorded in the
+    events) against the deck derived from the seed, dealt in ``order``; the cards that moved
+    after the deal (passes, community cards, draws) as far as the history shows them; and the
+    hands shown at the end against what each seat could hold; and the settlement's chips
+    (bets included) and the betting round's fixed limit. A stacked sandbox deal, a deck
+    carried over from an earlier hand, or a missing seed make the deal not verifiable. Never
+    raises for bad input: a non-history gives a report with status "invalid".
     """
     try:
-        return _verify(history)
+        return _verify(history, my_client_seed)
     except (AttributeError, KeyError, LookupError, TypeError, ValueError) as error:
         checks = CheckList()
         checks.add("format", False, f"malformed hand history ({type(error).__name__}: {error})")
         return _invalid(checks, None)
 
 
-def _verify(history: Any) -> VerifyReport:
+def _verify(history: Any, my_client_seed: str | None) -> VerifyReport:
     checks = CheckList()
     if not isinstance(history, dict):
         checks.add("format", False, f"expected a JSON object, got {type(history).__name__}")
@@ -51,9 +52,11 @@ def _verify(history: Any) -> VerifyReport:
     hand_id = hand_id or f"{table_id}/{hand}"
     checks.add("format", True, f"hand {hand} of table {table_id}, {len(order)} players")
 
-    # The deck context binds the deck to this table, hand and client seed.
+    # The deck context binds the deck to this table, hand and client seeds.
     client_seed = history.get("client_seed", "")
-    context = deck_context(table_id, hand, client_seed)
+    client_seeds = history.get("client_seeds", {})
+    _check_client_seeds(client_seed, client_seeds, my_client_seed, checks)
+    context = deck_context(table_id, hand, client_seed, client_seeds)
     stated = history.get("deck_context")
     if stated is None:
         checks.add("deck context", True, f"{context.decode()!r} (not stated; derived)")
@@ -106,6 +109,31 @@ def _verify(history: Any) -> VerifyReport:
     return checks.report(hand_id)
 
 
+def _check_client_seeds(
+    client_seed: str, client_seeds: dict[str, str], mine: str | None, checks: CheckList
+) -> None:
+    """The players' seeds mixed into the deck (context v2), and yours among them. A deal with
+    players' seeds takes no operator seed: one chosen after theirs could steer the deck."""
+    if client_seeds:
+        listed = ", ".join(f"seat {s} {client_seeds[s]!r}" for s in sorted(client_seeds, key=int))
+        checks.add(
+            "client seeds",
+            not client_seed,
+            listed
+            if not client_seed
+            else f"{listed}, and an operator's client seed {client_seed!r} chosen after them",
+        )
+    if mine is not None:
+        seats = [s for s in sorted(client_seeds, key=int) if client_seeds[s] == mine]
+        checks.add(
+            "your client seed",
+            bool(seats),
+            f"{mine!r} is the seed of seat {', '.join(seats)}"
+            if seats
+            else f"{mine!r} is not among the players' seeds of this hand",
+        )
+
+
 def _invalid(checks: CheckList, hand_id: str | None) -> VerifyReport:
     return VerifyReport(False, checks.items, INVALID, hand_id)
 
@@ -116,7 +144,10 @@ def _check_events_agree(history: dict[str, Any], checks: CheckList) -> None:
         if event.get("type") != "hand_dealt":
             continue
         data = event.get("data", {})
-        keys = ("hand", "order", "commitment", "seed", "client_seed", "stacked", "reshuffled")
+        keys = (
+            *("hand", "order", "commitment", "seed", "client_seed", "client_seeds"),
+            *("deck_context", "stacked", "reshuffled"),
+        )
         differ = [k for k in keys if k in data and k in history and data[k] != history[k]]
         checks.add(
             f"event {event.get('version', '?')} hand_dealt: fields",
@@ -153,6 +184,12 @@ def _check_deal(
         return
     (cards,) = sizes
     known = kitty_dealt(history, sightings)
+    table_id, hand = history["table_id"], history["hand"]
+    seeds = (history.get("client_seed", ""), history.get("client_seeds", {}))
+
+    def draw_contexts(k: int) -> bytes:
+        return draw_context(table_id, hand, k, *seeds)
+
     candidates = [known] if known is not None else [False, True]
     candidates = [k for k in candidates if (len(order) + k) * cards <= len(FULL_DECK)]
     if not candidates:
@@ -161,7 +198,7 @@ def _check_deal(
 
     def compare(kitty: bool) -> list[Check]:
         hands, rest = deal_cards(deck, order, cards, kitty)
-        after = AfterDeal(history, order, hands, rest, seed)
+        after = AfterDeal(history, order, hands, rest, seed, draw_contexts)
         results = list(after.checks)
         for s in sightings:
             if s.position == "rest":

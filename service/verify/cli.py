@@ -86,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("GUTS_TOKEN"),
         help="bearer token sent with a URL (default: $GUTS_TOKEN)",
     )
+    parser.add_argument(
+        "--client-seed",
+        metavar="SEED",
+        help="the client seed you chose for this hand: checked to be among the players' "
+        "seeds mixed into the deck",
+    )
     return parser
 
 
@@ -103,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"ok": False, "status": INVALID, "error": str(error)}))
         print(f"guts verify: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    report = verify_history(history)
+    report = verify_history(history, args.client_seed)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.render())
     if report.status == INVALID:
         return EXIT_BAD_INPUT

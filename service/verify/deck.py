@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 RANKS = "23456789TJQKA"
 SUITS = "shdc"
@@ -15,7 +15,8 @@ FULL_DECK: tuple[str, ...] = tuple(rank + suit for rank in RANKS for suit in SUI
 """The canonical starting order of the shuffle: 2s 2h 2d 2c 3s 3h ... Ad Ac (52 cards)."""
 
 CONTEXT_FORMAT = "guts-v1|{table_id}|{hand}|{client_seed}"
-"""The deck context of one hand (UTF-8 encoded before use)."""
+"""The deck context of a hand without players' seeds (UTF-8 encoded before use); with them,
+the context is v2 (``deck_context``)."""
 
 _TWO_32 = 1 << 32
 
@@ -55,9 +56,49 @@ def derive_deck(seed: bytes, context: bytes) -> list[str]:
     return deck
 
 
-def deck_context(table_id: str, hand: int, client_seed: str = "") -> bytes:
-    """The shuffle context of one hand: ``guts-v1|<table_id>|<hand>|<client_seed>`` in UTF-8."""
-    return CONTEXT_FORMAT.format(table_id=table_id, hand=hand, client_seed=client_seed).encode()
+def netstring(text: str) -> str:
+    """``<length>:<text>,``: the length is the number of UTF-8 bytes of ``text``, in decimal."""
+    return f"{len(text.encode())}:{text},"
+
+
+def _player_fields(client_seeds: Mapping[str, str]) -> str:
+    """Each seat's number and seed as netstrings, in ascending seat order."""
+    seats = sorted(client_seeds, key=int)
+    return "".join(netstring(str(int(s))) + netstring(client_seeds[s]) for s in seats)
+
+
+def deck_context(
+    table_id: str,
+    hand: int,
+    client_seed: str = "",
+    client_seeds: Mapping[str, str] | None = None,
+) -> bytes:
+    """The shuffle context of one hand, in UTF-8. Without players' seeds (v1):
+    ``guts-v1|<table_id>|<hand>|<client_seed>``. With them (v2, ``client_seeds`` maps seat
+    numbers to seeds): ``guts-v2|`` followed by the netstrings of the table id, the hand
+    number, the operator's client seed, then each seat's number and seed by ascending seat."""
+    if not client_seeds:
+        return CONTEXT_FORMAT.format(table_id=table_id, hand=hand, client_seed=client_seed).encode()
+    fields = netstring(table_id) + netstring(str(hand)) + netstring(client_seed)
+    return ("guts-v2|" + fields + _player_fields(client_seeds)).encode()
+
+
+def draw_context(
+    table_id: str,
+    hand: int,
+    draws_before: int,
+    client_seed: str = "",
+    client_seeds: Mapping[str, str] | None = None,
+) -> bytes:
+    """The context of the deck that orders discards shuffled back ``draws_before`` draws into
+    a hand: ``guts-v1-draw|<table_id>|<hand>|<k>`` (v1), or ``guts-v2-draw|`` and the
+    netstrings of the table id, the hand number, k, the operator's client seed and each
+    seat's number and seed (v2)."""
+    if not client_seeds:
+        return f"guts-v1-draw|{table_id}|{hand}|{draws_before}".encode()
+    fields = netstring(table_id) + netstring(str(hand)) + netstring(str(draws_before))
+    fields += netstring(client_seed) + _player_fields(client_seeds)
+    return ("guts-v2-draw|" + fields).encode()
 
 
 def deal_cards(

@@ -41,6 +41,13 @@ def format_problems(history: dict[str, Any]) -> list[str]:
     for key in ("client_seed", "deck_context"):
         if key in history and not isinstance(history[key], str):
             problems.append(f"{key} must be a string")
+    seeds = history.get("client_seeds", {})
+    if not (
+        isinstance(seeds, dict)
+        and all(isinstance(s, str) and s.isdigit() for s in seeds)
+        and all(isinstance(v, str) for v in seeds.values())
+    ):
+        problems.append("client_seeds must map seat numbers to strings")
     if "seed" in history and not isinstance(history["seed"], str | None):
         problems.append("seed must be a string")
     cards = history.get("cards", {})

@@ -149,6 +149,19 @@ MATRIX: dict[str, tuple[str, str, str, Any, dict[str, int]]] = {
             "other_table": 403,
         },
     ),
+    "client_seed": (
+        "dealt",
+        "PUT",
+        f"/v1/tables/{T}/players/0/client-seed",
+        {"client_seed": "mine"},
+        {
+            "operator": 403,
+            "auditor": 403,
+            "seat_player": 200,
+            "other_seat": 403,
+            "other_table": 403,
+        },
+    ),
     "close": (
         "dealt",
         "POST",

@@ -91,6 +91,27 @@ def test_a_player_body_with_wrong_types_is_422(api: Api):
     assert set(problem["errors"]) == {"player_id", "buy_in"}
 
 
+def test_a_field_inside_another_is_named_by_its_dotted_path(api: Api):
+    """`errors` is one flat map of messages in every 422, whether the schema or the rules
+    refused the field: what clients generated from openapi.yaml type as a map of lists."""
+    table = api.table("three-card")
+    api.seat(table, "a")
+    api.seat(table, "b")
+    deal = f"/v1/tables/{table}/deal"
+    by_schema = _problem(api.post(deal, {"stacked_deck": {"0": ["As", 3], "1": "Kd"}}), 422)
+    assert by_schema["errors"] == {
+        "stacked_deck.0.value.1": ["Not a valid string."],
+        "stacked_deck.1.value": ["Not a valid list."],
+    }
+    by_rules = _problem(api.post(deal, {"stacked_deck": {"0": ["As", "As", "Kd"]}}), 422)
+    assert list(by_rules["errors"]) == ["stacked_deck.0"]
+    top_level = _problem(api.post(f"/v1/tables/{table}/players", {"player_id": ["a"]}), 422)
+    assert top_level["errors"] == {
+        "player_id": ["Not a valid string."],
+        "buy_in": ["Missing data for required field."],
+    }
+
+
 def test_stacked_deck_is_refused_without_sandbox(production_api: Api):
     table = production_api.table("three-card")
     production_api.seat(table, "a")

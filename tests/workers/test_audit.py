@@ -211,3 +211,67 @@ def test_an_audit_starts_on_a_log_with_a_missing_event_and_reports_it(
     redis_client.xdel(f"guts:{{{table}}}:events", "20-0")  # a gap among the events
     report = _audit(api, run_jobs, table)
     assert not report["ok"] and "cannot be read" in report["first_discrepancy"]["problem"]
+
+
+def _seeded_table(api: Api) -> tuple[str, list[str]]:
+    """A table whose first hand mixed in two players' client seeds (context v2), and a second
+    hand without any (v1)."""
+    table = api.table("three-card")
+    tokens = [api.seat(table, f"p{i}")["token"] for i in range(3)]
+    for seat, seed in ((2, "b|b"), (0, "alice-01")):
+        chosen = api.call(
+            "PUT",
+            f"/v1/tables/{table}/players/{seat}/client-seed",
+            {"client_seed": seed},
+            token=tokens[seat],
+        )
+        assert chosen.status_code == 200, chosen.text
+    for _ in range(2):
+        dealt = api.post(f"/v1/tables/{table}/deal", {})
+        assert dealt.status_code == 201, dealt.text
+        for seat in dealt.json()["order"]:
+            api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=tokens[seat])
+        assert api.post(f"/v1/tables/{table}/resolve").status_code == 200
+    return table, tokens
+
+
+def test_a_table_with_players_seeds_audits_ok(api: Api, run_jobs):
+    table, _ = _seeded_table(api)
+    report = _audit(api, run_jobs, table)
+    assert report["ok"], report["first_discrepancy"]
+
+
+def _swap_client_seed(records):
+    i = _find(records, "hand_dealt")
+    records[i]["data"]["client_seeds"]["0"] = "chosen-by-the-house"
+    return records
+
+
+def _drop_client_seed(records):
+    i = _find(records, "hand_dealt")
+    del records[i]["data"]["client_seeds"]["2"]
+    return records
+
+
+def _context_without_seeds(records):
+    """The deal claims a v1 context (and no seeds) though the players chose some."""
+    i = _find(records, "hand_dealt")
+    data = records[i]["data"]
+    data["client_seeds"] = {}
+    data["deck_context"] = f"guts-v1|{data['deck_context'].split(',')[0].split(':')[1]}|1|"
+    return records
+
+
+@pytest.mark.parametrize("tamper", [_swap_client_seed, _drop_client_seed, _context_without_seeds])
+def test_a_deal_that_did_not_mix_in_the_chosen_seeds_is_caught(
+    api: Api, run_jobs, redis_client, tamper
+):
+    table, _ = _seeded_table(api)
+    original = [
+        orjson.loads(f[b"data"]) for _, f in redis_client.xrange(f"guts:{{{table}}}:events")
+    ]
+    _rewrite(redis_client, table, tamper, rechain=True)
+    report = _audit(api, run_jobs, table)
+    assert not report["ok"]
+    assert report["first_discrepancy"]["version"] == _find(original, "hand_dealt") + 1
+    assert "client seeds" in report["first_discrepancy"]["problem"]
