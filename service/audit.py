@@ -4,7 +4,9 @@ For each event, in order: its version follows the previous one; the hash chain h
 decodes; a deal's commitment is the SHA-256 of its seed, it mixed in exactly the client seeds
 its players chose for it, and its cards are the deck that seed and its context derive (or,
 for a carried-over deck, the rest of the previous deck); a resolution is exactly what the
-rules decide from the state before it; it applies; chips are conserved after it. At the end
+rules decide from the state before it, and so is every action of a betting round (its
+turn, price and the bet it leaves); it applies; chips are conserved after it (bets are chips
+in the pot; a void hands them back). At the end
 the rebuilt state must equal the stored snapshot, and the table views built from both must
 match. The report names the first discrepancy.
 """
@@ -24,7 +26,7 @@ from service.eventlog.store import EventStore, Loaded, StoreError
 from service.rules import events as ev
 from service.rules.cards import hand_context, shuffled_deck
 from service.rules.client_seeds import seeds_for_deal
-from service.rules.commands import deal_from
+from service.rules.commands import bet, close_at_deadline, deal_from
 from service.rules.events import event_from_data
 from service.rules.play import draw_from
 from service.rules.settlement import settle
@@ -40,7 +42,9 @@ _CHIP_EVENTS = frozenset(
         ev.ChipsAdded,
         ev.PlayerLeft,
         ev.HandDealt,
+        ev.BetMade,
         ev.HandResolved,
+        ev.HandVoided,
     )
 )
 
@@ -110,15 +114,30 @@ def _check_cards(
             raise ValueError("the drawn cards are not the top of the deck")
 
 
-def _check_resolution(state: TableState, event: ev.HandResolved) -> None:
-    expected = settle(state, parse_iso(event.at))
+def _require_same(expected: ev.Event, event: ev.Event, what: str) -> None:
+    """`event` must be exactly what the rules decided (`expected`); name the fields if not."""
     if expected != event:
         differs = [
             name
             for name in event.__dataclass_fields__
             if getattr(expected, name) != getattr(event, name)
         ]
-        raise ValueError(f"the settlement differs from the rules' in: {', '.join(differs)}")
+        raise ValueError(f"the {what} differs from the rules' in: {', '.join(differs)}")
+
+
+def _check_resolution(state: TableState, event: ev.HandResolved) -> None:
+    _require_same(settle(state, parse_iso(event.at)), event, "settlement")
+
+
+def _check_bet(state: TableState, event: ev.BetMade) -> None:
+    """A betting action is what the rules decide for that seat and action at that moment (the
+    platform's, what they decide once the deadline has passed)."""
+    now = parse_iso(event.at)
+    if event.by == "platform":
+        (expected,) = close_at_deadline(state, now)
+    else:
+        (expected,) = bet(state, event.seat, event.action, now)
+    _require_same(expected, event, "bet")
 
 
 def _apply(replay: _Replay, version: int, raw: bytes) -> None:
@@ -135,6 +154,8 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> None:
             _check_deal(replay.state, event)
         elif isinstance(event, ev.HandResolved):
             _check_resolution(replay.state, event)
+        elif isinstance(event, ev.BetMade):
+            _check_bet(replay.state, event)
         elif isinstance(event, ev.CommunityCardDealt | ev.CardsDrawn | ev.CardPassed):
             _check_cards(replay.state, event)
         elif isinstance(event, ev.DeclarationsRevealed):

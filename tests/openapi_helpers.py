@@ -34,9 +34,14 @@ DECLARING = "declaring"  # hand 1 resolved, hand 2 waiting for declarations
 SHOWDOWN = "showdown"  # hand 2 declared by everyone, waiting for resolve
 PASSING = "passing"  # a pass-the-trash table, hand 1 waiting for the passes
 DRAWING = "drawing"  # a draw table (draw 2), hand 1 declared by everyone, waiting for draws
+BETTING = "betting"  # a draw table with a betting round, hand 1 drawn, waiting for bets
 
 # The rules of each state's table (besides seats and a long deadline).
-RULES: dict[str, dict[str, Any]] = {PASSING: {"pass_the_trash": True}, DRAWING: {"draw": 2}}
+RULES: dict[str, dict[str, Any]] = {
+    PASSING: {"pass_the_trash": True},
+    DRAWING: {"draw": 2},
+    BETTING: {"draw": 1, "betting_round": True},
+}
 
 # Which state each operation is fuzzed in, and who calls it ("rotate": operator, auditor and
 # each player in turn; "staff": mostly operator and auditor, sometimes a player; "seat": the
@@ -55,6 +60,7 @@ PLAN: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", "/v1/tables/{table_id}/declare"): (DECLARING, "player"),
     ("POST", "/v1/tables/{table_id}/pass"): (PASSING, "player"),
     ("POST", "/v1/tables/{table_id}/draw"): (DRAWING, "turn"),
+    ("POST", "/v1/tables/{table_id}/bet"): (BETTING, "turn"),
     ("POST", "/v1/tables/{table_id}/close"): (DECLARING, OPERATOR),
     ("POST", "/v1/tables/{table_id}/resolve"): (SHOWDOWN, OPERATOR),
     ("POST", "/v1/tables/{table_id}/void"): (DECLARING, OPERATOR),
@@ -112,10 +118,14 @@ class World:
             tokens[seat] = self._ok(api.post(f"/v1/tables/{table_id}/players", body), 201)["token"]
         self._ok(api.post(f"/v1/tables/{table_id}/players/{SITTING_OUT}/sit-out"), 200)
         table = Table(table_id, tokens)
-        if state in (PASSING, DRAWING):
+        if state in (PASSING, DRAWING, BETTING):
             self._ok(api.post(f"/v1/tables/{table_id}/deal", {}), 201)
-            if state == DRAWING:
+            if state in (DRAWING, BETTING):
                 self._declare_all(table)
+            if state == BETTING:
+                for seat in (1, 2, 0):  # the button is seat 0: the draws start at seat 1
+                    path = f"/v1/tables/{table_id}/draw"
+                    self._ok(api.post(path, {"discard": []}, token=tokens[seat]), 200)
             return self._look(table)
         if state == IDLE:
             return table
@@ -148,6 +158,8 @@ class World:
             hand = self._ok(self.api.get(path, token=table.tokens[seat]), 200)["hand"]
             table.cards[seat] = hand["cards"]
             table.turn = hand.get("drawing_turn")
+            if hand["phase"] == BETTING:
+                table.turn = hand["betting"]["turn"]
         return table
 
     def credential(self, who: str, table: Table | None, seat: Any) -> tuple[str, int | None]:

@@ -187,6 +187,7 @@ TABLES = [
     ("kitty", {}),
     ("three-card", {"hi_lo": True, "ante": 2}),
     ("three-card", {"draw": 2}),
+    ("kitty", {"draw": 1, "betting_round": True, "match_basis": "after_betting"}),
     ("three-card", {"community_cards": 1}),
     ("three-card", {"pass_the_trash": True}),
     ("three-card", {"no_peek": True, "wild": "deuces"}),
@@ -229,6 +230,10 @@ def test_a_hand_of_every_kind_conforms_for_every_viewer(
             seat = hand["drawing_turn"]
             discard = views[tokens[seat]]["hand"]["cards"][:1]
             call("POST", t + "/draw", {"discard": discard}, tokens[seat])
+        elif hand["phase"] == "betting":
+            betting = hand["betting"]
+            action = "call" if betting["to_call"] else ("bet", "raise")[betting["raises"] % 2]
+            call("POST", t + "/bet", {"action": action}, tokens[betting["turn"]])
         else:
             seat = hand.get("on_turn")
             if seat is None:
@@ -245,6 +250,8 @@ def test_a_hand_of_every_kind_conforms_for_every_viewer(
         assert ("POST", t + "/draw", 200) in check.checked
     if rules.get("pass_the_trash"):
         assert ("POST", t + "/pass", 200) in check.checked
+    if rules.get("betting_round"):
+        assert ("POST", t + "/bet", 200) in check.checked
     path = f"/v1/tables/{table}/hands/1"
     phh = check("GET", t + "/hands/{hand}", api.get(path, params={"format": "phh"}), False)
     assert "variant" in phh

@@ -256,3 +256,23 @@ def test_heads_up_antes_are_reversed_as_phh_says(api: Api):
     history["antes"] = {str(first): 1, str(second): 0}  # e.g. a winner who skips the ante
     phh = tomllib.loads(to_phh(history))
     assert phh["antes"] == [0, 1] and phh["_guts_antes"] == [1, 0]
+
+
+def test_a_betting_round_is_phh_betting_actions(api: Api):
+    from tests.api.test_betting import Table as BettingTable
+
+    t = BettingTable(api)
+    t.to_betting()
+    for seat, action in ((1, "bet"), (2, "raise"), (0, "fold"), (1, "call")):
+        assert t.bet(seat, action).status_code == 200
+    assert t.post("resolve").status_code == 200
+    history = _history(api, t.id, 1)
+    phh = tomllib.loads(to_phh(history, starting_stacks={0: 100, 1: 100, 2: 100}, ante=1, cards=3))
+    _check_required(phh, 3)
+    actions = phh["actions"]  # order 1, 2, 0: p1 is seat 1, p2 seat 2, p3 seat 0
+    betting = actions[actions.index("p1 cbr 1 # bet") :]
+    assert betting[:4] == ["p1 cbr 1 # bet", "p2 cbr 2 # raise", "p3 f # fold", "p1 cc # call"]
+    assert not any(a.startswith("p3 sm") for a in actions)  # the folder's hand is not shown
+    assert phh["_guts_bets"] == [2, 2, 0] and phh["_guts_folded"] == ["p3"]
+    assert phh["_guts_matched"] == [0, 3, 3] and phh["winnings"] == [7, 0, 0]
+    assert phh["finishing_stacks"] == [100 - 1 - 2 + 7, 100 - 1 - 2 - 3, 100 - 1 - 3]

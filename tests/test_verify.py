@@ -524,6 +524,50 @@ def test_the_documented_test_vector():
     }
 
 
+def _betting_history(api: Api, token: str | None = None) -> tuple[dict[str, Any], Any]:
+    from tests.api.test_betting import Table as BettingTable
+
+    t = BettingTable(api)
+    t.ok("deal", {})  # a shuffled deal, so the cards verify against the seed
+    for seat in (1, 2, 0):
+        t.ok("declare", {"decision": "in"}, seat)
+    for seat in (1, 2, 0):
+        t.ok("draw", {"discard": []}, seat)
+    for seat, action in ((1, "bet"), (2, "raise"), (0, "fold"), (1, "call")):
+        assert t.bet(seat, action).status_code == 200
+    t.ok("resolve")
+    return _history(api, t.id, 1, token or AUDITOR), t
+
+
+def test_a_betting_hand_verifies_with_its_bets_in_the_settlement(api: Api):
+    history, t = _betting_history(api)
+    report = verify_history(history)
+    assert report.ok, report.render()
+    assert {"settlement chips", "betting round"} <= set(_names(report, passed=True))
+    mine = verify_history(_history(api, t.id, 1, t.tokens[0]))  # a player's view too
+    assert mine.ok, mine.render()
+
+
+@pytest.mark.parametrize(
+    ("tamper", "failing"),
+    [
+        (lambda h: h["outcome"]["won"].update({"1": 8}), "settlement chips"),
+        (lambda h: h["bets"][1].update(amount=1), "betting round"),  # a raise priced as a call
+        (lambda h: h["outcome"]["bets"].update({"2": 1}), "betting round"),
+        (lambda h: h["outcome"]["matched"].pop("0"), "settlement chips"),
+        (lambda h: h["bets"][0].update(amount="1"), "betting round"),  # not chips: no crash
+        (lambda h: h["outcome"].update(pot=[]), "settlement chips"),
+    ],
+)
+def test_a_settlement_that_does_not_add_up_fails(api: Api, tamper, failing):
+    history, _ = _betting_history(api)
+    tamper(history)
+    report = verify_history(history)
+    assert not report.ok and report.status == "failed"
+    assert failing in _names(report, passed=False), report.render()
+    assert not any(c.detail.startswith("malformed") for c in report.checks)
+
+
 def test_the_documented_v2_test_vector():
     """docs/fairness.md's v2 vector (players' seeds) is what both implementations compute."""
     lines = (ROOT / "docs" / "fairness.md").read_text().splitlines()

@@ -158,6 +158,13 @@ def draw(table_id: str) -> Response:
     return render(_tables().draw(who, table_id, body["discard"], conditions=conditions()))
 
 
+@v1.post("/tables/<table_id>/bet")
+def bet(table_id: str) -> Response:
+    who = caller()
+    body = load_body(schemas.BET)
+    return render(_tables().bet(who, table_id, body["action"], conditions=conditions()))
+
+
 @v1.post("/tables/<table_id>/close")
 def close(table_id: str) -> Response:
     who = caller()

@@ -12,6 +12,7 @@ from marshmallow import RAISE, Schema, fields, validate
 
 from service.rules.client_seeds import CLIENT_SEED, MAX_CLIENT_SEED
 from service.rules.ruleset import MAX_CHIPS, MAX_TIMEOUT_S, PRESETS
+from service.rules.state import BET_ACTIONS
 
 ID = validate.Regexp(r"[A-Za-z0-9_.@-]{1,64}\Z", error="1-64 letters, digits or _ . @ -")
 CHIPS = validate.Range(min=1, max=MAX_CHIPS)
@@ -101,6 +102,12 @@ class Draw(Strict):
     )
 
 
+class Bet(Strict):
+    """One action of the betting round (the rules check whether it is allowed now)."""
+
+    action = fields.String(required=True, validate=validate.OneOf(BET_ACTIONS))
+
+
 class Void(Strict):
     reason = fields.String(load_default="voided by the operator", validate=validate.Length(max=200))
 
@@ -131,6 +138,7 @@ CLIENT_SEED_BODY = ClientSeed()
 DECLARE = Declare()
 PASS_CARD = PassCard()
 DRAW = Draw()
+BET = Bet()
 VOID = Void()
 EMPTY = Empty()
 EVENTS_QUERY = EventsQuery()

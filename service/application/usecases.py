@@ -348,6 +348,29 @@ class TableService(TableReads):
 
         return self._execute(checked_table_id(table_id), decide, respond, conditions)
 
+    def bet(
+        self, caller: Caller, table_id: str, action: str, *, conditions: Conditions = NO_CONDITIONS
+    ) -> Outcome:
+        """The calling player acts in the betting round: check, bet, call, raise or fold."""
+
+        def decide(state: TableState, now: datetime) -> list[ev.Event]:
+            return commands.bet(state, require_player_of(caller, state), action, now)
+
+        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+            (made,) = events
+            assert isinstance(made, ev.BetMade)
+            return 200, {
+                **_hand_body(state),
+                "seat": made.seat,
+                "action": made.action,
+                "amount": made.amount,
+                "bet_to": made.bet_to,
+                "pot": state.pot,
+                "betting_turn": state.hand.bet_turn if state.hand else None,
+            }
+
+        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+
     def close(
         self, caller: Caller, table_id: str, *, conditions: Conditions = NO_CONDITIONS
     ) -> Outcome:

@@ -40,6 +40,12 @@ Guts is not a PHH variant, so the mapping takes these decisions (assumptions, st
   has no action for, is a commentary per pass (``# p1 passes Ks to p2``) and ``_guts_passes``.
   In a hi-lo game "high", "low" and "both" are all ``cc`` with the choice as commentary, and
   the low pot's result is in ``_guts_low_*`` (``winnings`` adds both pots).
+* A betting round (``betting_round``) is written as PHH betting actions after the draws, in
+  the order made: a check or a call is ``pN cc``, a bet or a raise ``pN cbr <to>`` (the
+  round's new total, as PHH's "complete, bet or raise to"), a fold ``pN f``, each with the
+  Guts action as commentary; a folder is not shown at the showdown. ``_guts_bets`` has each
+  player's chips bet and ``_guts_folded`` the folders (who still match: ``_guts_matched``);
+  ``finishing_stacks`` subtracts the bets.
 * ``winnings`` is what each player took from the pot and side pot; the other amounts (matches,
   wimp penalties, pot, reserve and side pot before and after) are ``_guts_*`` fields, as are the
   fairness data (commitment, seed, client seed, deck context, stacked, reshuffled).

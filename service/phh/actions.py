@@ -1,5 +1,5 @@
-"""The PHH ``actions`` of a Guts hand: the deal, the declarations, passes, draws and the
-showdown, as the package docstring maps them."""
+"""The PHH ``actions`` of a Guts hand: the deal, the declarations, passes, draws, the betting
+round and the showdown, as the package docstring maps them."""
 
 from __future__ import annotations
 
@@ -73,6 +73,26 @@ def draw_actions(history: Mapping[str, Any], player: Mapping[int, str]) -> list[
     return actions
 
 
+def bet_actions(history: Mapping[str, Any], player: Mapping[int, str]) -> list[str]:
+    """The betting round as PHH betting actions, in the order made: ``pN cc`` (check or
+    call), ``pN cbr <to>`` (bet or raise to the round's new total), ``pN f`` (fold), each with
+    the Guts action as commentary."""
+    actions = []
+    for entry in history.get("bets") or []:
+        seat = entry.get("seat")
+        if seat not in player:
+            continue
+        action, by = entry.get("action"), entry.get("by")
+        note = f"{action}: timed out, by the platform" if by == "platform" else f"{action}"
+        if action in ("bet", "raise"):
+            actions.append(f"{player[seat]} cbr {entry.get('bet_to')} # {note}")
+        elif action == "fold":
+            actions.append(f"{player[seat]} f # {note}")
+        else:
+            actions.append(f"{player[seat]} cc # {note}")
+    return actions
+
+
 def showdown_actions(
     history: Mapping[str, Any], order: list[int], player: Mapping[int, str], size: int
 ) -> list[str]:
@@ -83,10 +103,13 @@ def showdown_actions(
             return [f"# hand voided: {history.get('void_reason', '')}".rstrip()]
         return []
     in_seats = set(outcome.get("in_seats") or [])
+    folded = set(outcome.get("folded") or [])
     shown = outcome.get("shown") or {}
     actions = []
     for seat in order:
         cards = shown.get(str(seat))
+        if seat in folded:  # folded in the betting round: already ``f``, cards mucked
+            continue
         if seat in in_seats:
             actions.append(f"{player[seat]} sm {hand_text(cards, size)}")
         elif cards:  # nobody in and a wimp penalty: every hand is turned up, but all folded

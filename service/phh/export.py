@@ -9,6 +9,7 @@ from typing import Any
 
 from .actions import (
     UNKNOWN_CARD,
+    bet_actions,
     declaration_actions,
     draw_actions,
     hand_text,
@@ -26,7 +27,9 @@ GUTS_VARIANT = (
     "player in matches it (pays the pot amount into it). Exported as PHH variant NT for "
     "tooling: 'cc' = in (or high/low/both in hi-lo), 'f' = out. House rules may add a kitty (a "
     "dummy hand dealt last in each round that those in must beat), pass the trash, a community "
-    "card or a draw; see the actions and the other _guts_ fields."
+    "card or a draw, and a draw game a fixed-limit betting round after the draw (its 'cc', "
+    "'cbr' and 'f' are checks or calls, bets or raises, and folds; a folder still matches); "
+    "see the actions and the other _guts_ fields."
 )
 """What ``_guts_variant`` says: the game the PHH ``variant`` only approximates."""
 
@@ -107,6 +110,7 @@ def to_phh(
     matched_low = _per_player(order, low.get("matched"), 0)
     matched = [h + lo for h, lo in zip(matched_high, matched_low, strict=True)]
     wimp = _per_player(order, outcome.get("wimp"), 0)
+    bets = _per_player(order, outcome.get("bets"), 0)
 
     actions = [f"d dh {player[seat]} {hand_text(dealt.get(str(seat)), size)}" for seat in order]
     # An auditor's history has the kitty; a player's shows it only when it played.
@@ -118,6 +122,7 @@ def to_phh(
     actions += declaration_actions(history, player)
     actions += [f"d db {card}" for card in history.get("community") or []]
     actions += draw_actions(history, player)
+    actions += bet_actions(history, player)
     actions += showdown_actions(history, order, player, size)
 
     min_bet = ante if ante is not None else max([a for a in antes if a > 0], default=1)
@@ -126,8 +131,8 @@ def to_phh(
     if starting_stacks is not None:
         stacks = [starting_stacks.get(seat, math.inf) for seat in order]
         finishing = [
-            stack - a - m - w + g
-            for stack, a, m, w, g in zip(stacks, antes, matched, wimp, won, strict=True)
+            stack - a - b - m - w + g
+            for stack, a, b, m, w, g in zip(stacks, antes, bets, matched, wimp, won, strict=True)
         ]
         if any(math.isinf(s) for s in finishing):
             finishing = None
@@ -176,6 +181,13 @@ def to_phh(
         ("_guts_won", won_high if low else won),
         ("_guts_matched", matched_high if low else matched),
         ("_guts_wimp", wimp),
+        ("_guts_bets", bets if "bets" in history else None),
+        (
+            "_guts_folded",
+            [player[s] for s in outcome.get("folded") or [] if s in player]
+            if "bets" in history
+            else None,
+        ),
         ("_guts_low_outcome", low.get("outcome") if low else None),
         (
             "_guts_low_winners",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from . import events as ev
+from .betting import bet, can_bet, verify_bet
 from .client_seeds import set_client_seed, verify_set_client_seed
 from .dealing import (
     deal,
@@ -88,6 +89,9 @@ def resolve(state: TableState, now: datetime) -> list[ev.Event]:
 
 __all__ = [
     "InvalidCommand",
+    "bet",
+    "can_bet",
+    "verify_bet",
     "can_declare",
     "can_resolve",
     "close_at_deadline",

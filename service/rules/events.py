@@ -233,6 +233,27 @@ class CardsDrawn(Event):
 
 
 @dataclass(frozen=True)
+class BetMade(Event):
+    """The betting round (seed 000's draw guts): `seat` acted with `action` ("check", "bet",
+    "call", "raise", "fold") and put `amount` chips into the pot (0 for a check or a fold).
+    `bet_to` is what every player still in must have put in after this action, `raises` the
+    raises made so far. `by` is "player" or "platform" (the deadline passed: a check when
+    nothing was owed, else a fold). `deadline` is the next player's, or None when the round
+    ended with this action. Bets are public: nothing here is secret."""
+
+    TYPE: ClassVar[str] = "bet_made"
+    hand: int
+    seat: int
+    action: str
+    amount: int
+    bet_to: int
+    raises: int
+    by: str
+    deadline: str | None
+    at: str
+
+
+@dataclass(frozen=True)
 class PotResult:
     """How one pot settled (the low pot of a hi-lo hand)."""
 
@@ -250,9 +271,12 @@ class HandResolved(Event):
     """The showdown and settlement of a hand.
 
     `outcome` is one of "nobody_in", "uncontested", "showdown", "kitty_wins", "beats_kitty"
-    (a lone in-player beat the kitty), "all_tied". Version 2 added "beats_kitty"; version 1
-    called it "all_tied" (the codec upcasts such events).
-    `pot_in_play` is P, the pot the hand was played for, and `reserve_before` and
+    (a lone in-player beat the kitty), "all_tied", "others_folded" (in the betting round every
+    other in-player folded: the last one takes the pot unseen, the folders match). Version 2
+    added "beats_kitty"; version 1 called it "all_tied" (the codec upcasts such events).
+    `pot_in_play` is P, the pot the hand was played for (with a betting round, the bets
+    included: `bets` are each seat's chips bet this hand, `folded` the in-players who folded,
+    who lost and match), and `reserve_before` and
     `side_pot_before` the reserve and side pot at the showdown. `won` are chips each winner took
     (from pot and side pot), `matched` the chips each loser paid in, `wimp` the wimp penalty
     paid; `pot`, `reserve` and `side_pot` are the amounts after settlement. `shown` are the
@@ -285,6 +309,8 @@ class HandResolved(Event):
     grace_until: str | None
     at: str
     low: PotResult | None = None
+    bets: dict[int, int] = field(default_factory=dict)
+    folded: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -324,6 +350,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         CardsPassed,
         CommunityCardDealt,
         CardsDrawn,
+        BetMade,
         HandResolved,
         PlayersOutOfGame,
         HandVoided,

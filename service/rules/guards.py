@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from .errors import GutsError, InvalidCommand, RuleViolation, UnknownSeat
 from .ruleset import MAX_CHIPS
-from .state import LEFT, Seat, TableState
+from .state import LEFT, Hand, Seat, TableState
+from .times import parse_iso
 
 
 def can(verify: Callable[..., Any], *args: Any) -> bool:
@@ -23,6 +25,23 @@ def require_table(state: TableState) -> None:
     """The table must exist."""
     if not state.exists:
         raise RuleViolation("the table does not exist")
+
+
+def require_phase(state: TableState, phase: str) -> Hand:
+    """The hand in play, which must be in `phase`."""
+    require_table(state)
+    hand = state.hand
+    if hand is None:
+        raise RuleViolation("no hand is in play")
+    if hand.phase != phase:
+        raise RuleViolation(f"hand {hand.number} is not {phase} (it is {hand.phase})")
+    return hand
+
+
+def require_in_time(hand: Hand, now: datetime) -> None:
+    """The hand's current deadline must not have passed."""
+    if now >= parse_iso(hand.deadline):
+        raise RuleViolation(f"the deadline passed at {hand.deadline}")
 
 
 def require_amount(value: int, name: str, minimum: int = 1) -> None:

@@ -34,6 +34,8 @@ def hand_history(
         record["passes"] = {}
     if state.rules.draw:
         record["draws"] = {}
+    if state.rules.betting_round:
+        record["bets"] = []
     for version, event, data in views:
         if isinstance(event, ev.HandDealt):
             # Hi-lo: each ante's low half went to the low pot (the odd chip stays high).
@@ -82,12 +84,19 @@ def hand_history(
             record["draws"][str(event.seat)] = {
                 k: v for k, v in data.items() if k in ("discarded", "drawn", "by", "at")
             }
+        elif isinstance(event, ev.BetMade):
+            # Bets are public: every viewer sees every action, in the order made.
+            record["bets"].append(
+                {k: data[k] for k in ("seat", "action", "amount", "bet_to", "by", "at")}
+                | {"version": version}
+            )
         elif isinstance(event, ev.HandResolved):
+            bets_total = sum(event.bets.values())
             record.update(
                 status="complete",
                 ended_at=event.at,
                 outcome={k: v for k, v in data.items() if k not in ("hand", "at")},
-                pot_before=event.pot_in_play - record.pop("_antes_total", 0),
+                pot_before=event.pot_in_play - bets_total - record.pop("_antes_total", 0),
                 pot_in_play=event.pot_in_play,
                 pot_after=event.pot,
                 reserve_before=event.reserve_before,

@@ -2,9 +2,9 @@
 deadline passes.
 
 A hand goes through its phases in order: passing (pass the trash), declaring, drawing (draw
-games), showdown. Each waiting phase has a deadline; `close_at_deadline` finishes it for the
-players who did not act: the platform passes their lowest card, makes them out, or has them
-stand pat.
+games), betting (draw games with a betting round: `betting.py`), showdown. Each waiting phase
+has a deadline; `close_at_deadline` finishes it for the players who did not act: the platform
+passes their lowest card, makes them out, has them stand pat, or checks or folds for them.
 """
 
 from __future__ import annotations
@@ -13,26 +13,21 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from . import events as ev
+from .betting import bet_at_deadline
 from .cards import RANKS, SUITS, draw_context, parse_cards, shuffled_deck
 from .errors import InvalidCard, InvalidCommand, NotYourTurn, RuleViolation
-from .guards import can, require_table
-from .state import DECLARING, DRAWING, PASSING, TIMED_PHASES, Hand, TableState
+from .guards import can, require_in_time, require_phase, require_table
+from .state import (
+    BETTING,
+    DECLARING,
+    DRAWING,
+    PASSING,
+    TIMED_PHASES,
+    Hand,
+    TableState,
+    starts_betting,
+)
 from .times import iso, later, parse_iso
-
-
-def _require_phase(state: TableState, phase: str) -> Hand:
-    require_table(state)
-    hand = state.hand
-    if hand is None:
-        raise RuleViolation("no hand is in play")
-    if hand.phase != phase:
-        raise RuleViolation(f"hand {hand.number} is not {phase} (it is {hand.phase})")
-    return hand
-
-
-def _require_in_time(hand: Hand, now: datetime) -> None:
-    if now >= parse_iso(hand.deadline):
-        raise RuleViolation(f"the deadline passed at {hand.deadline}")
 
 
 def _require_dealt(hand: Hand, seat: int) -> None:
@@ -51,13 +46,13 @@ def lowest_card(cards: Sequence[str]) -> str:
 def verify_pass_card(state: TableState, seat: int, card: str, now: datetime) -> None:
     """Why `seat` may not pass `card` now, if it may not."""
     (card,) = parse_cards([card], "card")
-    hand = _require_phase(state, PASSING)
+    hand = require_phase(state, PASSING)
     _require_dealt(hand, seat)
     if seat in hand.passes:
         raise RuleViolation(f"seat {seat} has already passed a card in hand {hand.number}")
     if card not in hand.cards[seat]:
         raise InvalidCard(f"{card} is not one of your cards", "card")
-    _require_in_time(hand, now)
+    require_in_time(hand, now)
 
 
 def _after_passes(state: TableState, passes: dict[int, str], now: datetime) -> list[ev.Event]:
@@ -97,13 +92,13 @@ def verify_declare(state: TableState, seat: int, decision: str, now: datetime) -
     allowed = state.rules.decisions
     if decision not in allowed:
         raise InvalidCommand(f"decision must be one of: {', '.join(allowed)}", "decision")
-    hand = _require_phase(state, DECLARING)
+    hand = require_phase(state, DECLARING)
     _require_dealt(hand, seat)
     if seat in hand.decisions:
         raise RuleViolation(f"seat {seat} has already declared in hand {hand.number}")
     if state.rules.declare == "sequential" and hand.on_turn() != seat:
         raise NotYourTurn(f"it is seat {hand.on_turn()}'s turn to declare")
-    _require_in_time(hand, now)
+    require_in_time(hand, now)
 
 
 def can_declare(state: TableState, seat: int, decision: str, now: datetime) -> bool:
@@ -174,7 +169,7 @@ def declare(state: TableState, seat: int, decision: str, now: datetime) -> list[
 def verify_draw(state: TableState, seat: int, discard: Sequence[str], now: datetime) -> None:
     """Why `seat` may not discard `discard` and draw now, if it may not."""
     cards = parse_cards(discard, "discard")
-    hand = _require_phase(state, DRAWING)
+    hand = require_phase(state, DRAWING)
     if seat not in hand.drawers:
         raise RuleViolation(f"seat {seat} is not drawing in hand {hand.number}")
     if hand.drawing_turn() != seat:
@@ -184,7 +179,7 @@ def verify_draw(state: TableState, seat: int, discard: Sequence[str], now: datet
     for card in cards:
         if card not in hand.cards[seat]:
             raise InvalidCard(f"{card} is not one of your cards", "discard")
-    _require_in_time(hand, now)
+    require_in_time(hand, now)
 
 
 def draw_from(state: TableState, count: int) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
@@ -213,7 +208,8 @@ def _draw_event(
     assert hand is not None
     drawn, deck, reshuffled = draw_from(state, len(discard))
     remaining = [s for s in hand.drawers if s not in hand.drawn and s != seat]
-    deadline = later(now, state.rules.decision_timeout_s) if remaining else None
+    waits = remaining or starts_betting(state.rules, hand)  # the betting round starts next
+    deadline = later(now, state.rules.decision_timeout_s) if waits else None
     return ev.CardsDrawn(
         hand=hand.number,
         seat=seat,
@@ -253,7 +249,8 @@ def close_at_deadline(state: TableState, now: datetime) -> list[ev.Event]:
 
     Passing: each passes their lowest card. Declaring, simultaneous: every undecided seat is
     out (cards mucked); sequential: the seat on turn is out and the next turn starts with a
-    fresh deadline. Drawing: the seat on turn stands pat.
+    fresh deadline. Drawing: the seat on turn stands pat. Betting: the seat on turn checks
+    when it owes nothing, else folds.
     """
     verify_close_at_deadline(state, now)
     hand = state.hand
@@ -273,6 +270,8 @@ def close_at_deadline(state: TableState, now: datetime) -> list[ev.Event]:
         seat = hand.drawing_turn()
         assert seat is not None
         return [_draw_event(state, seat, (), "platform", now)]
+    if hand.phase == BETTING:
+        return [bet_at_deadline(state, now)]
     sequential = state.rules.declare == "sequential"
     late = [hand.order[hand.turn]] if sequential else hand.undecided()
     deadline = later(now, state.rules.decision_timeout_s) if sequential else None

@@ -23,6 +23,7 @@ ShortStack = Literal["cover", "table_stakes"]
 WimpInto = Literal["pot", "side_pot"]
 ButtonMoves = Literal["hand", "game"]
 Wild = Literal["none", "deuces", "one_eyed_jacks"]
+MatchBasis = Literal["declared", "after_betting"]
 
 DECK_SIZE = 52
 MAX_TIMEOUT_S = 3600
@@ -63,6 +64,10 @@ class Ruleset:
     pass_the_trash: bool = False
     no_peek: bool = False
     wild: Wild = "none"
+    betting_round: bool = False
+    bet_size: int | None = None  # resolved to the ante when betting_round is on
+    max_raises: int = 3
+    match_basis: MatchBasis = "declared"
 
     def to_dict(self) -> dict[str, Any]:
         """The ruleset as plain JSON-ready data (every option, resolved)."""
@@ -85,6 +90,11 @@ class Ruleset:
         so a draw can always be served)."""
         spare = self.community_cards + self.draw
         return (DECK_SIZE - spare) // self.cards - (1 if self.kitty else 0)
+
+    @property
+    def bet_amount(self) -> int:
+        """One bet or raise in chips (fixed limit); only meaningful with `betting_round`."""
+        return self.bet_size or self.ante
 
     @property
     def decisions(self) -> tuple[str, ...]:
@@ -110,6 +120,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "wimp_into": ("pot", "side_pot"),
     "button_moves": ("hand", "game"),
     "wild": ("none", "deuces", "one_eyed_jacks"),
+    "match_basis": ("declared", "after_betting"),
 }
 _BOOLS = {
     "winner_skips_ante",
@@ -123,6 +134,7 @@ _BOOLS = {
     "hi_lo",
     "pass_the_trash",
     "no_peek",
+    "betting_round",
 }
 # option -> (minimum, maximum); None as a value is allowed only for `cap`.
 _INTS: dict[str, tuple[int, int]] = {
@@ -135,7 +147,11 @@ _INTS: dict[str, tuple[int, int]] = {
     "cover_grace_s": (0, 600),
     "draw": (0, 5),
     "community_cards": (0, 1),
+    "bet_size": (1, MAX_CHIPS),
+    "max_raises": (0, 10),
 }
+# Options whose value may be None (not set): resolved from others or meaning "off".
+_NULLABLE = {"cap", "bet_size"}
 OPTION_NAMES = tuple(f.name for f in fields(Ruleset) if f.name != "preset")
 
 
@@ -187,7 +203,7 @@ def _check_value(name: str, value: Any) -> Any:
             raise InvalidRules(f"{name} must be one of: {allowed}", field=name)
         return value
     if name in _INTS:
-        if name == "cap" and value is None:
+        if name in _NULLABLE and value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidRules(f"{name} must be a whole number", field=name)
@@ -212,6 +228,8 @@ def resolve_ruleset(
     rules = replace(PRESETS[preset], **checked)
     if rules.cap is None and preset in PRESET_CAP_MULTIPLE and "cap_mode" not in overrides:
         rules = replace(rules, cap=PRESET_CAP_MULTIPLE[preset] * rules.ante)
+    if rules.betting_round and rules.bet_size is None:
+        rules = replace(rules, bet_size=rules.ante)  # seed 000 bets in antes
     validate(rules)
     return rules
 
@@ -280,6 +298,7 @@ _CONFLICTS: list[tuple[str, str, str]] = [
     ("hi_lo", "kitty", "a kitty has no high or low side to contest"),
     ("hi_lo", "wimp_penalty", "the wimp rule is not defined for two pots"),
     ("hi_lo", "dealer_auto_in", "an automatic in does not say high or low"),
+    ("hi_lo", "betting_round", "bets go into one pot and hi-lo has two"),
 ]
 
 
@@ -295,8 +314,25 @@ def _validate_variants(rules: Ruleset) -> None:
             "the low pot, the odd chip high, so an ante of 1 would never feed the low pot)",
             field="ante",
         )
+    _validate_betting(rules)
     if rules.hi_lo and rules.cap_mode == "reserve":
         raise InvalidRules(
             "hi_lo cannot be combined with cap_mode reserve: one reserve cannot refill two pots",
             field="hi_lo",
         )
+
+
+def _validate_betting(rules: Ruleset) -> None:
+    """Seed 000's betting round follows the draw; its options mean nothing without it."""
+    if not rules.betting_round:
+        for name, unset in (("bet_size", None), ("max_raises", 3), ("match_basis", "declared")):
+            if getattr(rules, name) != unset:
+                raise InvalidRules(f"{name} applies only with betting_round: true", field=name)
+        return
+    if not rules.draw:
+        raise InvalidRules(
+            "betting_round needs draw: the betting round follows the draw (seed 000)",
+            field="betting_round",
+        )
+    if rules.bet_size is None:
+        raise InvalidRules("betting_round needs a bet_size", field="bet_size")

@@ -4,6 +4,11 @@ Let P be the pot in play. Nobody in: P carries over (with the wimp rule the best
 penalty). One in: they take P unseen (with a kitty they must beat it). Two or more: the best
 hand wins P (ties split, odd chips from the button's left), and losers match P (all of them, or
 only the lowest). Caps, reserve and short stacks then bound what moves.
+
+With a betting round, P includes the bets, and only the in-players who did not fold contest
+it; the folders lost and match too. They match the pot as it was declared (P without the
+bets, `match_basis: declared`) or P itself (`after_betting`). A fold counts as the lowest
+hand, so with `match: lowest_loser` the folders are the ones who pay when anyone folded.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ SHOWDOWN = "showdown"
 KITTY_WINS = "kitty_wins"
 ALL_TIED = "all_tied"
 BEATS_KITTY = "beats_kitty"  # a lone in-player beat the kitty: they win, nobody matches
+OTHERS_FOLDED = "others_folded"  # every other in-player folded: the last takes P unseen
 
 
 def evaluator_for(rules: Ruleset, low: bool = False) -> Callable[[Sequence[str]], int]:
@@ -152,7 +158,13 @@ def settle(state: TableState, now: datetime) -> ev.HandResolved:
     ledger = _Ledger(state)
     in_seats = tuple(hand.in_seats())
     take_limit, owed = _pot_limits(rules, pot_in_play)
-    contest = _contest(state, in_seats, score)
+    if rules.match_basis == "declared":
+        owed = _pot_limits(rules, pot_in_play - sum(hand.bets.values()))[1]
+    contest = _with_folds(
+        _contest(state, tuple(s for s in in_seats if s not in hand.folded), score),
+        hand.folded,
+        rules,
+    )
     wimp: dict[int, int] = {}
     shown = contest.shown
     if contest.outcome == NOBODY_IN and rules.wimp_penalty:
@@ -204,7 +216,22 @@ def settle(state: TableState, now: datetime) -> ev.HandResolved:
         removed=_removed(state, ledger, game_over),
         grace_until=_grace(state, now, game_over),
         at=iso(now),
+        bets=dict(hand.bets),
+        folded=tuple(hand.folded),
     )
+
+
+def _with_folds(contest: _Contest, folded: Sequence[int], rules: Ruleset) -> _Contest:
+    """The contest among those who did not fold, with the folders as losers (a fold is the
+    lowest hand: with `lowest_loser`, only folders pay)."""
+    if not folded:
+        return contest
+    contest.losers = list(folded) if rules.match == "lowest_loser" else [*contest.losers, *folded]
+    if contest.outcome == UNCONTESTED:
+        contest.outcome = OTHERS_FOLDED
+    elif contest.outcome == ALL_TIED:
+        contest.outcome = SHOWDOWN  # the tied winners split P; the folders lost
+    return contest
 
 
 def _removed(state: TableState, ledger: _Ledger, game_over: bool) -> dict[int, str]:

@@ -24,8 +24,13 @@ LEFT = "left"  # gone, cashed out
 PASSING = "passing"
 DECLARING = "declaring"
 DRAWING = "drawing"
+BETTING = "betting"  # seed 000's betting round, after the draw
 SHOWDOWN = "showdown"
-TIMED_PHASES = (PASSING, DECLARING, DRAWING)  # phases that wait for players, with a deadline
+TIMED_PHASES = (PASSING, DECLARING, DRAWING, BETTING)  # phases that wait for players
+
+# The betting round's actions (fixed limit); a bet or a raise makes everyone else act again.
+BET_ACTIONS = ("check", "bet", "call", "raise", "fold")
+AGGRESSIVE = ("bet", "raise")
 
 
 @dataclass
@@ -66,6 +71,13 @@ class Hand:
     discards: list[str] = field(default_factory=list)
     drawers: list[int] = field(default_factory=list)
     drawn: dict[int, int] = field(default_factory=dict)
+    bettors: list[int] = field(default_factory=list)  # in-players of the betting round
+    bets: dict[int, int] = field(default_factory=dict)  # chips each put in this round
+    folded: list[int] = field(default_factory=list)
+    bet_to: int = 0  # what each player still in must have put in
+    raises: int = 0
+    acted: list[int] = field(default_factory=list)  # acted since the last bet or raise
+    bet_turn: int | None = None  # whose turn it is to act in the betting round
 
     def in_seats(self) -> list[int]:
         """Seats that declared anything but out, in declaring order."""
@@ -75,6 +87,27 @@ class Hand:
         """The in-player whose turn it is to draw, if any."""
         pending = [s for s in self.drawers if s not in self.drawn]
         return pending[0] if pending else None
+
+    def still_in(self) -> list[int]:
+        """Bettors who have not folded, in betting order."""
+        return [s for s in self.bettors if s not in self.folded]
+
+    def to_call(self, seat: int) -> int:
+        """What `seat` must put in to match the bet."""
+        return self.bet_to - self.bets.get(seat, 0)
+
+    def turn_after(self, seat: int, action: str) -> int | None:
+        """Who acts after `seat` does `action` in the betting round; None when the round is
+        over: one player is left, or everyone still in has acted since the last bet or raise
+        (and so has called it). A bet or a raise reopens the round for everyone else."""
+        folded = [*self.folded, seat] if action == "fold" else self.folded
+        acted = [seat] if action in AGGRESSIVE else [*self.acted, seat]
+        still_in = [s for s in self.bettors if s not in folded]
+        if len(still_in) <= 1 or all(s in acted for s in still_in):
+            return None
+        at = self.bettors.index(seat)
+        following = self.bettors[at + 1 :] + self.bettors[:at]
+        return next(s for s in following if s in still_in)
 
     def on_turn(self) -> int | None:
         """The seat whose turn it is to declare (sequential declaring), if any."""
@@ -280,7 +313,38 @@ def _drawn(state: TableState, e: ev.CardsDrawn) -> None:
     state.deck = e.deck
     if hand.drawing_turn() is None:
         hand.phase = SHOWDOWN
+        if starts_betting(state.rules, hand):
+            assert e.deadline is not None
+            hand.phase, hand.deadline = BETTING, e.deadline
+            hand.bettors = hand.in_seats()
+            hand.bet_turn = hand.bettors[0]
     elif e.deadline is not None:
+        hand.deadline = e.deadline
+
+
+def starts_betting(rules: Ruleset, hand: Hand) -> bool:
+    """Whether a betting round follows the draw: the rules have one and two or more are in
+    (a lone in-player against the kitty has nobody to bet against)."""
+    return rules.betting_round and len(hand.in_seats()) >= 2
+
+
+def _bet(state: TableState, e: ev.BetMade) -> None:
+    hand = state.hand
+    assert hand is not None
+    following = hand.turn_after(e.seat, e.action)
+    state.seats[e.seat].stack -= e.amount
+    state.pot += e.amount
+    if e.amount:
+        hand.bets[e.seat] = hand.bets.get(e.seat, 0) + e.amount
+    hand.bet_to, hand.raises = e.bet_to, e.raises
+    if e.action == "fold":
+        hand.folded.append(e.seat)
+    hand.acted = [e.seat] if e.action in AGGRESSIVE else [*hand.acted, e.seat]
+    hand.bet_turn = following
+    if following is None:
+        hand.phase = SHOWDOWN
+    else:
+        assert e.deadline is not None
         hand.deadline = e.deadline
 
 
@@ -327,6 +391,9 @@ def _voided(state: TableState, e: ev.HandVoided) -> None:
     assert hand is not None
     if hand.phase in (PASSING, DECLARING):
         state.sealed_hands.append(hand.number)
+    for s, amount in hand.bets.items():  # bets go back to who made them; antes stay
+        state.seats[s].stack += amount
+        state.pot -= amount
     state.hand = None
     state.deck = ()  # the cards go back: the next deal shuffles a whole deck
     state.antes_in_pot = True
@@ -347,6 +414,7 @@ _APPLY = {
     ev.CardsPassed: _cards_passed,
     ev.CommunityCardDealt: _community,
     ev.CardsDrawn: _drawn,
+    ev.BetMade: _bet,
     ev.HandResolved: _resolved,
     ev.PlayersOutOfGame: _out_of_game,
     ev.HandVoided: _voided,

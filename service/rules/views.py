@@ -15,7 +15,7 @@ from typing import Any
 
 from . import events as ev
 from .serial import to_data
-from .state import DECLARING, PASSING, SHOWDOWN, TableState
+from .state import DECLARING, PASSING, TableState
 
 OPERATOR = "operator"
 AUDITOR = "auditor"
@@ -51,7 +51,7 @@ def _decisions_public(state: TableState, hand: int) -> bool:
         return True
     if not _hand_finished(state, hand):
         assert state.hand is not None
-        return state.hand.phase == SHOWDOWN
+        return state.hand.phase not in (PASSING, DECLARING)  # revealed: drawing and on
     return hand not in state.sealed_hands
 
 
@@ -116,12 +116,34 @@ def table_view(state: TableState, viewer: Viewer) -> dict[str, Any]:
             hand_view["drawers"] = list(hand.drawers)
             hand_view["drawn"] = {str(s): n for s, n in hand.drawn.items()}
             hand_view["drawing_turn"] = hand.drawing_turn()
+        if rules.betting_round:
+            hand_view["betting"] = _betting_view(state)
         mine = viewer.role == PLAYER and viewer.seat in hand.cards
         if mine and not _own_cards_hidden(state, hand.number):
             assert viewer.seat is not None
             hand_view["cards"] = list(hand.cards[viewer.seat])
         view["hand"] = hand_view
     return view
+
+
+def _betting_view(state: TableState) -> dict[str, Any]:
+    """The betting round, public to everyone at the table (bets are open actions); `deadline`
+    is the hand's, the turn's while betting."""
+    hand = state.hand
+    assert hand is not None
+    turn = hand.bet_turn
+    return {
+        "bettors": list(hand.bettors),
+        "turn": turn,
+        "bet_to": hand.bet_to,
+        "to_call": hand.to_call(turn) if turn is not None else 0,
+        "raises": hand.raises,
+        "max_raises": state.rules.max_raises,
+        "bet_size": state.rules.bet_amount,
+        "bets": {str(s): hand.bets.get(s, 0) for s in hand.bettors},
+        "folded": list(hand.folded),
+        "pot_declared": state.pot - sum(hand.bets.values()),
+    }
 
 
 def event_view(

@@ -22,6 +22,9 @@ is described in docs/fairness.md; in short:
 6. Cards that move afterwards (pass the trash, community cards, draws) are followed as far as
    the history shows them, and the hands shown at the end are checked against what each seat
    could hold (see ``after_deal``).
+7. The settlement adds up: the pot in play (with a betting round, the bets included), reserve,
+   side pot and matches equal what was won plus what is left, and the betting round's actions
+   follow the fixed limit and sum to the bets the outcome names (see ``settlement``).
 
 Usage, as a library::
 
@@ -36,7 +39,8 @@ hand cannot be verified, 2 the input could not be read or is not a hand history.
 
 The modules, in the order of the checks: ``deck`` (the shuffle and the deal), ``history``
 (reading a hand history), ``checks`` (the checks, and ``verify_history``), ``after_deal``
-(passes, community cards, draws), ``report`` (the verdict) and ``cli`` (the command line).
+(passes, community cards, draws), ``settlement`` (the chips and the betting round),
+``report`` (the verdict) and ``cli`` (the command line).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from .after_deal import AfterDeal
 from .deck import FULL_DECK, deal_cards, deck_context, derive_deck, draw_context
 from .history import Sighting, find_sightings, format_problems, is_hex, kitty_dealt
 from .report import INVALID, Check, CheckList, VerifyReport, describe
+from .settlement import check_settlement
 
 
 def verify_history(history: Any, my_client_seed: str | None = None) -> VerifyReport:
@@ -22,7 +23,8 @@ def verify_history(history: Any, my_client_seed: str | None = None) -> VerifyRep
     (each seat's dealt cards, the kitty, the dealt cards and undealt rest recorded in the
     events) against the deck derived from the seed, dealt in ``order``; the cards that moved
     after the deal (passes, community cards, draws) as far as the history shows them; and the
-    hands shown at the end against what each seat could hold. A stacked sandbox deal, a deck
+    hands shown at the end against what each seat could hold; and the settlement's chips
+    (bets included) and the betting round's fixed limit. A stacked sandbox deal, a deck
     carried over from an earlier hand, or a missing seed make the deal not verifiable. Never
     raises for bad input: a non-history gives a report with status "invalid".
     """
@@ -85,6 +87,7 @@ def _verify(history: Any, my_client_seed: str | None) -> VerifyReport:
         + ("" if digest == commitment else f", but the commitment is {commitment}"),
     )
     _check_events_agree(history, checks)
+    check_settlement(history, checks)
 
     if history["stacked"]:
         checks.cannot_verify(

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from service.eventlog.codec import GENESIS, decode_snapshot, encode_snapshot
 from service.rules import commands
 from service.rules.errors import GutsError
-from service.rules.events import event_from_data, event_to_data
+from service.rules.events import BetMade, event_from_data, event_to_data
 from service.rules.ruleset import PRESETS
-from service.rules.state import TableState, replay
+from service.rules.state import BET_ACTIONS, TableState, replay
 
 from .harness import Table
 
@@ -60,6 +60,11 @@ def rulesets(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
         and o["ante"] >= 2
         and draw(st.booleans())
     )
+    o["betting_round"] = bool(o["draw"]) and not o["hi_lo"] and draw(st.booleans())
+    if o["betting_round"]:
+        o["bet_size"] = draw(st.integers(1, 4))
+        o["max_raises"] = draw(st.integers(0, 3))
+        o["match_basis"] = draw(st.sampled_from(["declared", "after_betting"]))
     return preset, o
 
 
@@ -77,6 +82,7 @@ ACTIONS = [
     "leave",
     "seat",
     "wait",
+    "bet",
 ]
 
 
@@ -85,7 +91,8 @@ def _natural(t: Table) -> str:
     hand = t.state.hand
     if hand is None:
         return "deal"
-    return {"passing": "pass", "declaring": "declare", "drawing": "draw"}.get(hand.phase, "resolve")
+    natural = {"passing": "pass", "declaring": "declare", "drawing": "draw", "betting": "bet"}
+    return natural.get(hand.phase, "resolve")
 
 
 def _step(t: Table, action: str, data: st.DataObject) -> None:
@@ -112,6 +119,9 @@ def _step(t: Table, action: str, data: st.DataObject) -> None:
             held = list(state.hand.cards[drawer])
             count = data.draw(st.integers(0, state.rules.draw))
             t.apply(commands.draw(state, drawer, held[:count], t.now))
+    elif action == "bet" and state.hand is not None and state.hand.bet_turn is not None:
+        choice = data.draw(st.sampled_from(BET_ACTIONS))
+        t.apply(commands.bet(state, state.hand.bet_turn, choice, t.now))
     elif action == "close":
         t.tick(state.rules.decision_timeout_s)
         t.apply(commands.close_at_deadline(state, t.now))
@@ -174,4 +184,72 @@ def test_full_hands_settle_with_every_decision_pattern(data):
         assert set(resolved.won) <= set(resolved.in_seats)
         assert set(resolved.matched) <= set(resolved.in_seats)
         assert not set(resolved.won) & set(resolved.matched)
+    assert replay(t.log).to_data() == t.state.to_data()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cap_mode=st.sampled_from(["none", "cap", "reserve", "max_match"]),
+    match_basis=st.sampled_from(["declared", "after_betting"]),
+    match=st.sampled_from(["all_losers", "lowest_loser"]),
+    kitty=st.booleans(),
+    players=st.integers(2, 5),
+    data=st.data(),
+)
+def test_betting_rounds_conserve_chips_keep_turns_and_terminate(
+    cap_mode, match_basis, match, kitty, players, data
+):
+    """Betting hands under both match bases and every cap mode: chips are conserved after
+    every event (the harness checks), only the seat on turn ever acts, every round ends
+    within its bound, and the settlement moves exactly the chips that are there."""
+    cap = None if cap_mode == "none" else data.draw(st.integers(2, 12))
+    max_raises = data.draw(st.integers(0, 3))
+    buy_ins = data.draw(st.lists(st.integers(1, 40), min_size=players, max_size=players))
+    t = Table(
+        "kitty" if kitty else "three-card",
+        buy_in=buy_ins,
+        draw=1,
+        betting_round=True,
+        bet_size=data.draw(st.integers(1, 3)),
+        max_raises=max_raises,
+        match_basis=match_basis,
+        match=match,
+        cap_mode=cap_mode,
+        cap=cap,
+    )
+    for _ in range(data.draw(st.integers(1, 4))):
+        try:
+            t.apply(commands.deal(t.state, data.draw(st.binary(min_size=8, max_size=8)), t.now))
+        except GutsError:
+            break
+        hand = t.state.hand
+        t.declare({s: data.draw(st.sampled_from(["in", "in", "out"])) for s in hand.order})
+        while hand.drawing_turn() is not None:
+            t.apply(commands.draw(t.state, hand.drawing_turn(), [], t.now))
+        bound = (max_raises + 2) * len(hand.bettors)
+        actions = 0
+        while hand.phase == "betting":
+            on_turn = hand.bet_turn
+            intruder = data.draw(st.sampled_from(hand.order))
+            if intruder != on_turn:  # nobody acts out of turn
+                assert not any(commands.can_bet(t.state, intruder, a, t.now) for a in BET_ACTIONS)
+            try:
+                t.apply(
+                    commands.bet(t.state, on_turn, data.draw(st.sampled_from(BET_ACTIONS)), t.now)
+                )
+            except GutsError:  # not allowed now: the player stays silent, the deadline acts
+                t.tick(t.state.rules.decision_timeout_s)
+                t.apply(commands.close_at_deadline(t.state, t.now))
+            actions += 1
+            assert actions <= bound  # the round terminates
+        resolved = t.resolve()
+        assert not set(resolved.won) & set(resolved.matched)
+        assert set(resolved.folded) <= set(resolved.matched)  # folders lost: they match
+        came = resolved.pot_in_play + resolved.reserve_before + resolved.side_pot_before
+        went = resolved.pot + resolved.reserve + resolved.side_pot
+        assert came + sum(resolved.matched.values()) == went + sum(resolved.won.values())
+    bets = [e for e in t.log if isinstance(e, BetMade)]
+    event(f"bet actions: {min(len(bets), 10)}{'+' if len(bets) >= 10 else ''}")
+    event(f"chips bet: {'some' if any(e.amount for e in bets) else 'none'}")
+    event(f"folds: {'some' if any(e.action == 'fold' for e in bets) else 'none'}")
     assert replay(t.log).to_data() == t.state.to_data()

@@ -401,3 +401,38 @@ def test_the_whole_flow_under_another_key_prefix_writes_nothing_under_guts(
     assert report["status"] == "finished" and report["result"]["ok"], report
     assert redis_client.keys("guts:*") == []
     assert redis_client.keys("x:*")
+
+
+def test_a_silent_bettor_checks_if_they_may_else_folds_through_the_dispatcher(
+    api: Api, dispatcher: Dispatcher, clock: Clock
+):
+    """Betting deadlines go the same way as the others: the deal's use case indexes them and
+    the dispatcher acts through `close_due`."""
+    table, tokens, dealt = _deal(api, timeout_s=30, draw=1, betting_round=True)
+    for seat in (1, 2, 0):
+        api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=tokens[seat])
+    for seat in (1, 2, 0):
+        api.post(f"/v1/tables/{table}/draw", {"discard": []}, token=tokens[seat])
+    hand = api.get(f"/v1/tables/{table}").json()["hand"]
+    assert (hand["phase"], hand["betting"]["turn"]) == ("betting", 1)
+    first_deadline = hand["deadline"]
+    clock.past(first_deadline)
+    assert dispatcher.tick() == 1  # seat 1 owed nothing: checked for
+    bet = api.post(f"/v1/tables/{table}/bet", {"action": "bet"}, token=tokens[2])
+    assert bet.status_code == 200, bet.text
+    hand = api.get(f"/v1/tables/{table}").json()["hand"]
+    assert dispatcher.index.due_at(table) == pytest.approx(
+        parse_iso(hand["deadline"]).timestamp(), abs=0.001
+    )
+    clock.past(hand["deadline"])
+    assert dispatcher.tick() == 1  # seat 0 owed the bet: folded for
+    bets = [e["data"] for e in _events(api, table) if e["type"] == "bet_made"]
+    assert [(b["seat"], b["action"], b["by"]) for b in bets] == [
+        (1, "check", "platform"),
+        (2, "bet", "player"),
+        (0, "fold", "platform"),
+    ]
+    platform = [b for b in bets if b["by"] == "platform"]
+    assert all(parse_iso(b["at"]) >= parse_iso(first_deadline) for b in platform)
+    hand = api.get(f"/v1/tables/{table}").json()["hand"]
+    assert (hand["phase"], hand["betting"]["turn"]) == ("betting", 1)  # seat 1 owes the bet
