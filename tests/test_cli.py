@@ -74,14 +74,17 @@ class Served:
     def output(self) -> str:
         return self.stdout_path.read_text() + self.stderr_path.read_text()
 
-    def wait_healthy(self) -> dict[str, object]:
-        """Wait for /healthz to answer 200; its body."""
+    def wait_healthy(self, said: bool = True) -> dict[str, object]:
+        """Wait for /healthz to answer 200 and (when `said`: its info lines are logged) for
+        `guts serve` to say it is listening (from then on it restarts a child that dies;
+        before, a death is a failure to start); the health body."""
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             assert self.process.poll() is None, f"guts serve exited:\n{self.output()}"
             try:
                 response = requests.get(self.base + "/healthz", timeout=2)
-                if response.status_code == 200:
+                listening = not said or '"msg":"listening on' in self.output()
+                if response.status_code == 200 and listening:
                     return dict(response.json())
             except requests.ConnectionError:
                 pass

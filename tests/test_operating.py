@@ -199,7 +199,7 @@ def test_every_line_serve_logs_is_one_json_object_in_one_format(
 def test_log_level_warning_drops_the_info_lines(serve: list[Served], tmp_path: Path) -> None:
     running = Served(tmp_path / "data", tmp_path, args=("--log-level", "warning"))
     serve.append(running)
-    running.wait_healthy()
+    running.wait_healthy(said=False)
     assert running.call("POST", "/v1/tables", {"preset": "three-card"}).status_code == 201
     assert _raw(running.port, REFUSED["not HTTP"][0])[0] == 400
     assert running.terminate() == 0, running.output()
