@@ -38,6 +38,7 @@ from .auth import Authenticator
 from .flask_request_bypass import CurrentEnviron
 from .http import COMMAND, OUTCOME, SERVICES
 from .json import dumps
+from .play import play
 from .routes import v1
 from .services import Services
 
@@ -290,6 +291,7 @@ def create_app(
     app.extensions["guts_metrics"] = metrics
     errors.install(app)
     app.register_blueprint(v1)
+    app.register_blueprint(play)
 
     app.teardown_request(_remember_route)
     if request_shortcuts:
