@@ -56,8 +56,10 @@ async function api(method, path, body) {
     init.body = JSON.stringify(body);
   }
   const response = await fetch(path, init);
-  const date = Date.parse(response.headers.get("Date"));
-  if (!Number.isNaN(date)) page.skew = date - Date.now(); // whole seconds: enough for a countdown
+  // The server's clock, from its Date header (whole seconds): a countdown by this machine's
+  // clock would be wrong by however much it is off; under 1.5 s is taken as no skew at all.
+  const skew = Date.parse(response.headers.get("Date")) - Date.now();
+  if (!Number.isNaN(skew)) page.skew = Math.abs(skew) < 1500 ? 0 : skew;
   const text = await response.text();
   const data = text ? JSON.parse(text) : null;
   if (!response.ok) {
@@ -214,6 +216,7 @@ function render(view) {
     ? `Hand ${hand.number}: ${hand.phase}` + (hand.community ? `; community card ${hand.community.join(" ")}` : "")
     : "No hand in play.";
   if (page.seat !== null) renderSeat(view);
+  tick();
   // The history form offers the last finished hand, unless the user chose another.
   if (hand && hand.number > 1) offerHand(hand.number - 1);
 }
@@ -341,7 +344,9 @@ function showOutcome(data) {
   const node = $("outcome");
   node.replaceChildren(document.createTextNode(parts.join("; ") + "."));
   for (const [seat, cards] of shown) {
-    node.append(element("br"), `Seat ${seat} shows `, cardsElement(cards));
+    const hand = cardsElement(cards);
+    hand.dataset.seat = seat;
+    node.append(element("br"), `Seat ${seat} shows `, hand);
   }
   offerHand(data.hand);
 }
