@@ -42,6 +42,7 @@ class Settings:
     web_workers: int = 2
     log_level: str = "info"
     redis_wait_s: float = 60.0
+    cors_origins: tuple[str, ...] = ()
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -63,4 +64,5 @@ class Settings:
             web_workers=int(env.get("GUTS_WEB_WORKERS", 2)),
             log_level=_level(env.get("GUTS_LOG_LEVEL", "info")),
             redis_wait_s=float(env.get("GUTS_REDIS_WAIT_S", 60)),
+            cors_origins=_keys(env.get("GUTS_CORS_ORIGINS", "")),
         )

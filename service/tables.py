@@ -39,6 +39,7 @@ from service.eventlog.store import (
     IdempotencyMismatch,
     VersionConflict,
 )
+from service.eventlog.table_list import TableList
 from service.rules.clock import next_due
 from service.rules.errors import GutsError
 from service.rules.events import Event
@@ -105,6 +106,8 @@ class Tables:
     command's batch) to the snapshot."""
     index: DueIndex | None = None
     """Where the tables' due moments are indexed for the dispatchers (None: nowhere)."""
+    listing: TableList | None = None
+    """The list of tables, newest first, for `GET /v1/tables` (None: none kept)."""
 
     def check_exists(self, table_id: str) -> None:
         """TableNotFound unless the table exists. Nothing is decoded or checked, so that an
@@ -203,6 +206,8 @@ class Tables:
                 return self._replay(appended.replayed, request_hash)
             if due != before or current.version == 0:
                 self._index(table_id, appended.version, epoch)
+            if current.version == 0:
+                self._list({table_id: state.created_at})
             # The cache keeps `state` itself: Result.state is to read, before the table's next
             # command in this process takes it.
             self.cache.put(table_id, Known(appended.version, None, state, head), encoded)
@@ -218,6 +223,32 @@ class Tables:
             self.index.record(table_id, version, due)
         except Exception:  # noqa: BLE001 - the command is stored; the repair covers this
             log.exception("due not indexed for table %s", table_id, extra={"table_id": table_id})
+
+    def _list(self, created_at: dict[str, str]) -> None:
+        """Add new tables to the table list; failing to never fails the command (the list's
+        repair finds them)."""
+        if self.listing is None:
+            return
+        try:
+            self.listing.record(created_at)
+        except Exception:  # noqa: BLE001 - the table is stored; the repair covers this
+            log.exception("tables not listed: %s", ", ".join(created_at))
+
+    def repair_list(self) -> int:
+        """List the stored tables the table list lacks (a crash between a create and its
+        listing); how many. Tables that cannot be loaded wait until they can."""
+        if self.listing is None:
+            return 0
+        listed = self.listing.ids()
+        missing: dict[str, str] = {}
+        for table_id in self.store.table_ids():
+            if table_id not in listed:
+                try:
+                    missing[table_id] = self.load(table_id).created_at
+                except GutsError:
+                    continue
+        self.listing.record(missing)
+        return len(missing)
 
     def reindex(self, table_id: str) -> None:
         """Index the table's stored due again (after a claim found nothing due)."""

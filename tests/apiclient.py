@@ -102,6 +102,7 @@ def _serve(settings: Settings, config: pytest.Config) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{server.server_port}"
     finally:
+        app.extensions["guts"].feed.close("the test server is stopping")
         server.shutdown()
         thread.join(5)
 

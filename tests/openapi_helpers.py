@@ -49,6 +49,7 @@ RULES: dict[str, dict[str, Any]] = {
 # "turn": mostly the player whose turn it is).
 PLAN: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", "/v1/tables"): (None, OPERATOR),
+    ("GET", "/v1/tables"): (IDLE, "staff"),
     ("GET", "/v1/tables/{table_id}"): (DECLARING, "rotate"),
     ("POST", "/v1/tables/{table_id}/players"): (IDLE, OPERATOR),
     ("DELETE", "/v1/tables/{table_id}/players/{seat}"): (FINISHED, "seat"),
@@ -66,6 +67,7 @@ PLAN: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", "/v1/tables/{table_id}/void"): (DECLARING, OPERATOR),
     ("GET", "/v1/tables/{table_id}/events"): (DRAWING, "rotate"),
     ("GET", "/v1/tables/{table_id}/hands/{hand}"): (DECLARING, "rotate"),
+    ("POST", "/v1/tables/{table_id}/stream-tickets"): (DECLARING, "rotate"),
     ("POST", "/v1/tables/{table_id}/audit"): (FINISHED, "staff"),
     ("GET", "/v1/audits/{audit_id}"): (AUDITED, "staff"),
 }

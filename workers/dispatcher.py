@@ -32,6 +32,7 @@ from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import StoreUnavailable
+from service.eventlog.table_list import TableList
 from service.supervisor import Backoff
 from service.tables import Tables
 
@@ -127,6 +128,9 @@ class Dispatcher:
         fixed = self.index.repair(self.tables.store, skip=self._held)
         if fixed:
             log.warning("repaired the due index of %d tables", fixed, extra={"tables": fixed})
+        listed = self.tables.repair_list()
+        if listed:
+            log.warning("listed %d tables the table list lacked", listed, extra={"tables": listed})
         return fixed
 
     def run(self, stop: threading.Event) -> None:
@@ -160,7 +164,9 @@ def build_dispatcher(settings: Settings, client: redis.Redis) -> Dispatcher:
         client, prefix=settings.key_prefix, idempotency_ttl_s=settings.idempotency_ttl_s
     )
     index = DueIndex(client, prefix=settings.key_prefix)
-    usecases = TableService(Tables(store, index=index), client, settings.key_prefix)
+    listing = TableList(client, prefix=settings.key_prefix)
+    tables = Tables(store, index=index, listing=listing)
+    usecases = TableService(tables, client, settings.key_prefix)
     return Dispatcher(usecases, index)
 
 

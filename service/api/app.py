@@ -29,12 +29,15 @@ from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import StoreUnavailable
+from service.eventlog.table_list import TableList
 from service.logs import LEVELS, json_line
 from service.snapshots import StateCache, inherited
 from service.tables import Tables
 
 from . import errors
 from .auth import Authenticator
+from .edges import cors, not_modified
+from .feed import Feed
 from .flask_request_bypass import CurrentEnviron
 from .http import COMMAND, OUTCOME, SERVICES
 from .json import dumps
@@ -281,11 +284,13 @@ def create_app(
     namespace += f"|{settings.key_prefix}"
     cache = StateCache(shared=inherited(), namespace=namespace)
     index = DueIndex(redis_client, prefix=settings.key_prefix)
-    tables = Tables(store, cache=cache, index=index)
+    listing = TableList(redis_client, prefix=settings.key_prefix)
+    tables = Tables(store, cache=cache, index=index, listing=listing)
     usecases = TableService(
         tables, redis_client, settings.key_prefix, issue_token=auth.issue, sandbox=settings.sandbox
     )
-    services = Services(settings, redis_client, tables, auth, usecases)
+    feed = Feed(redis_client, usecases, store.notices)
+    services = Services(settings, redis_client, tables, auth, usecases, feed)
     app.extensions["guts"] = services
     metrics = _Metrics()
     app.extensions["guts_metrics"] = metrics
@@ -294,6 +299,9 @@ def create_app(
     app.register_blueprint(play)
 
     app.teardown_request(_remember_route)
+    app.after_request(not_modified)
+    if settings.cors_origins:
+        app.after_request(cors(settings.cors_origins))
     if request_shortcuts:
         app.wsgi_app = CurrentEnviron(  # type: ignore[method-assign]
             app.wsgi_app, {SERVICES: services}, settings.max_body_bytes

@@ -6,6 +6,13 @@ down, signed with HMAC-SHA256 under the service's token secret:
 `<base64url(table_id:seat:joined)>.<base64url(mac)>`. It is unguessable without the secret,
 checked in constant time, and dies when the player leaves (a new player in the same seat
 sits down at another version). Keys and tokens are never logged.
+
+A stream ticket (for browsers' EventSource, which cannot send headers) carries the rights of
+the credential that asked for it, for one table's stream, until it expires (60 s):
+`<base64url(table_id:role:seat:joined:expires)>.<base64url(mac)>`, its MAC taken over the
+claim behind a `stream-ticket` label, so a ticket is never a valid bearer credential nor a
+token a valid ticket. Tickets are accepted only as `?ticket=` on the stream; no long-lived
+credential is accepted in a URL.
 """
 
 from __future__ import annotations
@@ -15,12 +22,15 @@ import hashlib
 import hmac
 from collections.abc import Callable
 
-from service.application.access import Caller
+from service.application.access import Caller, Forbidden
 from service.rules.views import AUDITOR, OPERATOR, PLAYER
 
 
 class Unauthorized(Exception):
     """No credential, or one that is not valid: 401."""
+
+
+_TICKET = b"stream-ticket\0"
 
 
 def _b64(data: bytes) -> str:
@@ -51,6 +61,33 @@ class Authenticator:
         """The token for the player who sat at `seat` at table version `joined`."""
         claim = f"{table_id}:{seat}:{joined}".encode()
         return f"{_b64(claim)}.{_b64(self._mac(claim))}"
+
+    def issue_ticket(self, caller: Caller, table_id: str, expires: int) -> str:
+        """A ticket for `table_id`'s stream with `caller`'s rights, valid until the epoch
+        second `expires`."""
+        seat = "-" if caller.seat is None else str(caller.seat)
+        joined = "-" if caller.joined is None else str(caller.joined)
+        claim = f"{table_id}:{caller.role}:{seat}:{joined}:{expires}".encode()
+        return f"{_b64(claim)}.{_b64(self._mac(_TICKET + claim))}"
+
+    def ticket_caller(self, ticket: str, table_id: str, now: float) -> Caller:
+        """The caller a stream ticket stands for: Unauthorized when it is not one of ours or
+        has expired, Forbidden when it is for another table."""
+        try:
+            claim_b64, mac_b64 = ticket.split(".")
+            claim, mac = _unb64(claim_b64), _unb64(mac_b64)
+        except (ValueError, UnicodeDecodeError):
+            raise Unauthorized("the stream ticket is not valid") from None
+        if not hmac.compare_digest(mac, self._mac(_TICKET + claim)):
+            raise Unauthorized("the stream ticket is not valid")
+        for_table, role, seat, joined, expires = claim.decode().rsplit(":", 4)
+        if now >= int(expires):
+            raise Unauthorized("the stream ticket has expired: ask for another")
+        if for_table != table_id:
+            raise Forbidden("the stream ticket is for another table")
+        if role != PLAYER:
+            return Caller(role)
+        return Caller(PLAYER, table_id=for_table, seat=int(seat), joined=int(joined))
 
     def _mac(self, claim: bytes) -> bytes:
         if self._keyed is None:

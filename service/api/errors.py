@@ -36,6 +36,7 @@ from service.tables import (
 )
 
 from .auth import Unauthorized
+from .feed import ShuttingDown
 from .json import dumps
 
 log = logging.getLogger("guts.api")
@@ -157,6 +158,10 @@ def install(app: Flask) -> None:
     def unavailable(exc: StoreUnavailable) -> Response:
         log.error("store unavailable: %s", type(exc).__name__)
         return problem(503, "Unavailable", "the event store cannot be reached; retry")
+
+    @app.errorhandler(ShuttingDown)
+    def shutting_down(exc: ShuttingDown) -> Response:
+        return problem(503, "Unavailable", f"{exc}; retry")
 
     @app.errorhandler(HTTPException)
     def http(exc: HTTPException) -> Response:

@@ -9,20 +9,32 @@ same again, and everything that depends on the table's state.)
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, Response, request
 
 from service.application import TableService
 from service.application.access import require
+from service.application.values import checked_table_id
+from service.eventlog.table_list import BadCursor
 from service.phh import to_phh
 from service.rules.views import AUDITOR, OPERATOR, PLAYER
 
 from . import schemas
 from .errors import BadRequest
-from .http import caller, conditions, json_response, load_body, render, services
+from .http import caller, conditions, header, json_response, load_body, render, services
 
 v1 = Blueprint("v1", __name__, url_prefix="/v1")
+
+TICKET_TTL_S = 60
+"""How long a stream ticket may be used to open a stream (the contract: at most 60 s)."""
+
+
+def iso_seconds(epoch: int) -> str:
+    """An epoch second in the API's timestamp format (ISO 8601 UTC, milliseconds)."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def _tables() -> TableService:
@@ -52,6 +64,16 @@ def create_table() -> Response:
             conditions=conditions(versioned=False),
         )
     )
+
+
+@v1.get("/tables")
+def list_tables() -> Response:
+    who = caller()
+    query = schemas.TABLES_QUERY.load(request.args.to_dict())
+    try:
+        return render(_tables().table_list(who, query["after"], query["limit"]))
+    except BadCursor as bad:
+        raise BadRequest(str(bad), 422, "after") from None
 
 
 @v1.get("/tables/<table_id>")
@@ -219,6 +241,54 @@ def get_hand(table_id: str, hand: int) -> Response:
     if form != "json":
         raise BadRequest("format must be json or phh", 400, "format")
     return json_response(record, version=found.version)
+
+
+# --- the live feed ----------------------------------------------------------------------------
+
+
+@v1.post("/tables/<table_id>/stream-tickets")
+def stream_ticket(table_id: str) -> Response:
+    who = caller()
+    load_body(schemas.EMPTY)
+    _tables().check_viewer(who, table_id)
+    expires = int(time.time()) + TICKET_TTL_S
+    ticket = services().auth.issue_ticket(who, table_id, expires)
+    body = {"ticket": ticket, "expires_at": iso_seconds(expires)}
+    response = json_response(body, 201)
+    response.headers["Location"] = f"/v1/tables/{table_id}/stream"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@v1.get("/tables/<table_id>/stream")
+def stream(table_id: str) -> Response:
+    query = schemas.STREAM_QUERY.load(request.args.to_dict())
+    if query["ticket"] is not None:
+        if header("Authorization") is not None:
+            raise BadRequest("send a ticket or an Authorization header, not both", 400, "ticket")
+        who = services().auth.ticket_caller(query["ticket"], table_id, time.time())
+    else:
+        who = caller()
+    after = _resume_point(query["after"], header("Last-Event-ID"))
+    feed = services().feed
+    subscription = feed.subscribe(who, checked_table_id(table_id), after)  # None: from now on
+    response = Response(feed.messages(subscription), mimetype="text/event-stream")
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["X-Accel-Buffering"] = "no"  # a proxy in front must not buffer it
+    return response
+
+
+def _resume_point(after: int | None, last_event_id: str | None) -> int | None:
+    """Where a stream resumes: `?after=`, else `Last-Event-ID` (what EventSource sends when it
+    reconnects), else None: from now on."""
+    if after is not None:
+        return after
+    if last_event_id is None or not last_event_id.strip():
+        return None
+    text = last_event_id.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 15:
+        raise BadRequest("Last-Event-ID must be an event's version", 400, "Last-Event-ID")
+    return int(text)
 
 
 # --- audits -----------------------------------------------------------------------------------

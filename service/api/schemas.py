@@ -123,6 +123,20 @@ class EventsQuery(Strict):
     limit = fields.Integer(load_default=100, validate=validate.Range(min=1, max=1000))
 
 
+class StreamQuery(Strict):
+    """Where a stream resumes (or the Last-Event-ID header), and a browser's ticket."""
+
+    after = fields.Integer(load_default=None, validate=validate.Range(min=0, max=2**53))
+    ticket = fields.String(load_default=None, validate=validate.Length(min=1, max=512))
+
+
+class TablesQuery(Strict):
+    """A page of the table list: the cursor from the previous page, and its size."""
+
+    after = fields.String(load_default=None, validate=validate.Length(min=1, max=200))
+    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=200))
+
+
 class HandQuery(Strict):
     """The history's one option (the route checks its value: json or phh)."""
 
@@ -144,3 +158,5 @@ EMPTY = Empty()
 EVENTS_QUERY = EventsQuery()
 NO_QUERY = Empty()
 HAND_QUERY = HandQuery()
+STREAM_QUERY = StreamQuery()
+TABLES_QUERY = TablesQuery()

@@ -11,6 +11,7 @@ from service.config import Settings
 from service.tables import Tables
 
 from .auth import Authenticator
+from .feed import Feed
 
 
 @dataclass
@@ -22,3 +23,4 @@ class Services:
     tables: Tables
     auth: Authenticator
     usecases: TableService
+    feed: Feed

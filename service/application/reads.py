@@ -6,14 +6,16 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from redis import Redis
 
 from service import audits
 from service.rules import events as ev
 from service.rules.history import hand_history
-from service.rules.views import AUDITOR, OPERATOR, event_view, table_view
-from service.tables import Tables
+from service.rules.state import TableState
+from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_view
+from service.tables import LogUnreadable, TableNotFound, Tables
 
 from .access import Caller, may_view, require
 from .values import (
@@ -25,6 +27,14 @@ from .values import (
     Outcome,
     checked_table_id,
 )
+
+
+def render_events(
+    state: TableState, viewer: Viewer, read: list[tuple[int, ev.Event]]
+) -> list[dict[str, Any]]:
+    """Events as `viewer` may see them, the table being at `state`: what `/events` returns
+    and the live feed sends."""
+    return [{"version": v, **event_view(e, state, viewer, v)} for v, e in read]
 
 
 @dataclass
@@ -41,6 +51,32 @@ class TableReads:
         state = self.tables.load(checked_table_id(table_id))
         return Outcome(200, table_view(state, may_view(caller, state)), state.version)
 
+    def table_list(self, caller: Caller, after: str | None, limit: int) -> Outcome:
+        """A page of the tables, newest first (operators and auditors)."""
+        require(caller, OPERATOR, AUDITOR)
+        listing = self.tables.listing
+        ids, cursor = listing.page(after, limit) if listing is not None else ([], None)
+        rows = []
+        for table_id in ids:
+            try:
+                state = self.tables.load(table_id)
+            except (TableNotFound, LogUnreadable):
+                continue  # listed, but gone or quarantined: not a table to show
+            rows.append(
+                {
+                    "table_id": state.table_id,
+                    "status": "playing" if state.hand is not None else "open",
+                    "version": state.version,
+                    "rules": state.rules.to_dict(),
+                    "created_at": state.created_at,
+                }
+            )
+        return Outcome(200, {"tables": rows, "next_after": cursor})
+
+    def check_viewer(self, caller: Caller, table_id: str) -> None:
+        """TableNotFound or Forbidden unless the caller may read the table and its events."""
+        may_view(caller, self.tables.load(checked_table_id(table_id)))
+
     # --- the log --------------------------------------------------------------------------
 
     def events(self, caller: Caller, table_id: str, after: int, limit: int) -> Outcome:
@@ -48,7 +84,7 @@ class TableReads:
         state = self.tables.load(checked_table_id(table_id))
         viewer = may_view(caller, state)
         read = self.tables.events(table_id, after, limit)
-        items = [{"version": v, **event_view(e, state, viewer, v)} for v, e in read]
+        items = render_events(state, viewer, read)
         next_after = read[-1][0] if read else after
         body = {"events": items, "version": state.version, "next_after": next_after}
         return Outcome(200, body, state.version)

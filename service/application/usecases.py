@@ -81,7 +81,9 @@ class TableService(TableReads):
         )
         body = result.body
         version = body.get("version") if isinstance(body, dict) else None
-        return Outcome(result.status, body, version, result.replayed)
+        # What a 201 made (a table, a seat, a hand in play) is read in the table's view.
+        location = f"/v1/tables/{table_id}" if result.status == 201 else None
+        return Outcome(result.status, body, version, result.replayed, location)
 
     # --- tables ---------------------------------------------------------------------------
 

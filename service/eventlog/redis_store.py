@@ -97,6 +97,9 @@ class RedisEventStore:
         self.client = client
         self.prefix = prefix
         self.idempotency_ttl_s = idempotency_ttl_s
+        self.notices = f"{prefix}:appended"
+        """The channel each append publishes its notice on (``<version> <table id>``), which
+        the live feeds listen to (`service.api.feed`)."""
         # register_script hashes locally; the script is sent once (SCRIPT LOAD) on the first
         # NOSCRIPT reply and called by EVALSHA from then on.
         self._append_script = client.register_script(_APPEND_LUA)
@@ -161,6 +164,8 @@ class RedisEventStore:
             *idem_args,
             b"0" if snapshot is None else b"1",
             b"" if due is None else f"{due:.3f}",
+            self.notices,
+            table_id,
             len(events),
             *events,
         ]

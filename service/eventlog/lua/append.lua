@@ -3,7 +3,9 @@
 -- KEYS: events, meta[, idempotency record]
 -- ARGV: expected_version, snapshot ('' with none), ttl_s, request_hash, response,
 --       whether there is a snapshot ('1' / '0'), due ('' when nothing is due: the epoch
---       seconds of the table's next due moment), event count, event...
+--       seconds of the table's next due moment), the channel to publish the append's
+--       notice on ('' for none), the table id, event count, event...
+-- The notice ("<version> <table id>") is not a key: it tells the live feeds to look.
 local events_key, meta_key, idem_key = KEYS[1], KEYS[2], KEYS[3]
 local expected = tonumber(ARGV[1])
 local actual = tonumber(redis.call('HGET', meta_key, 'version') or '0')
@@ -43,8 +45,8 @@ if redis.call('XLEN', events_key) ~= actual then
 end
 
 local version = actual
-local last = 8 + tonumber(ARGV[8])
-for i = 9, last do
+local last = 10 + tonumber(ARGV[10])
+for i = 11, last do
   version = version + 1
   local added = redis.pcall('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
   if type(added) == 'table' and added.err then
@@ -65,5 +67,8 @@ end
 if idem_key then
   redis.call('HSET', idem_key, 'request_hash', ARGV[4], 'response', ARGV[5])
   redis.call('EXPIRE', idem_key, ARGV[3])
+end
+if ARGV[8] ~= '' then
+  redis.call('PUBLISH', ARGV[8], now .. ' ' .. ARGV[9])
 end
 return {'ok', version}

@@ -1,0 +1,63 @@
+"""HTTP conveniences around every response: conditional GETs (`If-None-Match` -> 304) and
+CORS for the browser origins an operator lists (`GUTS_CORS_ORIGINS`; none by default).
+
+Both are Flask `after_request` functions: they look at the finished response and add to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from flask import Response, request
+
+ALLOWED_HEADERS = (
+    "Authorization, Content-Type, If-Match, If-None-Match, Idempotency-Key, Last-Event-ID"
+)
+EXPOSED_HEADERS = "ETag, Location, Retry-After, Idempotent-Replayed, WWW-Authenticate"
+
+
+def not_modified(response: Response) -> Response:
+    """A 304 without a body for a GET whose `If-None-Match` names the response's ETag (the
+    table's version: a table, its events or a hand read at the same version by the same
+    caller are the same). `Vary: Authorization`: each caller sees the table their way."""
+    if request.method not in ("GET", "HEAD") or response.status_code != 200:
+        return response
+    etag = response.headers.get("ETag")
+    if etag is None:
+        return response
+    response.vary.add("Authorization")
+    asked = request.headers.get("If-None-Match")
+    if asked is None:
+        return response
+    tags = {t.strip().removeprefix("W/") for t in asked.split(",")}
+    if etag in tags or "*" in tags:
+        unchanged = Response(status=304)
+        unchanged.headers["ETag"] = etag
+        unchanged.vary.add("Authorization")
+        return unchanged
+    return response
+
+
+def cors(origins: Iterable[str]) -> Callable[[Response], Response]:
+    """An `after_request` function allowing the browser origins `origins` (exact matches,
+    never `*`: the API's credentials are bearer tokens, which a page sends itself). A
+    preflight (`OPTIONS` with `Access-Control-Request-Method`) learns the methods the route
+    allows and the request headers the API reads."""
+    allowed = frozenset(origins)
+
+    def add_cors(response: Response) -> Response:
+        origin = request.headers.get("Origin")
+        response.vary.add("Origin")
+        if origin is None or origin not in allowed:
+            return response
+        response.headers["Access-Control-Allow-Origin"] = origin
+        if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+            methods = response.headers.get("Allow", "")
+            response.headers["Access-Control-Allow-Methods"] = methods
+            response.headers["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
+            response.headers["Access-Control-Max-Age"] = "600"
+        else:
+            response.headers["Access-Control-Expose-Headers"] = EXPOSED_HEADERS
+        return response
+
+    return add_cors

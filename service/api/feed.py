@@ -1,0 +1,334 @@
+"""The live feed: every event of a table, as each subscriber may see it, pushed as it is
+appended (`GET /v1/tables/{table_id}/stream`, Server-Sent Events).
+
+**Fan-out.** The append script publishes one short notice per append (`<version> <table_id>`
+on the channel `<prefix>:appended`; a notice is not a key, so the script still touches only
+its table's keys, and Redis Cluster forwards a PUBLISH to every node). Each process holds one
+`Feed`: one pub/sub connection and one listening thread for all its subscribers, whatever
+their number. On a notice for a table it follows, it reads that table's new events once (one
+load and one XRANGE), renders them once per distinct viewer with the same redaction as
+`/events` (`TableReads.render_events`), and puts the messages in each subscriber's queue. A
+reveal therefore reaches every subscriber of the process in the same pass.
+
+**Nothing lost, nothing twice.** Notices are fire-and-forget, so they only say "look": the
+feed reads from the last version it delivered, so a lost notice delays events until the next
+one, and after a reconnect of its pub/sub connection it reads every followed table again. A
+subscriber registers before it reads its backlog (`after` up to now) and drops any message
+at or below what it has sent; a message that skips versions makes it read the gap itself.
+
+**Slow subscribers.** Each subscriber has a bounded queue (`buffer` messages). When it is
+full, the feed skips that subscriber, which later reads what it missed from the log itself
+(a burst costs a short catch-up, not the stream). One whose queue stays full for `lag_limit_s`
+is dropped: its queue is emptied and it ends with a comment saying why (the client resumes
+with `Last-Event-ID`). So it never holds up the others, and its memory stays bounded.
+
+**Threads.** The feed uses `threading` and `queue`; under gunicorn's gevent workers (what
+`guts serve` runs) they are greenlets, so a subscriber costs a greenlet and a small queue,
+not an OS thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from service.application import Caller, TableReads
+from service.application.access import Forbidden, may_view
+from service.application.reads import render_events
+from service.rules.views import Viewer
+from service.tables import TableNotFound
+
+from .json import dumps
+
+log = logging.getLogger("guts.feed")
+
+KEEP_ALIVE_S = 10.0
+"""A comment line at least this often on a quiet stream (the contract says 15 s at most)."""
+BUFFER = 512
+"""Messages queued for one subscriber, at most."""
+LAG_LIMIT_S = 30.0
+"""How long a subscriber's queue may stay full before the subscriber is dropped."""
+PAGE = 500
+"""Events read at a time."""
+
+_END = object()
+_feeds: weakref.WeakSet[Feed] = weakref.WeakSet()
+
+
+def close_all(reason: str = "the server is shutting down; resume with Last-Event-ID") -> None:
+    """End every stream of this process cleanly (a worker about to exit)."""
+    for feed in list(_feeds):
+        feed.close(reason)
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One open stream: its caller, table and queue of rendered messages."""
+
+    caller: Caller
+    table_id: str
+    sent: int
+    queue: queue.Queue[Any] = field(default_factory=lambda: queue.Queue(BUFFER))
+    ended: str | None = None
+    behind_since: float | None = None
+    """Since when its queue has been full (None: it is not)."""
+
+    def offer(self, version: int, message: bytes, now: float) -> bool:
+        """Queue a message; False when the queue is full (the subscriber will read what it
+        missed from the log)."""
+        try:
+            self.queue.put_nowait((version, message))
+        except queue.Full:
+            if self.behind_since is None:
+                self.behind_since = now
+            return False
+        return True
+
+    def end(self, reason: str) -> None:
+        """End the stream after what it has already taken (or at once, when `clear`)."""
+        if self.ended is None:
+            self.ended = reason
+        try:
+            self.queue.put_nowait(_END)
+        except queue.Full:
+            self._clear()
+            self.queue.put_nowait(_END)
+
+    def _clear(self) -> None:
+        while True:
+            try:
+                self.queue.get_nowait()
+            except queue.Empty:
+                return
+
+
+@dataclass(eq=False)
+class _Followed:
+    last: int
+    subscribers: set[Subscription] = field(default_factory=set)
+
+
+class Feed:
+    """The process's follower of appended tables (see the module doc)."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        reads: TableReads,
+        channel: str,
+        *,
+        buffer: int = BUFFER,
+        keep_alive_s: float = KEEP_ALIVE_S,
+        lag_limit_s: float = LAG_LIMIT_S,
+    ) -> None:
+        self.client = client
+        self.reads = reads
+        self.channel = channel
+        self.buffer = buffer
+        self.keep_alive_s = keep_alive_s
+        self.lag_limit_s = lag_limit_s
+        self._lock = threading.Lock()
+        self._followed: dict[str, _Followed] = {}
+        self._listener: threading.Thread | None = None
+        self._closed: str | None = None
+        _feeds.add(self)
+
+    # --- subscribers ----------------------------------------------------------------------
+
+    def subscribe(self, caller: Caller, table_id: str, after: int | None) -> Subscription:
+        """A subscription to `table_id`'s events after version `after` (None: from now on).
+        Raises what `/events` would (TableNotFound, Forbidden) before anything is sent."""
+        state = self.reads.tables.load(table_id)
+        may_view(caller, state)
+        start = state.version if after is None else after
+        subscription = Subscription(caller, table_id, start, queue.Queue(self.buffer))
+        with self._lock:
+            if self._closed is not None:
+                raise ShuttingDown(self._closed)
+            followed = self._followed.get(table_id)
+            if followed is None:
+                followed = self._followed[table_id] = _Followed(state.version)
+            followed.subscribers.add(subscription)
+            self._start()
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            followed = self._followed.get(subscription.table_id)
+            if followed is not None:
+                followed.subscribers.discard(subscription)
+                if not followed.subscribers:
+                    del self._followed[subscription.table_id]
+
+    def subscribers(self, table_id: str | None = None) -> int:
+        """How many streams are open (on `table_id`, or on any table)."""
+        with self._lock:
+            if table_id is not None:
+                followed = self._followed.get(table_id)
+                return 0 if followed is None else len(followed.subscribers)
+            return sum(len(f.subscribers) for f in self._followed.values())
+
+    def messages(self, subscription: Subscription) -> Iterator[bytes]:
+        """The stream's bytes: the backlog after `sent`, then live messages as they come,
+        keep-alive comments when it is quiet, and a closing comment when it ends."""
+        try:
+            yield b": connected\n\n"
+            yield from self._backlog(subscription)
+            while True:
+                if subscription.behind_since is not None and subscription.queue.empty():
+                    subscription.behind_since = None  # it missed some: read them
+                    yield from self._backlog(subscription)
+                try:
+                    item = subscription.queue.get(timeout=self.keep_alive_s)
+                except queue.Empty:
+                    yield b": keep-alive\n\n"
+                    continue
+                if item is _END:
+                    yield f": end: {subscription.ended}\n\n".encode()
+                    return
+                version, message = item
+                if version <= subscription.sent:
+                    continue
+                if version > subscription.sent + 1:  # a gap: read it from the log
+                    yield from self._backlog(subscription, upto=version - 1)
+                subscription.sent = version
+                yield message
+        except (Forbidden, TableNotFound) as refused:
+            yield f": end: {refused}\n\n".encode()
+        finally:
+            self.unsubscribe(subscription)
+
+    def _backlog(self, subscription: Subscription, upto: int | None = None) -> Iterator[bytes]:
+        while upto is None or subscription.sent < upto:
+            body = self.reads.events(
+                subscription.caller, subscription.table_id, subscription.sent, PAGE
+            ).body
+            items = [i for i in body["events"] if upto is None or i["version"] <= upto]
+            if not items:
+                return
+            for item in items:
+                subscription.sent = item["version"]
+                yield sse_message(item)
+
+    # --- the listener ---------------------------------------------------------------------
+
+    def _start(self) -> None:
+        if self._listener is None or not self._listener.is_alive():
+            self._listener = threading.Thread(target=self._listen, name="guts-feed", daemon=True)
+            self._listener.start()
+
+    def _listen(self) -> None:
+        pause = 0.1
+        while self._closed is None:
+            pubsub = self.client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            try:
+                pubsub.subscribe(self.channel)
+                self._deliver_all()  # whatever was appended while we were not listening
+                pause = 0.1
+                while self._closed is None:
+                    notice = pubsub.get_message(timeout=1.0)
+                    if notice is not None:
+                        self._notice(notice["data"])
+            except redis.RedisError as error:
+                log.warning("the live feed lost Redis; it reconnects", extra={"error": str(error)})
+                threading.Event().wait(pause)
+                pause = min(pause * 2, 2.0)
+            finally:
+                pubsub.close()
+
+    def _notice(self, data: bytes) -> None:
+        version_text, _, table_id = data.decode().partition(" ")
+        with self._lock:
+            followed = self._followed.get(table_id)
+            behind = followed is not None and int(version_text) > followed.last
+        if behind:
+            self._deliver(table_id)
+
+    def _deliver_all(self) -> None:
+        with self._lock:
+            tables = list(self._followed)
+        for table_id in tables:
+            self._deliver(table_id)
+
+    def _deliver(self, table_id: str) -> None:
+        """Read the table's events after the last delivered, render them once per viewer and
+        queue them for every subscriber of the table."""
+        with self._lock:
+            followed = self._followed.get(table_id)
+            if followed is None:
+                return
+            last, subscribers = followed.last, list(followed.subscribers)
+        try:
+            state = self.reads.tables.load(table_id)
+            read = self.reads.tables.events(table_id, last, state.version - last)
+        except TableNotFound:
+            return
+        if not read:
+            return
+        rendered: dict[Viewer, list[tuple[int, bytes]]] = {}
+        for subscription in subscribers:
+            try:
+                viewer = may_view(subscription.caller, state)
+            except Forbidden as refused:
+                subscription.end(str(refused))
+                continue
+            if viewer not in rendered:
+                items = render_events(state, viewer, read)
+                rendered[viewer] = [(i["version"], sse_message(i)) for i in items]
+            now = time.monotonic()
+            for version, message in rendered[viewer]:
+                if version <= subscription.sent:
+                    continue
+                if not subscription.offer(version, message, now):
+                    assert subscription.behind_since is not None
+                    if now - subscription.behind_since > self.lag_limit_s:
+                        self._drop(subscription)
+                    break
+        with self._lock:
+            if followed.last < read[-1][0]:
+                followed.last = read[-1][0]
+
+    def _drop(self, subscription: Subscription) -> None:
+        self.unsubscribe(subscription)
+        log.warning(
+            "a stream subscriber read nothing for too long and was dropped",
+            extra={"table_id": subscription.table_id, "lag_limit_s": self.lag_limit_s},
+        )
+        subscription.end(
+            f"this client read nothing for {self.lag_limit_s:g} s while events waited; "
+            "resume with Last-Event-ID"
+        )
+
+    def close(self, reason: str) -> None:
+        """End every stream (a closing comment with `reason`), and stop listening."""
+        with self._lock:
+            self._closed = reason
+            subscribers = [s for f in self._followed.values() for s in f.subscribers]
+            self._followed.clear()
+        for subscription in subscribers:
+            subscription.end(reason)
+        listener = self._listener
+        if listener is not None and listener is not threading.current_thread():
+            listener.join(timeout=5)
+
+
+class ShuttingDown(Exception):
+    """The process is closing its streams: 503, try again (another worker will answer)."""
+
+
+def sse_message(item: dict[str, Any]) -> bytes:
+    """One event as an SSE message: `id:` its version, `event:` its type, `data:` its JSON as
+    `/events` returns it (one line: JSON never holds a raw newline)."""
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (
+        item["version"],
+        item["type"].encode(),
+        dumps(item),
+    )
