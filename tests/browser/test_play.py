@@ -217,6 +217,11 @@ def _deck() -> list[str]:
     return [rank + suit for rank in "23456789TJQKA" for suit in "shdc"]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the live feed's first slice does not end open streams on SIGTERM (gunicorn then "
+    "waits its graceful timeout): service.api.feed.close_all is not called at shutdown yet",
+)
 def test_after_a_restart_the_pages_resume_the_feed_with_a_new_ticket(
     browser, contexts, tmp_path: Path
 ):
