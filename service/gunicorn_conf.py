@@ -8,11 +8,23 @@ is answered by ``service.gunicorn_overrides`` in problem+json (414, 431). Comman
 
 from __future__ import annotations
 
-from typing import Any
+# gevent patches the standard library before anything of ours (or redis-py, or ssl) is
+# imported by the master, as gevent asks; the workers it forks are patched already.
+from gevent import monkey  # type: ignore[import-untyped]
 
-from service.snapshots import share_between_workers
+monkey.patch_all()
 
-worker_class = "service.gunicorn_overrides.ProblemSyncWorker"
+import threading  # noqa: E402
+import time  # noqa: E402
+from typing import Any  # noqa: E402
+
+from service.snapshots import share_between_workers  # noqa: E402
+
+worker_class = "service.gunicorn_overrides.ProblemGeventWorker"
+"""gevent workers: each request is a greenlet, so the live streams a worker holds open cost a
+greenlet each, not a worker (README "Live feed" has the measurement behind the choice)."""
+worker_connections = 2000
+"""Connections (open streams included) one worker holds at most."""
 
 limit_request_line = 4094
 """Longest request line (method, target and version), bytes: gunicorn's default."""
@@ -32,3 +44,18 @@ def on_starting(server: Any) -> None:
     """In the master, before any worker is forked: the memory where the workers will share the
     events they store (service/snapshots.py)."""
     share_between_workers()
+
+
+def post_worker_init(worker: Any) -> None:
+    """In each worker: when gunicorn tells it to stop (``worker.alive`` goes false), end its
+    live streams at once with a closing comment, instead of holding the worker for the
+    graceful timeout (clients reconnect, to another worker, with Last-Event-ID)."""
+
+    from service.api.feed import close_all
+
+    def watch() -> None:
+        while worker.alive:
+            time.sleep(0.2)
+        close_all()
+
+    threading.Thread(target=watch, name="guts-stream-closer", daemon=True).start()

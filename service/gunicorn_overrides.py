@@ -41,6 +41,7 @@ from gunicorn.http.errors import (  # type: ignore[import-untyped]
     ParseException,
     UnsupportedTransferCoding,
 )
+from gunicorn.workers.ggevent import GeventWorker  # type: ignore[import-untyped]
 from gunicorn.workers.sync import SyncWorker  # type: ignore[import-untyped]
 
 from service.api.errors import PROBLEM, problem_body
@@ -57,8 +58,26 @@ class JsonLogger(Logger):  # type: ignore[misc]
                 handler.setFormatter(JsonLines())
 
 
-class ProblemSyncWorker(SyncWorker):  # type: ignore[misc]
-    """gunicorn's sync worker, with its refusals in problem+json (see the module doc)."""
+def _linger(client: socket.socket, most: int = 1 << 20, wait_s: float = 1.0) -> None:
+    """Close our side for writing, then read and drop what the client is still sending (at
+    most `most` bytes, for at most `wait_s` between reads): closing a socket with unread
+    input resets the connection, and the client would lose the answer before reading it."""
+    client.shutdown(socket.SHUT_WR)
+    client.settimeout(wait_s)
+    drained = 0
+    while drained < most:
+        chunk = client.recv(65536)
+        if not chunk:
+            return
+        drained += len(chunk)
+
+
+class ProblemAnswers:
+    """gunicorn's refusals in problem+json, for any of its worker classes (see the module
+    doc)."""
+
+    cfg: Any
+    log: Any
 
     def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:
         refused = self.refusal(exc)
@@ -80,6 +99,7 @@ class ProblemSyncWorker(SyncWorker):  # type: ignore[misc]
         )
         try:
             util.write_nonblock(client, head.encode("latin-1") + body)
+            _linger(client)
         except Exception:  # noqa: BLE001 - the client went away: nothing left to tell it
             self.log.debug("Failed to send error message.")
 
@@ -115,3 +135,12 @@ class ProblemSyncWorker(SyncWorker):  # type: ignore[misc]
         if isinstance(exc, ParseException):
             return 400, "Bad Request", f"the request is not valid HTTP ({type(exc).__name__})"
         return None
+
+
+class ProblemSyncWorker(ProblemAnswers, SyncWorker):  # type: ignore[misc]
+    """gunicorn's sync worker, with its refusals in problem+json."""
+
+
+class ProblemGeventWorker(ProblemAnswers, GeventWorker):  # type: ignore[misc]
+    """gunicorn's gevent worker (what ``guts serve`` runs: a request is a greenlet, so open
+    live streams cost no process or thread), with its refusals in problem+json."""

@@ -486,3 +486,33 @@ def test_guts_version_says_the_installed_version() -> None:
     )
     assert result.returncode == 0
     assert result.stdout.strip() == f"guts {metadata.version('guts')}"
+
+
+def test_serve_streams_live_and_ends_every_stream_cleanly_when_it_stops(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    """Under `guts serve` (gevent workers): 40 streams stay open while commands are
+    answered, and SIGTERM ends every stream with a closing comment (clients resume with
+    Last-Event-ID)."""
+    from tests.sse import Stream
+
+    served = Served(tmp_path / "data", tmp_path)
+    serve.append(served)
+    served.wait_healthy()
+    table = served.call("POST", "/v1/tables", {"preset": "three-card"}).json()["table_id"]
+    path = f"/v1/tables/{table}/stream"
+    streams = [Stream.open(served.base, path, token=OPERATOR_KEY, after=0) for _ in range(40)]
+    try:
+        for seat in range(3):  # commands go through while 40 streams are open
+            body = {"player_id": f"p{seat}", "buy_in": 50}
+            assert served.call("POST", f"/v1/tables/{table}/players", body).status_code == 201
+        for stream in streams:
+            assert [m.id for m in stream.events_until(4)] == [1, 2, 3, 4]
+        assert served.terminate() == 0, served.output()
+        for stream in streams:
+            rest = stream.rest()
+            assert rest and rest[-1].comment is not None, rest
+            assert rest[-1].comment.startswith("end: the server is shutting down")
+    finally:
+        for stream in streams:
+            stream.close()
