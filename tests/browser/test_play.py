@@ -23,9 +23,6 @@ from tests.test_cli import Served, _env
 OPERATOR = "browser-test-operator-key"
 AUDITOR = "browser-test-auditor-key"
 WAIT_MS = 15_000  # how long the page may take to show what is asked (a bound, not a timing)
-SERVE_ARGS = ("--workers", "8")
-"""Enough web workers for the four open streams of a test (an operator, three players) and
-its commands, whatever worker class serves the streams."""
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +30,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """`guts serve` with its own embedded Redis, as the README runs it."""
     where = tmp_path_factory.mktemp("play")
     env = _env(GUTS_OPERATOR_KEYS=OPERATOR, GUTS_AUDITOR_KEYS=AUDITOR)
-    server = Served(where / "data", where, env=env, args=SERVE_ARGS)
+    server = Served(where / "data", where, env=env)
     try:
         server.wait_healthy()
         _need_the_live_feed(server)
@@ -217,11 +214,6 @@ def _deck() -> list[str]:
     return [rank + suit for rank in "23456789TJQKA" for suit in "shdc"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the live feed's first slice does not end open streams on SIGTERM (gunicorn then "
-    "waits its graceful timeout): service.api.feed.close_all is not called at shutdown yet",
-)
 def test_after_a_restart_the_pages_resume_the_feed_with_a_new_ticket(
     browser, contexts, tmp_path: Path
 ):
@@ -232,7 +224,7 @@ def test_after_a_restart_the_pages_resume_the_feed_with_a_new_ticket(
     env = _env(GUTS_OPERATOR_KEYS=OPERATOR, GUTS_AUDITOR_KEYS=AUDITOR)
     (tmp_path / "first").mkdir()
     (tmp_path / "second").mkdir()
-    first = Served(tmp_path / "data", tmp_path / "first", env=env, args=SERVE_ARGS)
+    first = Served(tmp_path / "data", tmp_path / "first", env=env)
     second = None
     try:
         first.wait_healthy()
@@ -245,9 +237,7 @@ def test_after_a_restart_the_pages_resume_the_feed_with_a_new_ticket(
         for player in opened.players:
             expect(player.page.locator("#feed-state")).to_contain_text("reconnecting")
 
-        second = Served(
-            tmp_path / "data", tmp_path / "second", env=env, args=SERVE_ARGS, port=first.port
-        )
+        second = Served(tmp_path / "data", tmp_path / "second", env=env, port=first.port)
         second.wait_healthy()
         for token in opened.tokens:
             declared = requests.post(
