@@ -97,7 +97,11 @@ def test_a_deal_indexes_its_deadline_and_the_append_touches_only_its_table(
     handshakes = {"HELLO", "CLIENT", "SELECT"}  # a new connection's (a server thread's first)
     sent = [name for client, name, _ in seen if client != "lua" and name not in handshakes]
     assert sent == ["EVALSHA", "EVALSHA", "PING"]  # the append, then the due's record
-    in_scripts = [c["command"].split()[1] for client, _, c in seen if client == "lua"]
+    scripted = [(name, c["command"].split()) for client, name, c in seen if client == "lua"]
+    # The append's one PUBLISH is a notice for the live feeds (a channel, not a key).
+    notices = [words[1:] for name, words in scripted if name == "PUBLISH"]
+    assert notices == [["guts:appended", str(dealt["version"]), table]], notices
+    in_scripts = [words[1] for name, words in scripted if name != "PUBLISH"]
     append_keys = in_scripts[: len(in_scripts) - 3]  # the record script's are the last three
     assert append_keys and all(f"{{{table}}}" in key for key in append_keys), in_scripts
     assert all("{%due}" in key for key in in_scripts[len(append_keys) :]), in_scripts
