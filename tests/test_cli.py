@@ -55,8 +55,9 @@ class Served:
         logs: Path,
         env: dict[str, str] | None = None,
         args: tuple[str, ...] = (),
+        port: int | None = None,
     ) -> None:
-        self.port = free_port()
+        self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.stdout_path = logs / f"serve-{self.port}.out"
         self.stderr_path = logs / f"serve-{self.port}.err"

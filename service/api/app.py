@@ -41,6 +41,7 @@ from .feed import Feed
 from .flask_request_bypass import CurrentEnviron
 from .http import COMMAND, OUTCOME, SERVICES
 from .json import dumps
+from .play import play
 from .routes import v1
 from .services import Services
 
@@ -295,6 +296,7 @@ def create_app(
     app.extensions["guts_metrics"] = metrics
     errors.install(app)
     app.register_blueprint(v1)
+    app.register_blueprint(play)
 
     app.teardown_request(_remember_route)
     app.after_request(not_modified)

@@ -1,0 +1,62 @@
+"""Browser tests: Debian's headless Chromium driven by Playwright for Python, against real
+servers. No browser is downloaded: Playwright launches /usr/bin/chromium (`.ci/run` installs
+the `chromium` package when it is missing).
+
+Without Chromium (or Playwright) every test here is skipped, and the run's summary says so in
+a line of its own, so a green run without them cannot pass for a run with them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+CHROMIUM = os.environ.get("GUTS_TEST_CHROMIUM", "/usr/bin/chromium")
+_skipped: list[str] = []
+
+
+def _why_not() -> str | None:
+    """Why the browser tests cannot run here, or None when they can."""
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright for Python is not installed (pip install -e '.[dev]')"
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the session."""
+    why = _why_not()
+    if why is not None:
+        _skipped.append(why)
+        pytest.skip(f"BROWSER TESTS SKIPPED: {why}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def contexts(browser: Any) -> Iterator[list[Any]]:
+    """Browser contexts (each a separate profile: its own storage, like another person's
+    browser) opened by the test with `contexts.append(browser.new_context())`; closed after."""
+    opened: list[Any] = []
+    yield opened
+    for context in opened:
+        context.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _skipped:
+        terminalreporter.section("browser tests", sep="!", red=True, bold=True)
+        terminalreporter.line(f"BROWSER TESTS SKIPPED: {_skipped[0]}", red=True, bold=True)
