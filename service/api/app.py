@@ -251,6 +251,11 @@ def _remember_route(exc: BaseException | None) -> None:
     request.environ[ROUTE] = (request.url_rule, request.view_args or {})
 
 
+REDIS_CONNECTIONS = 1000
+"""Redis connections one worker's redis-py pool opens at most (the store's hot commands have
+their own: service/eventlog/redis_py_bypass.py). Redis accepts 10,000 clients by default."""
+
+
 def create_app(
     settings: Settings,
     *,
@@ -265,7 +270,9 @@ def create_app(
     if redis_client is None:
         if not settings.redis_url:
             raise RuntimeError("REDIS_URL is not set (guts serve starts a Redis of its own)")
-        redis_client = redis.Redis.from_url(settings.redis_url)
+        # Under gevent workers hundreds of requests and streams may want a connection at once:
+        # redis-py's default pool (100) refused the rest with "Too many connections" (a 503).
+        redis_client = redis.Redis.from_url(settings.redis_url, max_connections=REDIS_CONNECTIONS)
     store = RedisEventStore(
         redis_client,
         prefix=settings.key_prefix,

@@ -1,6 +1,6 @@
 """A shortcut around redis-py's connection pool, retry wrapper and script object, for the
-event store's two hot commands (a load's HMGET and an append's EVALSHA): one connection per
-thread and process, commands packed by hiredis.
+event store's two hot commands (a load's HMGET and an append's EVALSHA): the process's own
+free list of connections, commands packed by hiredis.
 
 Worth it, measured (tests/bench/bench_request_plumbing.py, declares through the WSGI app
 in-process against a real Redis, variants ``new`` and ``new-plain-store`` taking turns, 8
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from typing import Any
 
 import redis
@@ -44,35 +43,51 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class DirectCommands:
-    """One connection per thread and process, for the store's hot commands, used without
-    redis-py's pool (a lock and a pid check per command), retry wrapper and script object;
-    commands are packed by hiredis directly (redis-py adds a pass over the arguments). A
-    command that fails on a broken connection is sent again on a new one (up to `attempts`
-    times), as redis-py's default retry would."""
+    """The process's connections for the store's hot commands, used without redis-py's pool
+    (a lock and a pid check per command), retry wrapper and script object; commands are
+    packed by hiredis directly (redis-py adds a pass over the arguments). A caller (a thread,
+    or a greenlet under gunicorn's gevent workers) takes a free connection for one command
+    and gives it back: a pop and an append on a list, each atomic under the GIL and never
+    interrupted by gevent, so no two callers share one, and there are as many connections as
+    commands ever ran at once. A command that fails on a broken connection is sent again on a
+    new one (up to `attempts` times), as redis-py's default retry would, and the free
+    connections are dropped (a restarted Redis broke them all)."""
 
     def __init__(self, client: redis.Redis, attempts: int = 3) -> None:
         self._pool = client.connection_pool
-        self._local = threading.local()
+        self._free: list[_Owned] = []
         self.attempts = attempts
 
-    def _connection(self) -> Any:
-        owned = getattr(self._local, "owned", None)
-        if owned is None or owned.forks != _forks:  # first use here, or in a forked child
-            connection = self._pool.connection_class(**self._pool.connection_kwargs)
-            owned = self._local.owned = _Owned(connection)
-        return owned.connection
+    def _take(self) -> _Owned:
+        while self._free:
+            owned = self._free.pop()
+            if owned.forks == _forks:  # not one the parent made before a fork
+                return owned
+        return _Owned(self._pool.connection_class(**self._pool.connection_kwargs))
 
     def call(self, *args: Any) -> Any:
         """The reply to one command (Redis errors raise as redis-py raises them)."""
         for attempt in range(1, self.attempts + 1):
-            connection = self._connection()
+            owned = self._take()
+            connection = owned.connection
             try:
                 connection.send_packed_command(_pack(connection, args))
-                return connection.read_response()
+                reply = connection.read_response()
             except (redis.ConnectionError, redis.TimeoutError):
                 connection.disconnect()
+                # The free ones were opened to the same server: after a restart they are all
+                # broken, so the next attempt takes a new connection.
+                self._free.clear()
                 if attempt == self.attempts:
                     raise
+                continue
+            except redis.ResponseError:  # an error reply: the connection is fine
+                self._free.append(owned)
+                raise
+            # (Anything else, say an interruption mid-reply, drops the connection: `owned`
+            # is not given back, and closes it when it is collected.)
+            self._free.append(owned)
+            return reply
         raise AssertionError("unreachable")
 
 
@@ -88,10 +103,9 @@ def _pack(connection: Any, args: tuple[Any, ...]) -> list[bytes]:
 
 
 class _Owned:
-    """One thread's connection, closed as soon as the thread ends (its thread-local value,
-    this object, is then released) rather than whenever the garbage collector gets to the
-    connection's reference cycles. (redis-py's disconnect leaves a socket inherited from
-    the parent process open in the parent.)"""
+    """A connection and the fork it was made in, closed as soon as it is dropped rather than
+    whenever the garbage collector gets to the connection's reference cycles. (redis-py's
+    disconnect leaves a socket inherited from the parent process open in the parent.)"""
 
     __slots__ = ("connection", "forks")
 

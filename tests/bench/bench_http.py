@@ -279,9 +279,12 @@ class CpuTimes:
 
 
 @contextlib.contextmanager
-def targets(workdir: Path) -> Iterator[tuple[str, str]]:
-    """Redis, the service and the baseline, running; yields (service URL, baseline URL)."""
+def targets(workdir: Path, redis_urls: list[str] | None = None) -> Iterator[tuple[str, str]]:
+    """Redis, the service and the baseline, running; yields (service URL, baseline URL), and
+    puts the Redis URL in `redis_urls` when given."""
     with RedisServer() as server, _Processes() as children:
+        if redis_urls is not None:
+            redis_urls.append(server.url)
         metrics_dir = workdir / "metrics"
         metrics_dir.mkdir()
         env = {k: v for k, v in os.environ.items() if k not in ("GUNICORN_CMD_ARGS",)}

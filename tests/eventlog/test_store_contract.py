@@ -497,6 +497,26 @@ class TestRedisEventStore:
         finally:
             own.close()
 
+    def test_every_connection_killed_at_once_is_replaced(self, redis_client: redis.Redis) -> None:
+        """Several callers (threads, or greenlets under gevent workers) left several free
+        connections; a restarted Redis breaks them all, and the next command still succeeds."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        where = redis_client.get_connection_kwargs()
+        own = redis.Redis(host=where["host"], port=where["port"])
+        try:
+            store = RedisEventStore(own, prefix="test")
+            store.append("t1", 0, events("a"), b"s")
+            with ThreadPoolExecutor(8) as pool:  # eight at once: eight connections, then free
+                barrier = threading.Barrier(8)
+                list(pool.map(lambda _: (barrier.wait(), store.load("t1")), range(8)))
+            killed = redis_client.client_kill_filter(_type="normal", skipme=True)
+            assert killed >= 5
+            assert store.load("t1") == Loaded(1, b"s")
+            assert store.append("t1", 1, events("b"), b"s2").version == 2
+        finally:
+            own.close()
+
     def test_a_forked_child_uses_a_connection_of_its_own(
         self, store: RedisEventStore, redis_client: redis.Redis
     ) -> None:
@@ -536,8 +556,9 @@ class TestRedisEventStore:
             client.close()
 
     def test_unreachable_redis_is_store_unavailable(self, redis_client: redis.Redis) -> None:
-        port = redis_client.get_connection_kwargs()["port"]
-        dead = redis.Redis(port=port + 1 if port < 65535 else port - 1, retry=Retry(NoBackoff(), 0))
+        from service.redis_server import free_port
+
+        dead = redis.Redis(port=free_port(), retry=Retry(NoBackoff(), 0))  # nobody listens
         try:
             store = RedisEventStore(dead)
             with pytest.raises(StoreUnavailable):
