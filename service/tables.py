@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -234,14 +234,15 @@ class Tables:
         except Exception:  # noqa: BLE001 - the table is stored; the repair covers this
             log.exception("tables not listed: %s", ", ".join(created_at))
 
-    def repair_list(self) -> int:
-        """List the stored tables the table list lacks (a crash between a create and its
-        listing); how many. Tables that cannot be loaded wait until they can."""
+    def repair_list(self, tables: Sequence[str] | None = None) -> int:
+        """List the stored tables (`tables`, when the caller has just listed them) the table
+        list lacks (a crash between a create and its listing); how many. Tables that cannot
+        be loaded wait until they can."""
         if self.listing is None:
             return 0
         listed = self.listing.ids()
         missing: dict[str, str] = {}
-        for table_id in self.store.table_ids():
+        for table_id in self.store.table_ids() if tables is None else tables:
             if table_id not in listed:
                 try:
                     missing[table_id] = self.load(table_id).created_at

@@ -125,10 +125,11 @@ class Dispatcher:
     def repair(self) -> int:
         """Index dues that a crash kept out of the index; how many."""
         self._held = set(self.index.quarantined())
-        fixed = self.index.repair(self.tables.store, skip=self._held)
+        stored = self.tables.store.table_ids()  # one SCAN for both repairs
+        fixed = self.index.repair(self.tables.store, skip=self._held, tables=stored)
         if fixed:
             log.warning("repaired the due index of %d tables", fixed, extra={"tables": fixed})
-        listed = self.tables.repair_list()
+        listed = self.tables.repair_list(stored)
         if listed:
             log.warning("listed %d tables the table list lacked", listed, extra={"tables": listed})
         return fixed

@@ -43,8 +43,9 @@ import redis
 from service.application import Caller, TableReads
 from service.application.access import Forbidden, may_view
 from service.application.reads import render_events
+from service.eventlog.store import CorruptLog, StoreUnavailable
+from service.rules.errors import GutsError
 from service.rules.views import Viewer
-from service.tables import TableNotFound
 
 from .json import dumps
 
@@ -93,7 +94,7 @@ class Subscription:
         return True
 
     def end(self, reason: str) -> None:
-        """End the stream after what it has already taken (or at once, when `clear`)."""
+        """End the stream after the messages it holds (at once when its queue is full)."""
         if self.ended is None:
             self.ended = reason
         try:
@@ -201,7 +202,7 @@ class Feed:
                     yield from self._backlog(subscription, upto=version - 1)
                 subscription.sent = version
                 yield message
-        except (Forbidden, TableNotFound) as refused:
+        except (Forbidden, GutsError, CorruptLog) as refused:
             yield f": end: {refused}\n\n".encode()
         finally:
             self.unsubscribe(subscription)
@@ -237,7 +238,7 @@ class Feed:
                     notice = pubsub.get_message(timeout=1.0)
                     if notice is not None:
                         self._notice(notice["data"])
-            except redis.RedisError as error:
+            except (redis.RedisError, StoreUnavailable) as error:
                 log.warning("the live feed lost Redis; it reconnects", extra={"error": str(error)})
                 threading.Event().wait(pause)
                 pause = min(pause * 2, 2.0)
@@ -245,7 +246,9 @@ class Feed:
                 pubsub.close()
 
     def _notice(self, data: bytes) -> None:
-        version_text, _, table_id = data.decode().partition(" ")
+        version_text, _, table_id = data.decode(errors="replace").partition(" ")
+        if not version_text.isdigit():
+            return  # not a notice of ours
         with self._lock:
             followed = self._followed.get(table_id)
             behind = followed is not None and int(version_text) > followed.last
@@ -269,7 +272,8 @@ class Feed:
         try:
             state = self.reads.tables.load(table_id)
             read = self.reads.tables.events(table_id, last, state.version - last)
-        except TableNotFound:
+        except (GutsError, CorruptLog) as unreadable:  # this table only: the others go on
+            self._unfollow(table_id, f"the table cannot be read: {unreadable}")
             return
         if not read:
             return
@@ -295,6 +299,13 @@ class Feed:
         with self._lock:
             if followed.last < read[-1][0]:
                 followed.last = read[-1][0]
+
+    def _unfollow(self, table_id: str, reason: str) -> None:
+        """End every stream of one table (it is gone or its log cannot be read)."""
+        with self._lock:
+            followed = self._followed.pop(table_id, None)
+        for subscription in followed.subscribers if followed is not None else ():
+            subscription.end(reason)
 
     def _drop(self, subscription: Subscription) -> None:
         self.unsubscribe(subscription)

@@ -20,6 +20,7 @@ from service.application.access import require
 from service.application.values import checked_table_id
 from service.eventlog.table_list import BadCursor
 from service.phh import to_phh
+from service.rules.times import iso
 from service.rules.views import AUDITOR, OPERATOR, PLAYER
 
 from . import schemas
@@ -30,11 +31,6 @@ v1 = Blueprint("v1", __name__, url_prefix="/v1")
 
 TICKET_TTL_S = 60
 """How long a stream ticket may be used to open a stream (the contract: at most 60 s)."""
-
-
-def iso_seconds(epoch: int) -> str:
-    """An epoch second in the API's timestamp format (ISO 8601 UTC, milliseconds)."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def _tables() -> TableService:
@@ -253,7 +249,7 @@ def stream_ticket(table_id: str) -> Response:
     _tables().check_viewer(who, table_id)
     expires = int(time.time()) + TICKET_TTL_S
     ticket = services().auth.issue_ticket(who, table_id, expires)
-    body = {"ticket": ticket, "expires_at": iso_seconds(expires)}
+    body = {"ticket": ticket, "expires_at": iso(datetime.fromtimestamp(expires, UTC))}
     response = json_response(body, 201)
     response.headers["Location"] = f"/v1/tables/{table_id}/stream"
     response.headers["Cache-Control"] = "no-store"

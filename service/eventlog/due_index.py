@@ -101,15 +101,21 @@ class DueIndex:
         return {_text(k): orjson.loads(v) for k, v in entries.items()}
 
     def repair(
-        self, store: EventStore, page: int = 500, skip: Collection[str] | None = None
+        self,
+        store: EventStore,
+        page: int = 500,
+        skip: Collection[str] | None = None,
+        tables: Sequence[str] | None = None,
     ) -> int:
         """Record every table whose stored due the index lacks, or has later than stored
         from an older version (a lost record; a claim's lease keeps its version, and is left
         alone). Quarantined tables (`skip`, when the caller has just read them) are left
-        alone too. Returns how many were recorded."""
+        alone too; `tables` are the store's tables when the caller has just listed them.
+        Returns how many were recorded."""
         quarantined = set(self.quarantined()) if skip is None else skip
+        stored_tables = store.table_ids() if tables is None else tables
         fixed = 0
-        for ids in _pages([t for t in store.table_ids() if t not in quarantined], page):
+        for ids in _pages([t for t in stored_tables if t not in quarantined], page):
             scores = self.client.zmscore(self.index_key, ids)
             recorded = self.client.hmget(self.versions_key, ids)
             stored = store.dues(ids)

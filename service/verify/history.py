@@ -125,6 +125,18 @@ class Sighting(NamedTuple):
     ordered: bool  # dealt hands keep the deal order; shown hands are compared as sets
 
 
+def _shown(outcome: dict[str, Any], label: str) -> list[Sighting]:
+    """The hands (and the kitty) an outcome shows, each named after `label`."""
+    shown = outcome.get("shown", {})
+    found = [
+        Sighting(f"{label}shown by seat {seat}", str(seat), cards, False)
+        for seat, cards in (shown.items() if isinstance(shown, dict) else ())
+    ]
+    if outcome.get("kitty_shown"):
+        found.append(Sighting(f"{label}kitty shown", "kitty", outcome["kitty_shown"], False))
+    return found
+
+
 def find_sightings(history: dict[str, Any]) -> tuple[list[Sighting], list[str]]:
     """Every set of cards the history shows, and problems with them that are not card checks."""
     found: list[Sighting] = []
@@ -133,11 +145,7 @@ def find_sightings(history: dict[str, Any]) -> tuple[list[Sighting], list[str]]:
         found.append(Sighting(f"cards of seat {seat}", str(seat), cards, True))
     if history.get("kitty"):
         found.append(Sighting("kitty", "kitty", history["kitty"], True))
-    outcome = history.get("outcome") or {}
-    for seat, cards in outcome.get("shown", {}).items():
-        found.append(Sighting(f"shown by seat {seat}", str(seat), cards, False))
-    if outcome.get("kitty_shown"):
-        found.append(Sighting("kitty shown", "kitty", outcome["kitty_shown"], False))
+    found += _shown(history.get("outcome") or {}, "")
     for event in history.get("events", []):
         data = event.get("data", {})
         label = f"event {event.get('version', '?')} {event.get('type', '?')}"
@@ -150,11 +158,7 @@ def find_sightings(history: dict[str, Any]) -> tuple[list[Sighting], list[str]]:
             if "deck" in data:
                 found.append(Sighting(f"{label}: rest of the deck", "rest", data["deck"], True))
         elif event.get("type") == "hand_resolved":
-            shown = data.get("shown", {})
-            for seat, hand in shown.items() if isinstance(shown, dict) else ():
-                found.append(Sighting(f"{label}: shown by seat {seat}", str(seat), hand, False))
-            if data.get("kitty_shown"):
-                found.append(Sighting(f"{label}: kitty shown", "kitty", data["kitty_shown"], False))
+            found += _shown(data, f"{label}: ")
     for sighting in found:
         if problem := _card_list_problem(sighting.cards, sighting.name):
             problems.append(problem)

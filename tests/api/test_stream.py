@@ -418,3 +418,27 @@ def test_cors_allows_only_the_listed_origins_preflight_included(cors_api: Api):
     assert "Origin" in refused.headers["Vary"]
     problem = cors_api.get("/v1/tables/nope", headers={"Origin": "https://play.example"})
     assert problem.headers["Access-Control-Allow-Origin"] == "https://play.example"
+
+
+def test_a_table_whose_log_cannot_be_read_ends_its_streams_and_stalls_no_other(
+    api: Api, redis_client: Any
+):
+    from tests.tampering import unloadable
+
+    broken, _ = api.rules_table(2)
+    healthy, _ = api.rules_table(2)
+    on_broken = Stream.open(api.base, f"/v1/tables/{broken}/stream", token=OPERATOR)
+    on_healthy = Stream.open(api.base, f"/v1/tables/{healthy}/stream", token=OPERATOR)
+    try:
+        assert on_broken.next() is not None and on_healthy.next() is not None  # connected
+        version = _version(api, broken)
+        unloadable(redis_client, broken)
+        redis_client.publish("guts:appended", f"{version + 1} {broken}")  # as an append would
+        rest = on_broken.rest()
+        assert rest[-1].comment is not None and "cannot be read" in rest[-1].comment, rest
+        api.post(f"/v1/tables/{healthy}/players/0/sit-out")
+        got = on_healthy.events_until(_version(api, healthy))
+        assert got[-1].event == "player_sat_out"
+    finally:
+        on_broken.close()
+        on_healthy.close()
