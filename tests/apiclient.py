@@ -74,6 +74,10 @@ class Api:
         return dict(response.json())
 
 
+SERVED: dict[str, Any] = {}
+"""The app behind each test server's URL (they run in this process)."""
+
+
 def _settings(redis_url: str, sandbox: bool) -> Settings:
     return Settings(
         redis_url=redis_url,
@@ -97,6 +101,7 @@ def _serve(settings: Settings, config: pytest.Config) -> Iterator[str]:
     shortcuts = not config.getoption("--plain-requests")
     app = create_app(settings, request_shortcuts=shortcuts)
     server = make_server("127.0.0.1", 0, app, threaded=True)
+    SERVED[f"http://127.0.0.1:{server.server_port}"] = app
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -166,11 +166,11 @@ def test_a_subscriber_that_never_reads_is_dropped_and_holds_nobody_up(
     gets every event, in order."""
     from urllib.parse import urlsplit
 
-    from service.api.feed import _feeds
     from service.application import Caller
     from service.rules.views import OPERATOR as OPERATOR_ROLE
+    from tests.apiclient import SERVED
 
-    (feed,) = list(_feeds)  # the test server runs in this process
+    feed = SERVED[api.base].extensions["guts"].feed  # the test server runs in this process
     monkeypatch.setattr(feed, "buffer", 16)  # (512 and 30 s in service: the same, slower)
     monkeypatch.setattr(feed, "lag_limit_s", 0.5)
     assert isinstance(feed.reads, TableService)
