@@ -9,7 +9,7 @@ sits down at another version). Keys and tokens are never logged.
 
 A stream ticket (for browsers' EventSource, which cannot send headers) carries the rights of
 the credential that asked for it, for one table's stream, until it expires (60 s):
-`<base64url(table_id:role:seat:joined:expires)>.<base64url(mac)>`, its MAC taken over the
+`<base64url(table_id:role:tenant:seat:joined:expires)>.<base64url(mac)>`, its MAC taken over the
 claim behind a `stream-ticket` label, so a ticket is never a valid bearer credential nor a
 token a valid ticket. Tickets are accepted only as `?ticket=` on the stream; no long-lived
 credential is accepted in a URL.
@@ -20,14 +20,30 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 from collections.abc import Callable
 
-from service.application.access import Caller, Forbidden
+from service.application.access import ALL_TENANTS, DEFAULT_TENANT, Caller, Forbidden
 from service.rules.views import AUDITOR, OPERATOR, PLAYER
 
 
 class Unauthorized(Exception):
     """No credential, or one that is not valid: 401."""
+
+
+TENANT_NAME = re.compile(r"[a-z0-9-]{1,32}")
+"""What a tenant may be called."""
+
+
+def tenant_key(entry: str, *, regulator: bool = False) -> tuple[str, bytes]:
+    """The tenant and key of one entry of `GUTS_OPERATOR_KEYS` / `GUTS_AUDITOR_KEYS`:
+    `tenant:key`, or a bare `key` of the tenant `default`; with `regulator`, `*:key` is an
+    auditor of every tenant. An entry whose part before the first `:` is not a tenant name is
+    a bare key (so keys that contain a colon keep working)."""
+    tenant, colon, key = entry.partition(":")
+    if colon and key and (TENANT_NAME.fullmatch(tenant) or (regulator and tenant == "*")):
+        return (ALL_TENANTS if tenant == "*" else tenant), key.encode()
+    return DEFAULT_TENANT, entry.encode()
 
 
 _TICKET = b"stream-ticket\0"
@@ -52,8 +68,8 @@ class Authenticator:
     ):
         """`secret` signs the player tokens: the bytes, or where to get them when first needed
         (so that a process starts while the store that keeps the secret is away)."""
-        self._operators = [k.encode() for k in operator_keys]
-        self._auditors = [k.encode() for k in auditor_keys]
+        self._operators = [tenant_key(k) for k in operator_keys]
+        self._auditors = [tenant_key(k, regulator=True) for k in auditor_keys]
         self._secret = secret
         self._keyed: hmac.HMAC | None = None
 
@@ -67,7 +83,8 @@ class Authenticator:
         second `expires`."""
         seat = "-" if caller.seat is None else str(caller.seat)
         joined = "-" if caller.joined is None else str(caller.joined)
-        claim = f"{table_id}:{caller.role}:{seat}:{joined}:{expires}".encode()
+        tenant = caller.tenant or "-"
+        claim = f"{table_id}:{caller.role}:{tenant}:{seat}:{joined}:{expires}".encode()
         return f"{_b64(claim)}.{_b64(self._mac(_TICKET + claim))}"
 
     def ticket_caller(self, ticket: str, table_id: str, now: float) -> Caller:
@@ -80,13 +97,13 @@ class Authenticator:
             raise Unauthorized("the stream ticket is not valid") from None
         if not hmac.compare_digest(mac, self._mac(_TICKET + claim)):
             raise Unauthorized("the stream ticket is not valid")
-        for_table, role, seat, joined, expires = claim.decode().rsplit(":", 4)
+        for_table, role, tenant, seat, joined, expires = claim.decode().rsplit(":", 5)
         if now >= int(expires):
             raise Unauthorized("the stream ticket has expired: ask for another")
         if for_table != table_id:
             raise Forbidden("the stream ticket is for another table")
         if role != PLAYER:
-            return Caller(role)
+            return Caller(role, tenant=tenant)
         return Caller(PLAYER, table_id=for_table, seat=int(seat), joined=int(joined))
 
     def _mac(self, claim: bytes) -> bytes:
@@ -104,13 +121,13 @@ class Authenticator:
         if scheme.lower() != "bearer" or not value.strip():
             raise Unauthorized("an Authorization: Bearer credential is required")
         credential = value.strip().encode()
-        # Compare against every key so the time taken does not tell which list matched.
-        is_operator = any([hmac.compare_digest(credential, k) for k in self._operators])
-        is_auditor = any([hmac.compare_digest(credential, k) for k in self._auditors])
-        if is_operator:
-            return Caller(OPERATOR)
-        if is_auditor:
-            return Caller(AUDITOR)
+        # Compare against every key so the time taken does not tell which one matched.
+        operator = [t for t, k in self._operators if hmac.compare_digest(credential, k)]
+        auditor = [t for t, k in self._auditors if hmac.compare_digest(credential, k)]
+        if operator:
+            return Caller(OPERATOR, tenant=operator[0])
+        if auditor:
+            return Caller(AUDITOR, tenant=auditor[0])
         return self._player(credential)
 
     def _player(self, credential: bytes) -> Caller:

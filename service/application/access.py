@@ -11,6 +11,11 @@ from dataclasses import dataclass
 from service.rules.state import LEFT, TableState
 from service.rules.views import AUDITOR, OPERATOR, PLAYER, Viewer
 
+DEFAULT_TENANT = "default"
+"""The tenant of a bare key (no `tenant:` in front), and of every table made before tenants."""
+ALL_TENANTS = "*"
+"""The tenant of a regulator: an auditor of every tenant."""
+
 
 class Forbidden(Exception):
     """A known caller who may not do this."""
@@ -18,13 +23,15 @@ class Forbidden(Exception):
 
 @dataclass(frozen=True)
 class Caller:
-    """An authenticated caller. Players carry the table and seat their token is for, and the
-    table version at which they sat down there."""
+    """An authenticated caller. Operators and auditors carry their `tenant` (`ALL_TENANTS`
+    for a regulator); players carry the table and seat their token is for, and the table
+    version at which they sat down there (their tenant is their table's)."""
 
     role: str
     table_id: str | None = None
     seat: int | None = None
     joined: int | None = None
+    tenant: str | None = None
 
     def viewer(self) -> Viewer:
         """The rules' notion of this caller, for redaction."""

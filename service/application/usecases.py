@@ -22,6 +22,7 @@ from service.rules.views import OPERATOR, Viewer, event_view
 from service.tables import Decide, Respond
 
 from .access import (
+    DEFAULT_TENANT,
     Caller,
     Forbidden,
     require,
@@ -105,7 +106,9 @@ class TableService(TableReads):
         first_seed = self.tables.new_seed()
 
         def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.create_table(new_id, rules, now, first_seed)
+            return commands.create_table(
+                new_id, rules, now, first_seed, caller.tenant or DEFAULT_TENANT
+            )
 
         def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
             return 201, {"table_id": new_id, "rules": rules.to_dict(), "version": state.version}

@@ -32,6 +32,7 @@ class TableCreated(Event):
 
     `next_seed` (secret) is the seed of the table's first hand, fixed now; `next_commitment`
     (public, its SHA-256) lets anyone hold the house to it before any client seed is chosen.
+    `tenant` is the casino the table belongs to (whose operator opened it).
     """
 
     TYPE: ClassVar[str] = "table_created"
@@ -40,6 +41,7 @@ class TableCreated(Event):
     at: str
     next_seed: str = ""
     next_commitment: str = ""
+    tenant: str = "default"
 
 
 @dataclass(frozen=True)

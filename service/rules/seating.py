@@ -14,9 +14,14 @@ from .times import iso
 
 
 def create_table(
-    table_id: str, rules: Ruleset, now: datetime, first_seed: bytes = b""
+    table_id: str,
+    rules: Ruleset,
+    now: datetime,
+    first_seed: bytes = b"",
+    tenant: str = "default",
 ) -> list[ev.Event]:
-    """Open a table with a resolved ruleset, committing to `first_seed` for its first hand."""
+    """Open `tenant`'s table with a resolved ruleset, committing to `first_seed` for its first
+    hand."""
     return [
         ev.TableCreated(
             table_id=table_id,
@@ -24,6 +29,7 @@ def create_table(
             at=iso(now),
             next_seed=first_seed.hex(),
             next_commitment=seed_commitment(first_seed) if first_seed else "",
+            tenant=tenant,
         )
     ]
 

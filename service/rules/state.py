@@ -123,6 +123,7 @@ class TableState:
     """Everything about one table that the rules need to decide the next command."""
 
     table_id: str = ""
+    tenant: str = "default"  # the casino the table belongs to
     rules: Ruleset = field(default_factory=Ruleset)
     created_at: str = ""
     version: int = 0
@@ -176,6 +177,7 @@ class TableState:
 
 def _table_created(state: TableState, e: ev.TableCreated) -> None:
     state.table_id = e.table_id
+    state.tenant = e.tenant
     state.rules = ruleset_from_dict(e.rules)
     state.created_at = e.at
     state.next_seed, state.next_commitment = e.next_seed, e.next_commitment
