@@ -33,6 +33,7 @@ from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
+from service.follow import Follower, Projection
 from service.supervisor import Backoff
 from service.tables import Tables
 
@@ -171,6 +172,20 @@ def build_dispatcher(settings: Settings, client: redis.Redis) -> Dispatcher:
     return Dispatcher(usecases, index)
 
 
+def projections(settings: Settings, client: redis.Redis) -> list[Projection]:
+    """Every projection of the tables' logs that the dispatchers keep (``service.follow``)."""
+    return []
+
+
+def build_follower(settings: Settings, client: redis.Redis) -> tuple[Follower, str]:
+    """A follower keeping `projections` up to the logs under `settings.key_prefix`, and the
+    channel of the appends' notices."""
+    store = RedisEventStore(
+        client, prefix=settings.key_prefix, idempotency_ttl_s=settings.idempotency_ttl_s
+    )
+    return Follower(store, projections(settings, client)), store.notices
+
+
 def run_dispatcher(settings: Settings) -> int:
     """Entry point of `guts dispatch`: dispatch until SIGTERM or SIGINT; the exit code."""
     if not settings.redis_url:
@@ -180,9 +195,23 @@ def run_dispatcher(settings: Settings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     client = redis.Redis.from_url(settings.redis_url, health_check_interval=10)
+    # The projections are followed beside the clock, in a thread of their own: a slow
+    # projection never delays a deadline.
+    follower, notices = build_follower(settings, client)
+    following = threading.Thread(
+        target=follower.run,
+        args=(client, notices, stop),
+        name="follower",
+        daemon=True,
+    )
     try:
         log.info("dispatcher started", extra={"prefix": settings.key_prefix})
+        if follower.projections:
+            following.start()
         build_dispatcher(settings, client).run(stop)
     finally:
+        stop.set()
+        if following.is_alive():
+            following.join(timeout=10)
         client.close()
     return 0

@@ -1,0 +1,212 @@
+"""Projections: read models and outboxes derived from the tables' logs, kept up to date by a
+follower.
+
+The log is the single source of truth. A *projection* (the ledger, the webhooks' deliveries)
+is derived from it event by event, and remembers for each table the version it has applied up
+to (its *position*). Applying is the projection's own atomic step: it writes what the events
+derive AND moves the position in one step, and only if the position is still the one it read;
+so applying the same events twice (two followers, a retry after a crash between read and write)
+changes nothing the second time, and a crash at any point loses nothing: the events are still
+in the log, after the position, and the next catch-up applies them. This is the outbox pattern
+with the log itself as the outbox (the append never writes outside its table's keys, STYLE.md
+item 16).
+
+The follower brings every projection up to the log:
+- at once, on each append's notice (the store publishes ``<version> <table id>`` on
+  ``<prefix>:appended``), so a projection lags by milliseconds;
+- and by a sweep every `sweep_s` seconds over every table (versions against positions in one
+  round trip per batch), which catches what a missed notice (the follower was down, Redis
+  restarted) left behind.
+
+Dispatcher processes run it (`workers.dispatcher`); any number may run at once. A caller that
+needs a table's projection current (the ledger's page of one table) may `catch_up` that table
+itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import redis
+
+from service.eventlog.codec import decode_event
+from service.eventlog.store import EventStore, StoreUnavailable
+from service.rules import events as ev
+from service.supervisor import Backoff
+
+log = logging.getLogger("guts.follow")
+REDIS_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
+"""Waits while Redis cannot be reached (the supervisor's schedule: doubling, capped)."""
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What a projection is given to apply: a table, its tenant, the position the events
+    follow, and the events (version, event), oldest first."""
+
+    table_id: str
+    tenant: str
+    after: int
+    events: tuple[tuple[int, ev.Event], ...]
+
+
+class Projection(Protocol):
+    """Something derived from the tables' logs (see the module doc)."""
+
+    name: str
+
+    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
+        """The version applied up to for each (tenant, table id), 0 for none, in one round
+        trip."""
+        ...
+
+    def apply(self, followed: Followed) -> bool:
+        """Apply `followed.events` and move the position to the last one's version, in one
+        atomic step, if the position is still `followed.after`; whether it was applied."""
+        ...
+
+
+class Follower:
+    """Keeps `projections` up to `store`'s logs (see the module doc)."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        projections: Sequence[Projection],
+        *,
+        batch: int = 500,
+        sweep_s: float = 5.0,
+        backoff: Backoff = REDIS_BACKOFF,
+    ) -> None:
+        self.store = store
+        self.projections = list(projections)
+        self.batch = batch
+        self.sweep_s = sweep_s
+        self.backoff = backoff
+        self._tenants: dict[str, str] = {}  # table id -> tenant (a table never changes tenant)
+
+    def tenant(self, table_id: str) -> str | None:
+        """The tenant of `table_id` (from its first event), or None when it does not exist."""
+        known = self._tenants.get(table_id)
+        if known is None:
+            first = self.store.read(table_id, 0, 1)
+            if not first:
+                return None
+            created = decode_event(first[0].data)
+            known = created.tenant if isinstance(created, ev.TableCreated) else "default"
+            self._tenants[table_id] = known
+        return known
+
+    def catch_up(self, table_id: str, upto: int | None = None) -> int:
+        """Bring every projection of `table_id` up to its log (to at least `upto`, when
+        given, which saves a look at the log when already there); how many events were
+        applied, over all projections."""
+        tenant = self.tenant(table_id)
+        if tenant is None:
+            return 0
+        applied = 0
+        for projection in self.projections:
+            (position,) = projection.positions([(tenant, table_id)])
+            applied += self._advance(projection, tenant, table_id, position, upto)
+        return applied
+
+    def _advance(
+        self, projection: Projection, tenant: str, table_id: str, position: int, upto: int | None
+    ) -> int:
+        applied = 0
+        while upto is None or position < upto:
+            stored = self.store.read(table_id, position, self.batch)
+            if not stored:
+                break
+            events = tuple((s.version, decode_event(s.data)) for s in stored)
+            if projection.apply(Followed(table_id, tenant, position, events)):
+                applied += len(events)
+                position = stored[-1].version
+            else:  # another follower moved it: go on from where that one got to
+                (moved,) = projection.positions([(tenant, table_id)])
+                if moved == position:
+                    raise RuntimeError(f"{projection.name} refused {table_id} at {position}")
+                position = moved
+        return applied
+
+    def sweep(self) -> int:
+        """Catch every table up whose log is ahead of a projection; how many events were
+        applied."""
+        table_ids = self.store.table_ids()
+        applied = 0
+        for start in range(0, len(table_ids), self.batch):
+            chunk = table_ids[start : start + self.batch]
+            live = [
+                (table_id, version)
+                for table_id, (version, _) in zip(chunk, self.store.dues(chunk), strict=True)
+                if version > 0
+            ]
+            keys = [(self.tenant(table_id) or "default", table_id) for table_id, _ in live]
+            behind: dict[str, int] = {}
+            for projection in self.projections:
+                for (table_id, version), position in zip(
+                    live, projection.positions(keys), strict=True
+                ):
+                    if position < version:
+                        behind[table_id] = version
+            for table_id, version in behind.items():
+                applied += self.safely_catch_up(table_id, version)
+        return applied
+
+    def safely_catch_up(self, table_id: str, upto: int | None = None) -> int:
+        """`catch_up`, where a table whose log cannot be projected is logged and left for
+        the next sweep (one table's log never stops the others); Redis errors pass."""
+        try:
+            return self.catch_up(table_id, upto)
+        except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
+            raise
+        except Exception as error:  # noqa: BLE001 - see the docstring
+            log.error(
+                "table %s could not be projected (%s)",
+                table_id,
+                type(error).__name__,
+                extra={"table_id": table_id, "error": type(error).__name__},
+            )
+            return 0
+
+    def run(self, client: redis.Redis, channel: str, stop: threading.Event) -> None:
+        """Follow until `stop` is set: notices on `channel` as they come, a sweep every
+        `sweep_s` (the first at once), surviving Redis going away and coming back."""
+        failures = 0
+        while not stop.is_set():
+            pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            try:
+                pubsub.subscribe(channel)
+                self.sweep()  # what was appended while nobody listened
+                next_sweep = time.monotonic() + self.sweep_s
+                failures = 0
+                while not stop.is_set():
+                    message = pubsub.get_message(timeout=min(1.0, self.sweep_s))
+                    if message is not None:
+                        self._notice(message["data"])
+                    if time.monotonic() >= next_sweep:
+                        self.sweep()
+                        next_sweep = time.monotonic() + self.sweep_s
+            except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError) as error:
+                failures += 1
+                wait = self.backoff.delay(failures)
+                log.warning(
+                    "the follower lost Redis (%s); trying again in %.1f s",
+                    type(error).__name__,
+                    wait,
+                    extra={"retry_s": wait, "error": type(error).__name__},
+                )
+                stop.wait(wait)
+            finally:
+                pubsub.close()
+
+    def _notice(self, data: bytes | str) -> None:
+        text = data.decode() if isinstance(data, bytes) else data
+        version, _, table_id = text.partition(" ")
+        if version.isdigit() and table_id:
+            self.safely_catch_up(table_id, int(version))

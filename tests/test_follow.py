@@ -1,0 +1,137 @@
+"""The follower keeps projections up to the tables' logs: every event applied exactly once,
+whoever follows and however often, notices or sweeps; one broken log stops no other table."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import cast
+
+import redis
+
+from service.eventlog.redis_store import RedisEventStore
+from service.follow import Followed, Follower
+from service.rules import commands
+from service.rules.ruleset import resolve_ruleset
+from service.tables import Tables
+from tests.tampering import unloadable
+
+_APPLY = """
+local position = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if position ~= tonumber(ARGV[2]) then return 0 end
+for i = 4, #ARGV do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+"""
+
+
+class EventCounts:
+    """A projection for the test: how many events of each type each table has had, and, for
+    each event, how many times it was applied (exactly once, or the follower is wrong)."""
+
+    name = "event-counts"
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self.script = client.register_script(_APPLY)
+
+    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
+        pipe = self.client.pipeline(transaction=False)
+        for tenant, table_id in tables:
+            pipe.hget(f"test:{{{tenant}}}:positions", table_id)
+        return [int(p or 0) for p in pipe.execute()]
+
+    def apply(self, followed: Followed) -> bool:
+        tenant, table_id = followed.tenant, followed.table_id
+        keys = [f"test:{{{tenant}}}:positions", f"test:{{{tenant}}}:applied:{table_id}"]
+        last = followed.events[-1][0]
+        versions = [str(v) for v, _ in followed.events]
+        return bool(self.script(keys=keys, args=[table_id, followed.after, last, *versions]))
+
+    def applied(self, tenant: str, table_id: str) -> dict[int, int]:
+        raw = cast(dict[bytes, bytes], self.client.hgetall(f"test:{{{tenant}}}:applied:{table_id}"))
+        return {int(k): int(v) for k, v in raw.items()}
+
+
+def _ok(state, events):
+    return 200, {"version": state.version}
+
+
+def _table(tables: Tables, table_id: str, players: int = 3, tenant: str = "default") -> None:
+    rules = resolve_ruleset("three-card")
+    tables.execute(
+        table_id,
+        lambda s, n: commands.create_table(table_id, rules, n, b"s" * 32, tenant),
+        _ok,
+        create=True,
+    )
+    for i in range(players):
+        tables.execute(table_id, lambda s, n, i=i: commands.seat_player(s, f"p{i}", 50, n), _ok)
+
+
+def test_catching_up_applies_every_event_once_and_again_nothing(redis_client):
+    store = RedisEventStore(redis_client)
+    _table(Tables(store), "t1", tenant="casino-a")
+    counts = EventCounts(redis_client)
+    follower = Follower(store, [counts], batch=2)  # several batches per table
+    assert follower.catch_up("t1") == 4
+    assert counts.applied("casino-a", "t1") == {1: 1, 2: 1, 3: 1, 4: 1}
+    assert follower.catch_up("t1") == 0
+    assert follower.catch_up("no-such-table") == 0
+
+
+def test_followers_racing_on_one_table_apply_each_event_exactly_once(redis_client):
+    store = RedisEventStore(redis_client)
+    tables = Tables(store)
+    _table(tables, "t1", players=6)
+    counts = EventCounts(redis_client)
+    followers = [Follower(RedisEventStore(redis_client), [counts], batch=1) for _ in range(4)]
+    barrier = threading.Barrier(len(followers))
+
+    def follow(follower: Follower) -> None:
+        barrier.wait()
+        follower.catch_up("t1")
+
+    threads = [threading.Thread(target=follow, args=(f,)) for f in followers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert counts.applied("default", "t1") == {v: 1 for v in range(1, 8)}
+
+
+def test_the_sweep_finds_what_no_notice_announced_and_skips_a_broken_log(redis_client):
+    store = RedisEventStore(redis_client)
+    tables = Tables(store)
+    for table_id in ("a", "b", "c"):
+        _table(tables, table_id)
+    unloadable(redis_client, "b")  # its last event is of no type the rules know
+    counts = EventCounts(redis_client)
+    follower = Follower(store, [counts])
+    assert follower.sweep() == 4 + 4  # b's batch holds the broken event: b stays where it was
+    assert counts.applied("default", "b") == {}
+    assert counts.applied("default", "a") == {v: 1 for v in range(1, 5)}
+    assert counts.applied("default", "c") == {v: 1 for v in range(1, 5)}
+    assert follower.sweep() == 0  # nothing twice (b is tried again, and fails again)
+    assert counts.applied("default", "c") == {v: 1 for v in range(1, 5)}
+
+
+def test_a_running_follower_applies_appends_as_they_happen(redis_client):
+    store = RedisEventStore(redis_client)
+    tables = Tables(store)
+    counts = EventCounts(redis_client)
+    follower = Follower(store, [counts], sweep_s=3600.0)  # notices only, after the first sweep
+    stop = threading.Event()
+    thread = threading.Thread(target=follower.run, args=(redis_client, store.notices, stop))
+    thread.start()
+    try:
+        time.sleep(0.2)  # subscribed (a notice before that is the sweep's, which ran already)
+        _table(tables, "live")
+        deadline = time.monotonic() + 10
+        while counts.applied("default", "live") != {v: 1 for v in range(1, 5)}:
+            assert time.monotonic() < deadline, counts.applied("default", "live")
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        thread.join()
