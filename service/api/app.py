@@ -251,9 +251,13 @@ def _remember_route(exc: BaseException | None) -> None:
     request.environ[ROUTE] = (request.url_rule, request.view_args or {})
 
 
-REDIS_CONNECTIONS = 1000
+REDIS_CONNECTIONS = 32
 """Redis connections one worker's redis-py pool opens at most (the store's hot commands have
-their own: service/eventlog/redis_py_bypass.py). Redis accepts 10,000 clients by default."""
+as many of their own: service/eventlog/redis_py_bypass.py); past that a request waits for one
+(up to `REDIS_WAIT_S`). Each holds ~43 KB of buffers, so a burst of hundreds of streams opening
+at once must not leave a connection each behind (it did: 70 KB per idle subscriber)."""
+REDIS_WAIT_S = 10.0
+"""How long a request waits for a free Redis connection before it fails (503)."""
 
 
 def create_app(
@@ -271,8 +275,11 @@ def create_app(
         if not settings.redis_url:
             raise RuntimeError("REDIS_URL is not set (guts serve starts a Redis of its own)")
         # Under gevent workers hundreds of requests and streams may want a connection at once:
-        # redis-py's default pool (100) refused the rest with "Too many connections" (a 503).
-        redis_client = redis.Redis.from_url(settings.redis_url, max_connections=REDIS_CONNECTIONS)
+        # they wait for one (redis-py's default pool refused them with "Too many connections").
+        pool = redis.BlockingConnectionPool.from_url(
+            settings.redis_url, max_connections=REDIS_CONNECTIONS, timeout=REDIS_WAIT_S
+        )
+        redis_client = redis.Redis(connection_pool=pool)
     store = RedisEventStore(
         redis_client,
         prefix=settings.key_prefix,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from typing import Any
 
 import redis
@@ -48,22 +49,58 @@ class DirectCommands:
     packed by hiredis directly (redis-py adds a pass over the arguments). A caller (a thread,
     or a greenlet under gunicorn's gevent workers) takes a free connection for one command
     and gives it back: a pop and an append on a list, each atomic under the GIL and never
-    interrupted by gevent, so no two callers share one, and there are as many connections as
-    commands ever ran at once. A command that fails on a broken connection is sent again on a
-    new one (up to `attempts` times), as redis-py's default retry would, and the free
-    connections are dropped (a restarted Redis broke them all)."""
+    interrupted by gevent, so no two callers share one. At most `limit` connections are open
+    (a connection holds ~43 KB of buffers: a burst of hundreds of streams opening at once must
+    not leave hundreds of them behind): past that a caller waits for a free one, checking every
+    few milliseconds (the wait is the only place with a lock; taking and giving back stay a pop
+    and an append). A command that fails on a broken connection is sent again on a new one (up
+    to `attempts` times), as redis-py's default retry would, and the free connections are
+    dropped (a restarted Redis broke them all)."""
 
-    def __init__(self, client: redis.Redis, attempts: int = 3) -> None:
+    def __init__(self, client: redis.Redis, attempts: int = 3, limit: int = 32) -> None:
         self._pool = client.connection_pool
         self._free: list[_Owned] = []
         self.attempts = attempts
+        self.limit = limit
+        self._opened = 0  # connections made in this process and not dropped
+        self._counted_in = _forks  # the process `_opened` counts for
+        self._generation = 0  # goes up when Redis broke the connections: older ones are dropped
+        self._opening = threading.Lock()
+        self._returned = threading.Event()
+        self._waiting = 0  # callers waiting for a connection
 
     def _take(self) -> _Owned:
-        while self._free:
-            owned = self._free.pop()
-            if owned.forks == _forks:  # not one the parent made before a fork
-                return owned
-        return _Owned(self._pool.connection_class(**self._pool.connection_kwargs))
+        while True:
+            while self._free:
+                owned = self._free.pop()
+                if owned.forks == _forks and owned.generation == self._generation:
+                    return owned  # not one the parent made before a fork, nor one from before
+                if owned.forks == _forks:  # a restart of Redis: only ours count
+                    self._dropped()
+            with self._opening:
+                if self._counted_in != _forks:  # a forked child: the parent's are not ours
+                    self._opened, self._counted_in = 0, _forks
+                if self._opened < self.limit:
+                    self._opened += 1
+                    made = self._pool.connection_class(**self._pool.connection_kwargs)
+                    return _Owned(made, self._generation)
+                self._returned.clear()
+                self._waiting += 1
+            try:
+                self._returned.wait(0.005)
+            finally:
+                with self._opening:
+                    self._waiting -= 1
+
+    def _give_back(self, owned: _Owned) -> None:
+        self._free.append(owned)
+        if self._waiting:  # (read without the lock: a waiter missed looks again in 5 ms)
+            self._returned.set()
+
+    def _dropped(self) -> None:
+        with self._opening:
+            if self._counted_in == _forks:
+                self._opened = max(0, self._opened - 1)
 
     def call(self, *args: Any) -> Any:
         """The reply to one command (Redis errors raise as redis-py raises them)."""
@@ -77,16 +114,20 @@ class DirectCommands:
                 connection.disconnect()
                 # The free ones were opened to the same server: after a restart they are all
                 # broken, so the next attempt takes a new connection.
-                self._free.clear()
+                self._dropped()
+                self._generation += 1  # and those of the free list, when next taken
                 if attempt == self.attempts:
                     raise
                 continue
             except redis.ResponseError:  # an error reply: the connection is fine
-                self._free.append(owned)
+                self._give_back(owned)
                 raise
-            # (Anything else, say an interruption mid-reply, drops the connection: `owned`
-            # is not given back, and closes it when it is collected.)
-            self._free.append(owned)
+            except BaseException:
+                # Anything else, say an interruption mid-reply, drops the connection (`owned`
+                # closes it when it is collected).
+                self._dropped()
+                raise
+            self._give_back(owned)
             return reply
         raise AssertionError("unreachable")
 
@@ -107,11 +148,12 @@ class _Owned:
     whenever the garbage collector gets to the connection's reference cycles. (redis-py's
     disconnect leaves a socket inherited from the parent process open in the parent.)"""
 
-    __slots__ = ("connection", "forks")
+    __slots__ = ("connection", "forks", "generation")
 
-    def __init__(self, connection: Any) -> None:
+    def __init__(self, connection: Any, generation: int) -> None:
         self.connection = connection
         self.forks = _forks
+        self.generation = generation
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):

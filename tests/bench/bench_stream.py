@@ -105,9 +105,17 @@ class Fleet:
                     keys[key] = entry_id
 
     def stop(self) -> None:
-        for task in self.tasks:
-            task.cancel()
+        """Cancel every subscriber and the reader, wait until they are done, stop the loop."""
+
+        async def cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(timeout=60)
         self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
 
 
 def _workers_rss(port: str) -> int:

@@ -517,6 +517,34 @@ class TestRedisEventStore:
         finally:
             own.close()
 
+    def test_many_callers_at_once_share_a_bounded_number_of_connections(
+        self, redis_client: redis.Redis
+    ) -> None:
+        """A burst of callers (streams opening under gevent) waits for a free connection
+        past the limit instead of opening one each; every command is still answered."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from service.eventlog.redis_py_bypass import DirectCommands
+
+        where = redis_client.get_connection_kwargs()
+        own = redis.Redis(host=where["host"], port=where["port"], client_name="bounded")
+        try:
+            direct = DirectCommands(own, limit=3)
+            barrier = threading.Barrier(40)
+
+            def command(n: int) -> tuple[bytes, int]:
+                barrier.wait()
+                reply = direct.call("ECHO", f"m{n}")
+                names = [c["name"] for c in redis_client.client_list()]
+                return reply, names.count("bounded")
+
+            with ThreadPoolExecutor(40) as pool:
+                answers = list(pool.map(command, range(40)))
+            assert [reply for reply, _ in answers] == [f"m{n}".encode() for n in range(40)]
+            assert max(seen for _, seen in answers) <= 3
+        finally:
+            own.close()
+
     def test_a_forked_child_uses_a_connection_of_its_own(
         self, store: RedisEventStore, redis_client: redis.Redis
     ) -> None:
