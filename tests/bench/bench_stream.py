@@ -104,8 +104,15 @@ class Fleet:
                     self.received[("bare", names[key], version)] = now
                     keys[key] = entry_id
 
+    @property
+    def running(self) -> bool:
+        """Whether the subscribers are open (started and not stopped)."""
+        return self.thread.is_alive()
+
     def stop(self) -> None:
         """Cancel every subscriber and the reader, wait until they are done, stop the loop."""
+        if not self.running:
+            return
 
         async def cancel_all() -> None:
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
@@ -197,17 +204,16 @@ def main(argv: list[str] | None = None) -> int:
             throughput = []
             for number in range(1, args.rounds + 1):
                 for label in ("open", "closed") if number % 2 else ("closed", "open"):
-                    if label == "closed" and fleet.tasks:
+                    if label == "closed" and fleet.running:
                         fleet.stop()
-                        fleet.tasks = []
                         time.sleep(12)  # the server notices at its next keep-alive
+                    if label == "open" and not fleet.running:
+                        fleet = Fleet(service_url, redis_url, tables, after)
+                        fleet.start()
+                        time.sleep(5)
                     wrk_tables = setup_tables(service_url)
                     m = run_wrk(f"{label}{number}", service_url, "hands", wrk_tables, workdir)
                     throughput.append((label, m))
-                if fleet.tasks == [] and number < args.rounds:
-                    fleet = Fleet(service_url, redis_url, tables, after)
-                    fleet.start()
-                    time.sleep(5)
             fleet.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
