@@ -46,12 +46,22 @@ def on_starting(server: Any) -> None:
     share_between_workers()
 
 
-def post_worker_init(worker: Any) -> None:
-    """In each worker: when gunicorn tells it to stop (``worker.alive`` goes false), end its
-    live streams at once with a closing comment, instead of holding the worker for the
-    graceful timeout (clients reconnect, to another worker, with Last-Event-ID)."""
+ADMIT_AT_ONCE = 2
+"""Requests (streams aside) one worker works on at once, the others waiting their turn in the
+order they came (service/api/admission.py has the measurement behind it)."""
 
+
+def post_worker_init(worker: Any) -> None:
+    """In each worker: requests other than streams are served first come, first served
+    (`service.api.admission`). And when gunicorn tells the worker to stop (``worker.alive``
+    goes false), its live streams end at once with a closing comment, instead of holding the
+    worker for the graceful timeout (clients reconnect, to another worker, with
+    Last-Event-ID)."""
+
+    from service.api.admission import Admission
     from service.api.feed import close_all
+
+    worker.wsgi = Admission(worker.wsgi, ADMIT_AT_ONCE)
 
     def watch() -> None:
         while worker.alive:

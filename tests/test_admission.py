@@ -1,0 +1,95 @@
+"""The admission gate serves requests in the order they came, `at_once` at a time, and lets
+streams past."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from service.api.admission import Admission, FifoGate
+
+
+def _until(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+
+
+def test_a_place_that_comes_free_goes_to_the_longest_waiter():
+    gate = FifoGate(1)
+    gate.enter()
+    served: list[int] = []
+    threads = []
+    for n in range(5):  # they arrive one after the other
+        thread = threading.Thread(target=lambda n=n: (gate.enter(), served.append(n)))
+        thread.start()
+        threads.append(thread)
+        _until(lambda n=n: gate.waiting == n + 1)
+    for n in range(5):
+        gate.leave()  # a newcomer now would wait behind everyone already waiting
+        _until(lambda n=n: len(served) == n + 1)
+    gate.leave()
+    for thread in threads:
+        thread.join()
+    assert served == [0, 1, 2, 3, 4]
+
+
+def test_at_once_holders_enter_without_waiting_and_the_next_waits():
+    gate = FifoGate(2)
+    gate.enter()
+    gate.enter()
+    entered = threading.Event()
+    thread = threading.Thread(target=lambda: (gate.enter(), entered.set()))
+    thread.start()
+    _until(lambda: gate.waiting == 1)
+    assert not entered.is_set()
+    gate.leave()
+    thread.join(timeout=10)
+    assert entered.is_set()
+
+
+def test_a_gate_needs_a_place():
+    with pytest.raises(ValueError):
+        FifoGate(0)
+
+
+def test_streams_pass_a_full_gate_and_other_requests_are_served_whole():
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        return iter([b"a", b"b"])
+
+    admitted = Admission(app, at_once=1)
+    admitted.gate.enter()  # the only place is taken
+    stream = admitted({"PATH_INFO": "/v1/tables/t/stream"}, lambda *a: None)
+    assert list(stream) == [b"a", b"b"]
+    admitted.gate.leave()
+    assert admitted({"PATH_INFO": "/v1/tables/t"}, lambda *a: None) == [b"ab"]
+    assert admitted.gate.waiting == 0
+
+
+def test_the_body_is_read_before_waiting_for_a_place():
+    read = threading.Event()
+
+    class Input:
+        def read(self, n: int) -> bytes:
+            read.set()
+            return b"x" * n
+
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        return [environ["wsgi.input"].read()]
+
+    admitted = Admission(app, at_once=1)
+    admitted.gate.enter()  # the only place is taken
+    answers: list[object] = []
+    environ = {"PATH_INFO": "/v1/tables", "CONTENT_LENGTH": "3", "wsgi.input": Input()}
+    thread = threading.Thread(target=lambda: answers.append(admitted(environ, lambda *a: None)))
+    thread.start()
+    _until(lambda: admitted.gate.waiting == 1)
+    assert read.is_set() and not answers  # read while it waits: a slow sender holds no place
+    admitted.gate.leave()
+    thread.join(timeout=10)
+    assert answers == [[b"xxx"]]
