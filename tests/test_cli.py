@@ -519,3 +519,62 @@ def test_serve_streams_live_and_ends_every_stream_cleanly_when_it_stops(
     finally:
         for stream in streams:
             stream.close()
+
+
+def test_streams_cut_by_a_killed_worker_resume_without_a_gap(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    """The gunicorn workers holding streams are killed -9: the streams break (no closing
+    comment can be sent), the clients resume with Last-Event-ID on the workers that replace
+    them, and every event arrives once, in order."""
+    import requests
+
+    from tests.sse import Stream
+
+    served = Served(tmp_path / "data", tmp_path)
+    serve.append(served)
+    served.wait_healthy()
+    table = served.call("POST", "/v1/tables", {"preset": "three-card"}).json()["table_id"]
+    path = f"/v1/tables/{table}/stream"
+    streams = [Stream.open(served.base, path, token=OPERATOR_KEY, after=0) for _ in range(20)]
+    try:
+        assert served.call("POST", f"/v1/tables/{table}/players", {"player_id": "p0", "buy_in": 9})
+        for stream in streams:
+            assert [m.id for m in stream.events_until(2)] == [1, 2]
+        (api,) = _child_pids(served.process.pid, "gunicorn")
+        workers = [pid for pid, ppid, _, _ in _processes() if ppid == api]
+        assert len(workers) == 2
+        for worker in workers:  # (whichever holds which stream)
+            os.kill(worker, signal.SIGKILL)
+        for seat in (1, 2):  # the table moves on meanwhile
+            body = {"player_id": f"p{seat}", "buy_in": 9}
+            answer = _eventually(lambda b=body: _post_ok(served, table, b), within_s=30)
+            assert answer, served.output()
+        cut = 0
+        for stream in streams:
+            try:  # up to version 4, or until the connection broke
+                while (message := stream.next()) is not None and (message.id or 0) < 4:
+                    pass
+                broken = message is None
+            except requests.RequestException:
+                broken = True
+            seen = [m.id for m in stream.received if m.id is not None]
+            if broken:
+                cut += 1
+                resumed = Stream.open(
+                    served.base, path, token=OPERATOR_KEY, headers={"Last-Event-ID": str(seen[-1])}
+                )
+                with resumed:
+                    seen += [m.id for m in resumed.events_until(4)]
+            assert seen == [1, 2, 3, 4]
+        assert cut == len(streams)
+    finally:
+        for stream in streams:
+            stream.close()
+
+
+def _post_ok(served: Served, table: str, body: dict[str, Any]) -> bool:
+    try:
+        return served.call("POST", f"/v1/tables/{table}/players", body).status_code == 201
+    except OSError:
+        return False
