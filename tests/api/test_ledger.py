@@ -3,51 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from service.config import Settings
 from tests.api.test_betting import Table as BettingTable
-from tests.apiclient import Api, _serve
-
-TENANT_A, TENANT_B, REGULATOR = "key-of-casino-a", "key-of-casino-b", "key-of-regulator"
-AUDITOR_A = "auditor-of-casino-a"
-
-
-class As(Api):
-    """A client that sends `key` unless told otherwise."""
-
-    def __init__(self, base: str, key: str) -> None:
-        super().__init__(base)
-        self.key = key
-
-    def call(self, method: str, path: str, body: Any = None, token: Any = "", **kw: Any) -> Any:
-        return super().call(method, path, body, token=self.key if token == "" else token, **kw)
-
-
-@pytest.fixture(scope="session")
-def tenants_url(redis_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
-    settings = Settings(
-        redis_url=redis_url,
-        operator_keys=(f"casino-a:{TENANT_A}", f"casino-b:{TENANT_B}"),
-        auditor_keys=(f"*:{REGULATOR}", f"casino-a:{AUDITOR_A}"),
-        sandbox=True,
-        token_secret="test-token-secret",
-        key_prefix="guts",
-    )
-    yield from _serve(settings, pytestconfig)
-
-
-@pytest.fixture
-def casino_a(tenants_url: str, redis_client: Any) -> As:
-    return As(tenants_url, TENANT_A)
-
-
-@pytest.fixture
-def casino_b(tenants_url: str, redis_client: Any) -> As:
-    return As(tenants_url, TENANT_B)
+from tests.apiclient import AUDITOR_A, REGULATOR, Api, As
 
 
 def _entries(api: Api, **query: Any) -> list[dict[str, Any]]:
