@@ -212,11 +212,18 @@ class LedgerStore:
     def net_loss(self, tenant: str, player_id: str, now_ms: int) -> int:
         """What `player_id` paid into pots minus what pots paid them, at `tenant`'s tables, in
         the 24 hours before `now_ms` (as far as the ledger has followed the logs)."""
-        members = cast(
-            list[bytes],
-            self.client.zrangebyscore(self.key(tenant, "paid", player_id), now_ms - DAY_MS, "+inf"),
-        )
-        return -sum(int(m.rpartition(b":")[2]) for m in members)
+        return self.net_losses(tenant, [player_id], now_ms)[player_id]
+
+    def net_losses(self, tenant: str, player_ids: Sequence[str], now_ms: int) -> dict[str, int]:
+        """`net_loss` of each of `player_ids`, in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for player_id in player_ids:
+            pipe.zrangebyscore(self.key(tenant, "paid", player_id), now_ms - DAY_MS, "+inf")
+        found = cast(list[list[bytes]], pipe.execute())
+        return {
+            player_id: -sum(int(m.rpartition(b":")[2]) for m in members)
+            for player_id, members in zip(player_ids, found, strict=True)
+        }
 
     # --- limits -----------------------------------------------------------------------------
 

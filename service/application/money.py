@@ -53,10 +53,12 @@ class MoneyUses:
             raise LedgerUnavailable("this service keeps no ledger")
         return self.ledger
 
-    def catch_up(self, table_id: str) -> None:
-        """Bring the projections of `table_id` up to its log (when this service follows)."""
+    def catch_up(self, table_id: str, upto: int | None = None) -> None:
+        """Bring the projections of `table_id` up to its log (to `upto`, the version the
+        caller knows it has, when given: that saves a look at the log), when this service
+        follows."""
         if self.follower is not None:
-            self.follower.catch_up(table_id)
+            self.follower.catch_up(table_id, upto)
 
     # --- the ledger ---------------------------------------------------------------------------
 
@@ -125,12 +127,9 @@ class MoneyUses:
         }
         if not limited:
             return {}
-        self.catch_up(state.table_id)
-        now_ms = _ms(self.tables.now())
-        return {
-            pid: Allowance(limit, self.ledger.net_loss(state.tenant, pid, now_ms))
-            for pid, limit in limited.items()
-        }
+        self.catch_up(state.table_id, state.version)
+        losses = self.ledger.net_losses(state.tenant, list(limited), _ms(self.tables.now()))
+        return {pid: Allowance(limit, losses[pid]) for pid, limit in limited.items()}
 
     def excluded_until(self, state: TableState, player_id: str) -> str | None:
         """When `player_id`'s exclusion in the table's tenant ends (None: not excluded)."""
