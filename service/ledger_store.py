@@ -26,13 +26,15 @@ ZRANGE of the table's or the player's index; a cursor stays valid while entries 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, cast
+from functools import wraps
+from typing import Any, ParamSpec, TypeVar, cast
 
 import orjson
 import redis
 
+from service.eventlog.store import StoreUnavailable
 from service.follow import Followed
 from service.rules import ledger
 from service.rules.serial import from_data, to_data
@@ -69,6 +71,24 @@ count, per entry (its JSON, its player index's KEYS position or 0, its paid inde
 time in ms, its amount), and last how long the paid index keeps a movement (ms)."""
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _reachable(method: Callable[P, R]) -> Callable[P, R]:
+    """Redis going away is the store being unavailable (a 503 at the API, a wait in the
+    follower), as for the event store."""
+
+    @wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            raise StoreUnavailable(f"Redis is unreachable: {error}") from error
+
+    return call
+
+
 class BadCursor(ValueError):
     """A cursor the ledger did not hand out."""
 
@@ -97,12 +117,14 @@ class LedgerStore:
 
     # --- the projection ---------------------------------------------------------------------
 
+    @_reachable
     def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
         pipe = self.client.pipeline(transaction=False)
         for tenant, table_id in tables:
             pipe.hget(self.key(tenant, "positions"), table_id)
         return [int(p or 0) for p in pipe.execute()]
 
+    @_reachable
     def apply(self, followed: Followed) -> bool:
         tenant, table_id = followed.tenant, followed.table_id
         pipe = self.client.pipeline(transaction=True)  # the book and its position, together
@@ -152,6 +174,7 @@ class LedgerStore:
 
     # --- reading ----------------------------------------------------------------------------
 
+    @_reachable
     def page(
         self,
         tenant: str,
@@ -199,6 +222,7 @@ class LedgerStore:
         raw = cast(list[bytes | None], self.client.hmget(self.key(tenant, "entries"), seqs))
         return [(seq, orjson.loads(data)) for seq, data in zip(seqs, raw, strict=True) if data]
 
+    @_reachable
     def table_entries(self, tenant: str, table_id: str) -> tuple[int, list[dict[str, Any]]]:
         """The position of `table_id` and every entry stored for it, oldest first."""
         (position,) = self.positions([(tenant, table_id)])
@@ -214,6 +238,7 @@ class LedgerStore:
         the 24 hours before `now_ms` (as far as the ledger has followed the logs)."""
         return self.net_losses(tenant, [player_id], now_ms)[player_id]
 
+    @_reachable
     def net_losses(self, tenant: str, player_ids: Sequence[str], now_ms: int) -> dict[str, int]:
         """`net_loss` of each of `player_ids`, in one round trip."""
         pipe = self.client.pipeline(transaction=False)
@@ -227,6 +252,7 @@ class LedgerStore:
 
     # --- limits -----------------------------------------------------------------------------
 
+    @_reachable
     def limits(self, tenant: str, player_ids: Sequence[str]) -> dict[str, Limits]:
         """The limits set for each of `player_ids` (players without any are left out)."""
         if not player_ids:
@@ -240,6 +266,7 @@ class LedgerStore:
             if data
         }
 
+    @_reachable
     def set_limits(self, tenant: str, player_id: str, limits: Limits) -> None:
         """Set `player_id`'s limits in `tenant` (replacing any before)."""
         self.client.hset(self.key(tenant, "limits"), player_id, orjson.dumps(asdict(limits)))

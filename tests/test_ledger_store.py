@@ -146,3 +146,22 @@ def test_the_dispatchers_follower_keeps_the_ledger(redis_client):
     finally:
         stop.set()
         thread.join()
+
+
+def test_redis_going_away_is_the_store_unavailable_not_an_error():
+    """(A 503 with Retry-After at the API, a wait in the follower, as for the event store.)"""
+    import pytest
+    import redis
+
+    from service.eventlog.store import StoreUnavailable
+
+    gone = redis.Redis(port=1, socket_connect_timeout=0.2)  # nothing listens there
+    projection = LedgerStore(gone)
+    for read in (
+        lambda: projection.page("default", None, 10),
+        lambda: projection.limits("default", ["alice"]),
+        lambda: projection.net_loss("default", "alice", 0),
+        lambda: projection.positions([("default", "t1")]),
+    ):
+        with pytest.raises(StoreUnavailable):
+            read()

@@ -93,11 +93,11 @@ class _Moves:
         self._add(str(seat), book.players.get(seat), kind, amount, book.stacks[seat], pot)
 
     def house(self, amount: int, pot: str = "") -> None:
-        """The house takes `amount` chips of rake."""
+        """The house takes `amount` chips of rake (from a pot: the caller sets the pots, as
+        the event says they are after it)."""
         if amount == 0:
             return
         self.book.rake += amount
-        self.book.pots -= amount
         self._add(HOUSE, None, RAKE, amount, self.book.rake, pot)
 
     def _add(
