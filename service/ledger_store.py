@@ -89,6 +89,21 @@ def _reachable(method: Callable[P, R]) -> Callable[P, R]:
     return call
 
 
+_INDEXED = """
+local seqs = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'LIMIT', 0, ARGV[2])
+if #seqs == 0 then return {} end
+local rows = redis.call('HMGET', KEYS[2], unpack(seqs))
+local out = {}
+for i = 1, #seqs do
+  out[2 * i - 1] = seqs[i]
+  out[2 * i] = rows[i]
+end
+return out
+"""
+"""A filtered page in one round trip: up to ARGV[2] sequence numbers after ARGV[1] from the
+index KEYS[1], each followed by its entry in KEYS[2] (read only)."""
+
+
 class BadCursor(ValueError):
     """A cursor the ledger did not hand out."""
 
@@ -110,6 +125,7 @@ class LedgerStore:
         self.client = client
         self.prefix = prefix
         self.script = client.register_script(_APPLY)
+        self.indexed = client.register_script(_INDEXED)
 
     def key(self, tenant: str, *parts: str) -> str:
         """The key of `parts` in `tenant`'s ledger."""
@@ -198,18 +214,18 @@ class LedgerStore:
             index = self.key(tenant, "player", player_id)
         rows: list[dict[str, Any]] = []
         cursor = start
+        entries = self.key(tenant, "entries")
         while len(rows) < limit:  # both filters: the table's index, keeping the player's
-            seqs = [
-                int(s)
-                for s in cast(
-                    list[bytes],
-                    self.client.zrangebyscore(index, f"({cursor}", "+inf", start=0, num=limit),
-                )
-            ]
-            if not seqs:
+            pairs = cast(
+                list[bytes | None], self.indexed(keys=[index, entries], args=[cursor, limit])
+            )
+            if not pairs:
                 break
-            for seq, entry in self._entries(tenant, seqs):
-                cursor = seq
+            for seq, data in zip(pairs[::2], pairs[1::2], strict=True):
+                cursor = int(cast(bytes, seq))
+                if data is None:
+                    continue
+                entry = orjson.loads(data)
                 if player_id is None or entry["player_id"] == player_id:
                     rows.append(entry)
                     if len(rows) == limit:

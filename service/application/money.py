@@ -57,8 +57,8 @@ class MoneyUses:
         """Bring the projections of `table_id` up to its log (to `upto`, the version the
         caller knows it has, when given: that saves a look at the log), when this service
         follows."""
-        if self.follower is not None:
-            self.follower.catch_up(table_id, upto)
+        if self.follower is not None:  # a log it cannot project is logged, not a 500:
+            self.follower.safely_catch_up(table_id, upto)  # its table is quarantined anyway
 
     # --- the ledger ---------------------------------------------------------------------------
 

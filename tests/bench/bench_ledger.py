@@ -225,18 +225,31 @@ def _service_hands(
 
 
 def use_cases(client: redis.Redis) -> None:
+    """Three rounds, the configurations alternating in each (the machine is noisy): each
+    round's hands/s, and the median of the rounds' ratios to the round's run without."""
     hands = 300
     _service_hands(client, "warm", True, True, 50)
-    print(f"use cases on Redis, {hands} complete 6-seat hands (deal, 6 declares, resolve):")
-    bare = _service_hands(client, "nol", False, False, hands)
-    print(f"  without a ledger: {bare:,.0f} hands/s")
-    looked = _service_hands(client, "led", True, False, hands)
-    print(f"  with the ledger, no limits set: {looked:,.0f} hands/s ({looked / bare:.2f}x)")
-    limited = _service_hands(client, "lim", True, True, hands)
     print(
-        f"  with a loss limit for every player (catch-up + net loss per deal and declare): "
-        f"{limited:,.0f} hands/s ({limited / bare:.2f}x)"
+        f"use cases on Redis, {hands} complete 6-seat hands (deal, 6 declares, resolve), 3 rounds:"
     )
+    configs = (
+        ("without a ledger", False, False),
+        ("with the ledger, no limits set", True, False),
+        (
+            "with a loss limit for every player (catch-up + net loss per deal and declare)",
+            True,
+            True,
+        ),
+    )
+    rates: dict[str, list[float]] = {name: [] for name, _, _ in configs}
+    for r in range(3):
+        for k, (name, on, limited) in enumerate(configs):
+            rates[name].append(_service_hands(client, f"uc{r}{k}", on, limited, hands))
+    bare = rates[configs[0][0]]
+    for name, _, _ in configs:
+        ratios = [rate / base for rate, base in zip(rates[name], bare, strict=True)]
+        shown = ", ".join(f"{rate:,.0f}" for rate in rates[name])
+        print(f"  {name}: {shown} hands/s (median ratio {statistics.median(ratios):.2f}x)")
 
 
 def lag(client: redis.Redis) -> None:
