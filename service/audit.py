@@ -6,7 +6,8 @@ its players chose for it, and its cards are the deck that seed and its context d
 for a carried-over deck, the rest of the previous deck); a resolution is exactly what the
 rules decide from the state before it, and so is every action of a betting round (its
 turn, price and the bet it leaves); it applies; chips are conserved after it (bets are chips
-in the pot; a void hands them back). At the end
+in the pot; a void hands them back); and the table's stored ledger holds exactly the entries
+the event makes, its running sums the replayed stacks (`service.ledger_check`). At the end
 the rebuilt state must equal the stored snapshot, and the table views built from both must
 match. The report names the first discrepancy.
 """
@@ -23,6 +24,7 @@ import orjson
 
 from service.eventlog.codec import GENESIS, CodecError, chain_hash, decode_current, upcast
 from service.eventlog.store import EventStore, Loaded, StoreError
+from service.ledger_check import LedgerCheck, LedgerMismatch, StoredLedger
 from service.rules import events as ev
 from service.rules.cards import hand_context, shuffled_deck
 from service.rules.client_seeds import seeds_for_deal
@@ -140,7 +142,7 @@ def _check_bet(state: TableState, event: ev.BetMade) -> None:
     _require_same(expected, event, "bet")
 
 
-def _apply(replay: _Replay, version: int, raw: bytes) -> None:
+def _apply(replay: _Replay, version: int, raw: bytes) -> ev.Event:
     event_type = "?"
     try:
         record = orjson.loads(raw)
@@ -173,10 +175,14 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> None:
         raise Discrepancy(version, event_type, "chips are not conserved after this event")
     replay.head = record["hash"]
     replay.checked += 1
+    return event
 
 
-def audit_table(store: EventStore, table_id: str) -> dict[str, Any]:
-    """Replay and check `table_id`'s whole log; returns the report."""
+def audit_table(
+    store: EventStore, table_id: str, ledger: StoredLedger | None = None
+) -> dict[str, Any]:
+    """Replay and check `table_id`'s whole log, and reconcile its `ledger` with it when
+    given; returns the report."""
     started = time.perf_counter()
     replay = _Replay(TableState())
     discrepancy: Discrepancy | None = None
@@ -184,24 +190,35 @@ def audit_table(store: EventStore, table_id: str) -> dict[str, Any]:
     with contextlib.suppress(StoreError):  # (the replay below finds what cannot be read)
         loaded = store.load(table_id)
     after = 0
+    books: LedgerCheck | None = None
     try:
         while True:
             page = store.read(table_id, after, PAGE)
             for stored in page:
-                _apply(replay, stored.version, stored.data)
+                event = _apply(replay, stored.version, stored.data)
+                if ledger is not None and books is None:  # the first event names the tenant
+                    books = LedgerCheck(*ledger.table_entries(replay.state.tenant, table_id))
+                if books is not None:
+                    books.check(replay.state, stored.version, event)
             if len(page) < PAGE:
                 break
             after = page[-1].version
+        if books is not None:
+            books.check_end(replay.state.version)
         if loaded is None:
             problem = "the table's snapshot and the events after it cannot be read"
             raise Discrepancy(replay.state.version, "snapshot", problem)
         _compare_snapshot(replay, loaded)
     except Discrepancy as found:
         discrepancy = found
+    except LedgerMismatch as found:
+        discrepancy = Discrepancy(found.version, found.event_type, found.problem)
     except StoreError as exc:  # e.g. a gap in the stream's versions
         discrepancy = Discrepancy(replay.state.version + 1, "?", f"the log cannot be read: {exc}")
     elapsed = time.perf_counter() - started
+    report: dict[str, Any] = {} if books is None else {"ledger": books.summary()}
     return {
+        **report,
         "ok": discrepancy is None,
         "table_id": table_id,
         "events_checked": replay.checked,

@@ -132,3 +132,45 @@ def api(sandbox_url: str, redis_client: Any) -> Api:
 def production_api(production_url: str, redis_client: Any) -> Api:
     """A client of a server without GUTS_SANDBOX."""
     return Api(production_url)
+
+
+TENANT_A, TENANT_B, REGULATOR = "key-of-casino-a", "key-of-casino-b", "key-of-regulator"
+AUDITOR_A = "auditor-of-casino-a"
+
+
+class As(Api):
+    """A client that sends `key` unless told otherwise."""
+
+    def __init__(self, base: str, key: str) -> None:
+        super().__init__(base)
+        self.key = key
+
+    def call(self, method: str, path: str, body: Any = None, token: Any = "", **kw: Any) -> Any:
+        return super().call(method, path, body, token=self.key if token == "" else token, **kw)
+
+
+@pytest.fixture(scope="session")
+def tenants_url(redis_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
+    """A sandbox server whose keys belong to tenants: operators of casino-a and casino-b, an
+    auditor of casino-a and a regulator (an auditor of every tenant)."""
+    settings = Settings(
+        redis_url=redis_url,
+        operator_keys=(f"casino-a:{TENANT_A}", f"casino-b:{TENANT_B}"),
+        auditor_keys=(f"*:{REGULATOR}", f"casino-a:{AUDITOR_A}"),
+        sandbox=True,
+        token_secret="test-token-secret",
+        key_prefix="guts",
+    )
+    yield from _serve(settings, pytestconfig)
+
+
+@pytest.fixture
+def casino_a(tenants_url: str, redis_client: Any) -> As:
+    """casino-a's operator, on an empty Redis."""
+    return As(tenants_url, TENANT_A)
+
+
+@pytest.fixture
+def casino_b(tenants_url: str, redis_client: Any) -> As:
+    """casino-b's operator, on an empty Redis."""
+    return As(tenants_url, TENANT_B)

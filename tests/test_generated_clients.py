@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.apiclient import OPERATOR, Api
+from tests.apiclient import AUDITOR, OPERATOR, Api
 
 SPEC = Path(__file__).resolve().parents[1] / "openapi.yaml"
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -216,6 +216,17 @@ def test_a_hand_through_the_generated_python_client_with_typed_problems(
         bad_cards.errors, models.FieldErrors
     )
     assert list(bad_cards.errors.additional_properties) == ["stacked_deck.0"]
+
+    ledger = call("getLedger", 200, operator, table_id=table, limit=100)
+    assert isinstance(ledger, models.LedgerPage)
+    mine = [e for e in ledger.entries if e.player_id == "alice"]
+    assert [str(e.kind) for e in mine] == ["buy_in", "ante", "win"]
+    assert mine[-1].balance_after == stacks["alice"]
+    body = models.PlayerLimitsRequest(loss_limit_24h=500, excluded_until=None)
+    limits = call("setPlayerLimits", 200, operator, "alice", body=body)
+    assert isinstance(limits, models.PlayerLimits) and limits.loss_limit_24h == 500
+    read = call("getPlayerLimits", 200, as_(AUDITOR), "alice")
+    assert isinstance(read, models.PlayerLimits) and read.net_loss_24h == 100 - stacks["alice"]
 
     missing = call("getTable", 404, operator, "no-such-table")
     assert isinstance(missing, models.Problem) and (missing.status, missing.title) == (

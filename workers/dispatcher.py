@@ -34,6 +34,7 @@ from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
 from service.follow import Follower, Projection
+from service.ledger_store import LedgerStore
 from service.supervisor import Backoff
 from service.tables import Tables
 
@@ -174,7 +175,7 @@ def build_dispatcher(settings: Settings, client: redis.Redis) -> Dispatcher:
 
 def projections(settings: Settings, client: redis.Redis) -> list[Projection]:
     """Every projection of the tables' logs that the dispatchers keep (``service.follow``)."""
-    return []
+    return [LedgerStore(client, prefix=settings.key_prefix)]
 
 
 def build_follower(settings: Settings, client: redis.Redis) -> tuple[Follower, str]:

@@ -14,6 +14,7 @@ from rq import get_current_job
 from service.audit import audit_table
 from service.audits import save_audit
 from service.eventlog.redis_store import RedisEventStore
+from service.ledger_store import LedgerStore
 from service.rules.errors import GutsError
 
 
@@ -25,7 +26,8 @@ def audit_job(audit_id: str, table_id: str, key_prefix: str) -> dict[str, Any]:
     connection = job.connection
     save_audit(connection, key_prefix, audit_id, {"status": "running", "table_id": table_id})
     try:
-        report = audit_table(RedisEventStore(connection, prefix=key_prefix), table_id)
+        store = RedisEventStore(connection, prefix=key_prefix)
+        report = audit_table(store, table_id, LedgerStore(connection, prefix=key_prefix))
     except GutsError as exc:
         report = {"ok": False, "table_id": table_id, "error": exc.detail}
     record = {"status": "finished", "table_id": table_id, "result": report}

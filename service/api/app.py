@@ -30,6 +30,8 @@ from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
+from service.follow import Follower
+from service.ledger_store import LedgerStore
 from service.logs import LEVELS, json_line
 from service.snapshots import StateCache, inherited
 from service.tables import Tables
@@ -300,8 +302,17 @@ def create_app(
     index = DueIndex(redis_client, prefix=settings.key_prefix)
     listing = TableList(redis_client, prefix=settings.key_prefix)
     tables = Tables(store, cache=cache, index=index, listing=listing)
+    # The ledger is kept by the dispatchers' follower; this one catches a table up when a
+    # request needs it current (a page of one table, a loss-limit decision).
+    ledger = LedgerStore(redis_client, prefix=settings.key_prefix)
     usecases = TableService(
-        tables, redis_client, settings.key_prefix, issue_token=auth.issue, sandbox=settings.sandbox
+        tables,
+        redis_client,
+        settings.key_prefix,
+        issue_token=auth.issue,
+        sandbox=settings.sandbox,
+        ledger=ledger,
+        follower=Follower(store, [ledger]),
     )
     feed = Feed(redis_client, usecases, store.notices)
     services = Services(settings, redis_client, tables, auth, usecases, feed)

@@ -19,6 +19,7 @@ from service.application import TableService
 from service.application.access import require
 from service.application.values import checked_table_id
 from service.eventlog.table_list import BadCursor
+from service.ledger_store import BadCursor as BadLedgerCursor
 from service.phh import to_phh
 from service.rules.times import iso
 from service.rules.views import AUDITOR, OPERATOR, PLAYER
@@ -285,6 +286,58 @@ def _resume_point(after: int | None, last_event_id: str | None) -> int | None:
     if not (text.isascii() and text.isdigit()) or len(text) > 15:
         raise BadRequest("Last-Event-ID must be an event's version", 400, "Last-Event-ID")
     return int(text)
+
+
+# --- money: the ledger and limits ---------------------------------------------------------------
+
+
+@v1.get("/ledger")
+def ledger() -> Response:
+    who = caller()
+    require(who, OPERATOR, AUDITOR)
+    query = schemas.LEDGER_QUERY.load(request.args.to_dict())
+    try:
+        page = _tables().ledger_page(
+            who,
+            query["after"],
+            query["limit"],
+            table_id=query["table_id"],
+            player_id=query["player_id"],
+            tenant=query["tenant"],
+        )
+    except BadLedgerCursor as bad:
+        raise BadRequest(str(bad), 422, "after") from None
+    return render(page)
+
+
+@v1.get("/players/<player_id>/limits")
+def get_limits(player_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR, AUDITOR)
+    query = schemas.TENANT_QUERY.load(request.args.to_dict())
+    return render(_tables().player_limits(who, _player_id(player_id), query["tenant"]))
+
+
+@v1.put("/players/<player_id>/limits")
+def set_limits(player_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    body = load_body(schemas.PLAYER_LIMITS)
+    until = body["excluded_until"]
+    return render(
+        _tables().set_player_limits(
+            who,
+            _player_id(player_id),
+            body["loss_limit_24h"],
+            None if until is None else iso(until),
+        )
+    )
+
+
+def _player_id(player_id: str) -> str:
+    if schemas.ID_PATTERN.fullmatch(player_id) is None:
+        raise BadRequest("player_id must be 1-64 letters, digits or _ . @ -", 422, "player_id")
+    return player_id
 
 
 # --- audits -----------------------------------------------------------------------------------

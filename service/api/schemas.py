@@ -6,6 +6,7 @@ a test checks every response against that spec.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from marshmallow import RAISE, Schema, fields, validate
@@ -14,7 +15,8 @@ from service.rules.client_seeds import CLIENT_SEED, MAX_CLIENT_SEED
 from service.rules.ruleset import MAX_CHIPS, MAX_TIMEOUT_S, PRESETS
 from service.rules.state import BET_ACTIONS
 
-ID = validate.Regexp(r"[A-Za-z0-9_.@-]{1,64}\Z", error="1-64 letters, digits or _ . @ -")
+ID_PATTERN = re.compile(r"[A-Za-z0-9_.@-]{1,64}\Z")
+ID = validate.Regexp(ID_PATTERN, error="1-64 letters, digits or _ . @ -")
 CHIPS = validate.Range(min=1, max=MAX_CHIPS)
 
 
@@ -137,6 +139,35 @@ class TablesQuery(Strict):
     limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=200))
 
 
+TENANT = validate.Regexp(r"[a-z0-9-]{1,32}\Z", error="1-32 lowercase letters, digits or -")
+
+
+class LedgerQuery(Strict):
+    """A page of the ledger: the cursor from the previous page, its size, the filters, and
+    (a regulator's) the tenant."""
+
+    after = fields.String(load_default=None, validate=validate.Length(min=1, max=20))
+    limit = fields.Integer(load_default=100, validate=validate.Range(min=1, max=1000))
+    table_id = fields.String(load_default=None, validate=ID)
+    player_id = fields.String(load_default=None, validate=ID)
+    tenant = fields.String(load_default=None, validate=TENANT)
+
+
+class TenantQuery(Strict):
+    """A regulator's choice of tenant."""
+
+    tenant = fields.String(load_default=None, validate=TENANT)
+
+
+class PlayerLimits(Strict):
+    """A player's responsible-gaming limits (null: none)."""
+
+    loss_limit_24h = Int(
+        required=True, allow_none=True, validate=validate.Range(min=0, max=MAX_CHIPS)
+    )
+    excluded_until = fields.AwareDateTime(required=True, allow_none=True, format="iso")
+
+
 class HandQuery(Strict):
     """The history's one option (the route checks its value: json or phh)."""
 
@@ -160,3 +191,6 @@ NO_QUERY = Empty()
 HAND_QUERY = HandQuery()
 STREAM_QUERY = StreamQuery()
 TABLES_QUERY = TablesQuery()
+LEDGER_QUERY = LedgerQuery()
+TENANT_QUERY = TenantQuery()
+PLAYER_LIMITS = PlayerLimits()

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from service.follow import Follower
+from service.ledger_store import LedgerStore
 from service.rules import commands
 from service.rules import events as ev
 from service.rules.clock import Due, NothingDue, act_when_due, next_due
@@ -29,6 +31,7 @@ from .access import (
     require_operator_or_player_of,
     require_player_of,
 )
+from .money import MoneyUses
 from .reads import TableReads
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, checked_table_id
 
@@ -54,13 +57,17 @@ SeatCommand = Callable[[TableState, int, datetime], list[ev.Event]]
 
 
 @dataclass
-class TableService(TableReads):
-    """Every use case of the tables kept by `tables` (the reading ones are `TableReads`').
-    `issue_token` makes a seated player's token (None: nobody can be seated through this
-    one, as in the dispatcher); `sandbox` allows stacked decks."""
+class TableService(TableReads, MoneyUses):
+    """Every use case of the tables kept by `tables` (the reading ones are `TableReads`', the
+    ledger's and limits' `MoneyUses`'). `issue_token` makes a seated player's token (None:
+    nobody can be seated through this one, as in the dispatcher); `sandbox` allows stacked
+    decks; `ledger` keeps the ledger and the players' limits (None: no limits apply), which
+    `follower` catches up (None: the dispatchers' follower alone does)."""
 
     issue_token: IssueToken | None = None
     sandbox: bool = False
+    ledger: LedgerStore | None = None
+    follower: Follower | None = None
 
     def _execute(
         self,
@@ -142,7 +149,8 @@ class TableService(TableReads):
             raise Forbidden("players cannot be seated here (no tokens can be issued)")
 
         def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.seat_player(state, player_id, buy_in, now, seat)
+            excluded = self.excluded_until(state, player_id)
+            return commands.seat_player(state, player_id, buy_in, now, seat, excluded)
 
         def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
             (seated,) = events
@@ -274,7 +282,8 @@ class TableService(TableReads):
         stacked = None if stacked_deck is None else {k: list(v) for k, v in stacked_deck.items()}
 
         def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.deal(state, seed, now, client_seed, stacked, next_seed)
+            allowances = self.allowances(state, [s.player_id for s in state.seated()])
+            return commands.deal(state, seed, now, client_seed, stacked, next_seed, allowances)
 
         def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
             (dealt,) = events
@@ -302,7 +311,12 @@ class TableService(TableReads):
         """The calling player declares `decision` for the hand in play."""
 
         def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.declare(state, require_player_of(caller, state), decision, now)
+            seat = require_player_of(caller, state)
+            allowance = None
+            if decision != "out":  # out is always allowed: no limit to look up
+                player = state.seats[seat].player_id
+                allowance = self.allowances(state, [player]).get(player)
+            return commands.declare(state, seat, decision, now, allowance)
 
         def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
             first = events[0]

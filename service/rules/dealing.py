@@ -10,9 +10,15 @@ from .cards import hand_context, parse_cards, seed_commitment, shuffled_deck
 from .client_seeds import seeds_for_deal, verify_operator_seed
 from .errors import InvalidCard, RuleViolation
 from .guards import require_table
+from .limits import Allowance, can_ante
 from .ruleset import Ruleset
 from .state import ACTIVE, WAITING, TableState
 from .times import iso, later, parse_iso
+
+Allowances = Mapping[str, Allowance]
+"""Players' loss-limit allowances, by player id (a player without a limit is not in it)."""
+LOSS_LIMIT = "loss_limit"
+"""Why a player is not dealt in when their ante would take them past their loss limit."""
 
 
 def _ante_due(state: TableState, seat: int, new_game: bool) -> int:
@@ -48,16 +54,21 @@ def _most_owed(state: TableState, antes: list[int]) -> int:
 class _Lineup:
     """Who is dealt into the next hand, what they ante and who is taken out of the game."""
 
-    def __init__(self, state: TableState, new_game: bool) -> None:
+    def __init__(
+        self, state: TableState, new_game: bool, allowances: Allowances | None = None
+    ) -> None:
         self.new_game = new_game
         wanted = (ACTIVE, WAITING) if new_game else (ACTIVE,)
         candidates = [s for s in state.seated() if s.status in wanted]
         self.removed: dict[int, str] = {}
         self.antes: dict[int, int] = {}
+        allowances = allowances or {}
         for holder in candidates:
             due = _ante_due(state, holder.seat, new_game)
             if holder.stack < max(due, 1):
                 self.removed[holder.seat] = "cannot_ante"
+            elif not can_ante(due, allowances.get(holder.player_id)):
+                self.removed[holder.seat] = LOSS_LIMIT
             else:
                 self.antes[holder.seat] = due
         self.short: list[int] = []
@@ -97,8 +108,8 @@ def enforce_cover(state: TableState, now: datetime) -> list[ev.Event]:
     return [ev.PlayersOutOfGame(seats=removed, at=iso(now))]
 
 
-def _lineup(state: TableState, now: datetime) -> _Lineup:
-    lineup = _Lineup(state, new_game=not state.game_running)
+def _lineup(state: TableState, now: datetime, allowances: Allowances | None = None) -> _Lineup:
+    lineup = _Lineup(state, new_game=not state.game_running, allowances=allowances)
     if lineup.short and state.grace_until and now < parse_iso(state.grace_until):
         seats = ", ".join(str(s) for s in lineup.short)
         raise RuleViolation(
@@ -107,19 +118,23 @@ def _lineup(state: TableState, now: datetime) -> _Lineup:
     if len(lineup.players) < 2 and not lineup.new_game:
         # The game cannot go on with fewer than two players: a new game starts around the
         # pot that is there, and everyone seated and willing is dealt in.
-        lineup = _Lineup(state, new_game=True)
+        lineup = _Lineup(state, new_game=True, allowances=allowances)
     if len(lineup.players) < 2:
         raise RuleViolation("at least two players who can pay the ante are needed to deal")
     return lineup
 
 
-def verify_deal(state: TableState, now: datetime, client_seed: str = "") -> None:
+def verify_deal(
+    state: TableState, now: datetime, client_seed: str = "", allowances: Allowances | None = None
+) -> None:
     """A hand can be dealt when none is in play and two or more players can take part; the
-    operator's `client_seed` only when no player dealt in chose a seed for the hand."""
+    operator's `client_seed` only when no player dealt in chose a seed for the hand. A player
+    whose ante would take them past their loss limit (`allowances`, by player id) is not dealt
+    in: they wait for the next game (removed as "loss_limit")."""
     require_table(state)
     if state.hand is not None:
         raise RuleViolation(f"hand {state.hand.number} is still in play (phase {state.hand.phase})")
-    lineup = _lineup(state, now)
+    lineup = _lineup(state, now, allowances)
     verify_operator_seed(client_seed, seeds_for_deal(state, lineup.players))
 
 
@@ -180,6 +195,7 @@ def deal(
     client_seed: str = "",
     stacked: Mapping[str, Sequence[str]] | None = None,
     next_seed: bytes = b"",
+    allowances: Allowances | None = None,
 ) -> list[ev.Event]:
     """Collect antes and deal the next hand from the deck its seed derives.
 
@@ -193,9 +209,9 @@ def deal(
     each round. `stacked` (sandbox only; the API decides who may) fixes seats', the kitty's and
     the next cards off the deck; every other card comes from the shuffled deck as usual.
     """
-    verify_deal(state, now, client_seed)
+    verify_deal(state, now, client_seed, allowances)
     rules = state.rules
-    lineup = _lineup(state, now)
+    lineup = _lineup(state, now, allowances)
     players = lineup.players
     button = state.button if state.button is not None else players[0]
     order = _clockwise(players, button, rules.seats)

@@ -113,9 +113,10 @@ class HandDealt(Event):
     """A hand was dealt: antes collected, cards dealt from a deck derived from `seed`.
 
     `order` is the declaring order (button's left first, dealer last). `removed` names seats
-    taken out of the game at this deal and why ("cannot_ante", "cannot_cover"). `deck` is what
-    is left of the deck after the deal (carried over when the rules say so). `seed` is secret
-    until the hand is over; `commitment` (its SHA-256) is public from the deal on. `stacked`
+    taken out of the game at this deal and why ("cannot_ante", "cannot_cover", "loss_limit":
+    the ante would take the player past their 24 h loss limit). `deck` is what is left of the
+    deck after the deal (carried over when the rules say so). `seed` is secret until the hand
+    is over; `commitment` (its SHA-256) is public from the deal on. `stacked`
     marks a sandbox deal whose cards were fixed by the caller. `stacks` are the players'
     stacks before the antes, `players` who held each seat. The hand's seed is the one
     committed before (by the table's creation or the previous deal); `next_seed` and

@@ -17,6 +17,7 @@ from .betting import bet_at_deadline
 from .cards import RANKS, SUITS, draw_context, parse_cards, shuffled_deck
 from .errors import InvalidCard, InvalidCommand, NotYourTurn, RuleViolation
 from .guards import can, require_in_time, require_phase, require_table
+from .limits import Allowance, verify_within_limit
 from .state import (
     BETTING,
     DECLARING,
@@ -87,8 +88,15 @@ def pass_card(state: TableState, seat: int, card: str, now: datetime) -> list[ev
 # --- declaring --------------------------------------------------------------------------------
 
 
-def verify_declare(state: TableState, seat: int, decision: str, now: datetime) -> None:
-    """Why `seat` may not declare `decision` now, if it may not."""
+def verify_declare(
+    state: TableState,
+    seat: int,
+    decision: str,
+    now: datetime,
+    allowance: Allowance | None = None,
+) -> None:
+    """Why `seat` may not declare `decision` now, if it may not (with the player's loss-limit
+    `allowance`, also when declaring in could take them past it)."""
     allowed = state.rules.decisions
     if decision not in allowed:
         raise InvalidCommand(f"decision must be one of: {', '.join(allowed)}", "decision")
@@ -99,11 +107,18 @@ def verify_declare(state: TableState, seat: int, decision: str, now: datetime) -
     if state.rules.declare == "sequential" and hand.on_turn() != seat:
         raise NotYourTurn(f"it is seat {hand.on_turn()}'s turn to declare")
     require_in_time(hand, now)
+    verify_within_limit(state, seat, decision, allowance)
 
 
-def can_declare(state: TableState, seat: int, decision: str, now: datetime) -> bool:
+def can_declare(
+    state: TableState,
+    seat: int,
+    decision: str,
+    now: datetime,
+    allowance: Allowance | None = None,
+) -> bool:
     """Whether `seat` may declare `decision` now."""
-    return can(verify_declare, state, seat, decision, now)
+    return can(verify_declare, state, seat, decision, now, allowance)
 
 
 def _draws(state: TableState, in_seats: list[int]) -> bool:
@@ -145,9 +160,16 @@ def _after_decision(state: TableState, decided: dict[int, str], now: datetime) -
     return out
 
 
-def declare(state: TableState, seat: int, decision: str, now: datetime) -> list[ev.Event]:
-    """Record `seat`'s decision; reveal all decisions when it was the last one."""
-    verify_declare(state, seat, decision, now)
+def declare(
+    state: TableState,
+    seat: int,
+    decision: str,
+    now: datetime,
+    allowance: Allowance | None = None,
+) -> list[ev.Event]:
+    """Record `seat`'s decision; reveal all decisions when it was the last one. With the
+    player's loss-limit `allowance`, declaring in must stay within it."""
+    verify_declare(state, seat, decision, now, allowance)
     hand = state.hand
     assert hand is not None
     sequential = state.rules.declare == "sequential"

@@ -8,6 +8,7 @@ from . import events as ev
 from .cards import seed_commitment
 from .errors import InvalidCommand, RuleViolation
 from .guards import in_live_hand, require_amount, require_table, seat_holder
+from .limits import verify_not_excluded
 from .ruleset import Ruleset
 from .state import LEFT, SITTING_OUT, TableState
 from .times import iso
@@ -43,10 +44,21 @@ def free_seat(state: TableState) -> int | None:
     return None
 
 
-def verify_seat_player(state: TableState, player_id: str, buy_in: int, seat: int | None) -> int:
-    """Check a player may sit down; returns the seat they would take."""
+def verify_seat_player(
+    state: TableState,
+    player_id: str,
+    buy_in: int,
+    seat: int | None,
+    *,
+    excluded_until: str | None = None,
+    now: datetime | None = None,
+) -> int:
+    """Check a player may sit down; returns the seat they would take. A player excluded
+    until `excluded_until` (responsible gaming) may not before then."""
     require_table(state)
     require_amount(buy_in, "buy_in")
+    if now is not None:
+        verify_not_excluded(player_id, excluded_until, now)
     for holder in state.seated():
         if holder.player_id == player_id:
             raise RuleViolation(f"player {player_id!r} is already seated at seat {holder.seat}")
@@ -64,10 +76,18 @@ def verify_seat_player(state: TableState, player_id: str, buy_in: int, seat: int
 
 
 def seat_player(
-    state: TableState, player_id: str, buy_in: int, now: datetime, seat: int | None = None
+    state: TableState,
+    player_id: str,
+    buy_in: int,
+    now: datetime,
+    seat: int | None = None,
+    excluded_until: str | None = None,
 ) -> list[ev.Event]:
-    """Seat a player with `buy_in` chips; mid-game they wait for the next game."""
-    chosen = verify_seat_player(state, player_id, buy_in, seat)
+    """Seat a player with `buy_in` chips; mid-game they wait for the next game. A player
+    excluded until `excluded_until` cannot be seated before then."""
+    chosen = verify_seat_player(
+        state, player_id, buy_in, seat, excluded_until=excluded_until, now=now
+    )
     return [ev.PlayerSeated(seat=chosen, player_id=player_id, buy_in=buy_in, at=iso(now))]
 
 

@@ -299,3 +299,28 @@ def _settle_hi_lo(state: TableState, now: datetime) -> ev.HandResolved:
             pot=low_pot,
         ),
     )
+
+
+def most_owed(state: TableState, seat: int, decision: str = "in") -> int:
+    """The most `seat` could lose in the hand in play by declaring `decision` (not "out"):
+    the match as the rules and caps would set it for the pot(s) they contend (hi-lo: "high",
+    "low" or "both"), plus, with a betting round, the most they could bet (a bet and every
+    raise) and, when losers match the pot after the betting, every other player's most
+    too. Never more than their stack: settlement takes no more than a player has."""
+    rules = state.rules
+    hand = state.hand
+    assert hand is not None
+    stack = state.seats[seat].stack
+    if rules.hi_lo:
+        owed = 0
+        if decision in ("high", "both"):
+            owed += _pot_limits(rules, state.pot)[1]
+        if decision in ("low", "both"):
+            owed += _pot_limits(rules, state.low_pot)[1]
+        return min(owed, stack)
+    pot, bets = state.pot, 0
+    if rules.betting_round:
+        bets = (1 + rules.max_raises) * rules.bet_amount
+        if rules.match_basis == "after_betting":
+            pot += bets * len(hand.order)
+    return min(_pot_limits(rules, pot)[1] + bets, stack)

@@ -6,12 +6,33 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from service.rules import commands
+from service.rules import commands, ledger
 from service.rules import events as ev
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState, evolve
 
 START = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+def check_ledger(state: TableState, book: ledger.Book, entries: list[ledger.Entry]) -> None:
+    """The ledger agrees with the state: each seat's balance (its last entry's, and the sum of
+    its entries' amounts) is its stack, the book's pots are the state's, and the players'
+    amounts plus the pots and the rake are what was bought in minus what was cashed out."""
+    balances: dict[str, int] = {}
+    sums: dict[str, int] = {}
+    for entry in entries:
+        if entry.player_id is not None:
+            balances[entry.player_id] = entry.balance_after
+            sums[entry.player_id] = sums.get(entry.player_id, 0) + entry.amount
+    for seat in state.seats.values():
+        assert balances.get(seat.player_id, 0) == seat.stack, (seat, balances)
+        assert sums.get(seat.player_id, 0) == seat.stack, (seat, sums)
+        assert book.stacks[seat.seat] == seat.stack
+    pots = state.pot + state.low_pot + state.reserve + state.side_pot
+    assert book.pots == pots
+    players = sum(e.amount for e in entries if e.player_id is not None)
+    assert players + book.pots + book.rake == state.bought_in - state.cashed_out
+    assert (book.bought_in, book.cashed_out) == (state.bought_in, state.cashed_out)
 
 
 class Table:
@@ -26,6 +47,8 @@ class Table:
     ) -> None:
         self.state = TableState()
         self.log: list[ev.Event] = []
+        self.book = ledger.Book()
+        self.entries: list[ledger.Entry] = []
         self.now = START
         self.seed_counter = 0
         count = players if isinstance(buy_in, int) else len(buy_in)
@@ -44,6 +67,9 @@ class Table:
             s = self.state
             assert s.chips_on_table() == s.bought_in - s.cashed_out, event
             assert min([s.pot, s.reserve, s.side_pot, *(x.stack for x in s.seats.values())]) >= 0
+            self.book, made = ledger.step(self.book, s.version, event)
+            self.entries.extend(made)
+            check_ledger(s, self.book, self.entries)
         return events
 
     def tick(self, seconds: float = 1.0) -> None:

@@ -1,6 +1,9 @@
 """Property tests: random rulesets, seats and decisions over many hands.
 
-After every event chips are conserved and nothing is negative (the harness checks); at the end
+After every event chips are conserved and nothing is negative, and the ledger folded from the
+same events agrees with the state: each player's balance (last `balance_after` and the sum of
+their amounts) is their stack, and the players' amounts plus the pots and the rake are what was
+bought in minus what was cashed out (the harness checks, `check_ledger`); at the end
 a replay of the log equals the live state, and every event and the state survive JSON.
 """
 

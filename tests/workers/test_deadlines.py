@@ -96,7 +96,11 @@ def test_a_deal_indexes_its_deadline_and_the_append_touches_only_its_table(
             seen.append((command["client_type"], command["command"].split()[0].upper(), command))
     handshakes = {"HELLO", "CLIENT", "SELECT"}  # a new connection's (a server thread's first)
     sent = [name for client, name, _ in seen if client != "lua" and name not in handshakes]
-    assert sent == ["EVALSHA", "EVALSHA", "PING"]  # the append, then the due's record
+    # The players' loss limits, read before deciding (responsible gaming; no append), then
+    # the append, then the due's record.
+    assert sent == ["HMGET", "EVALSHA", "EVALSHA", "PING"]
+    (limits,) = [c["command"].split()[1] for _, name, c in seen if name == "HMGET"]
+    assert limits == "guts:{%ledger:default}:limits"
     scripted = [(name, c["command"].split()) for client, name, c in seen if client == "lua"]
     # The append's one PUBLISH is a notice for the live feeds (a channel, not a key).
     notices = [words[1:] for name, words in scripted if name == "PUBLISH"]

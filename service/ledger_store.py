@@ -1,0 +1,300 @@
+"""The ledger projection: every chip movement of a tenant's tables, kept in Redis and paged.
+
+A projection (`service.follow`): the follower hands it a table's events after its position;
+it folds them with the rules' ledger (`service.rules.ledger.step`, from the book it stored
+with the position) and writes the entries, the new book and the new position in one Lua
+script, only if the position is still the one it read. So every entry is written exactly
+once, whoever follows and however often, and a crash anywhere loses nothing.
+
+Keys, all under one hash tag per tenant (``P`` the prefix, ``T`` the tenant; ``%`` is in no
+table id, so no table's tag is ever this one), so every script touches one slot::
+
+    P:{%ledger:T}:positions     hash   table id -> the version applied up to
+    P:{%ledger:T}:books         hash   table id -> the book (JSON) at that version
+    P:{%ledger:T}:seq           string the last entry's sequence number (the cursor)
+    P:{%ledger:T}:entries       hash   sequence number -> the entry (JSON)
+    P:{%ledger:T}:table:<id>    zset   the table's entries (score = member = sequence number)
+    P:{%ledger:T}:player:<id>   zset   the player's entries (likewise)
+    P:{%ledger:T}:paid:<id>     zset   the player's pot movements, scored by time (epoch ms),
+                                       members "<seq>:<amount>": their 24 h net loss
+    P:{%ledger:T}:limits        hash   player id -> their limits (JSON)
+
+Entries are numbered in the order they are written (per tenant), so a page is "the entries
+after sequence number N": an unfiltered page is one HMGET of N+1..N+limit, a filtered one a
+ZRANGE of the table's or the player's index; a cursor stays valid while entries are added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from functools import wraps
+from typing import Any, ParamSpec, TypeVar, cast
+
+import orjson
+import redis
+
+from service.eventlog.store import StoreUnavailable
+from service.follow import Followed
+from service.rules import ledger
+from service.rules.serial import from_data, to_data
+from service.rules.times import parse_iso
+
+DAY_MS = 24 * 3600 * 1000
+
+_APPLY = """
+local position = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if position ~= tonumber(ARGV[2]) then return 0 end
+local count = tonumber(ARGV[5])
+local i = 6
+for _ = 1, count do
+  local seq = redis.call('INCR', KEYS[3])
+  redis.call('HSET', KEYS[4], seq, ARGV[i])
+  redis.call('ZADD', KEYS[5], seq, seq)
+  local player = tonumber(ARGV[i + 1])
+  if player > 0 then redis.call('ZADD', KEYS[player], seq, seq) end
+  local paid = tonumber(ARGV[i + 2])
+  if paid > 0 then
+    local at = tonumber(ARGV[i + 3])
+    redis.call('ZADD', KEYS[paid], at, seq .. ':' .. ARGV[i + 4])
+    redis.call('ZREMRANGEBYSCORE', KEYS[paid], '-inf', '(' .. (at - ARGV[6 + 5 * count]))
+  end
+  i = i + 5
+end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+"""
+"""KEYS: positions, books, seq, entries, the table's index, then the players' keys the
+entries name. ARGV: table id, the position read, the new position, the new book, the entry
+count, per entry (its JSON, its player index's KEYS position or 0, its paid index's or 0, its
+time in ms, its amount), and last how long the paid index keeps a movement (ms)."""
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _reachable(method: Callable[P, R]) -> Callable[P, R]:
+    """Redis going away is the store being unavailable (a 503 at the API, a wait in the
+    follower), as for the event store."""
+
+    @wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            raise StoreUnavailable(f"Redis is unreachable: {error}") from error
+
+    return call
+
+
+_INDEXED = """
+local seqs = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'LIMIT', 0, ARGV[2])
+if #seqs == 0 then return {} end
+local rows = redis.call('HMGET', KEYS[2], unpack(seqs))
+local out = {}
+for i = 1, #seqs do
+  out[2 * i - 1] = seqs[i]
+  out[2 * i] = rows[i]
+end
+return out
+"""
+"""A filtered page in one round trip: up to ARGV[2] sequence numbers after ARGV[1] from the
+index KEYS[1], each followed by its entry in KEYS[2] (read only)."""
+
+
+class BadCursor(ValueError):
+    """A cursor the ledger did not hand out."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A player's responsible-gaming limits in one tenant (None: no limit, not excluded)."""
+
+    loss_limit_24h: int | None = None
+    excluded_until: str | None = None
+
+
+class LedgerStore:
+    """The ledger projection of the tables under `prefix` (see the module doc)."""
+
+    name = "ledger"
+
+    def __init__(self, client: redis.Redis, prefix: str = "guts") -> None:
+        self.client = client
+        self.prefix = prefix
+        self.script = client.register_script(_APPLY)
+        self.indexed = client.register_script(_INDEXED)
+
+    def key(self, tenant: str, *parts: str) -> str:
+        """The key of `parts` in `tenant`'s ledger."""
+        return ":".join((f"{self.prefix}:{{%ledger:{tenant}}}", *parts))
+
+    # --- the projection ---------------------------------------------------------------------
+
+    @_reachable
+    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
+        pipe = self.client.pipeline(transaction=False)
+        for tenant, table_id in tables:
+            pipe.hget(self.key(tenant, "positions"), table_id)
+        return [int(p or 0) for p in pipe.execute()]
+
+    @_reachable
+    def apply(self, followed: Followed) -> bool:
+        tenant, table_id = followed.tenant, followed.table_id
+        pipe = self.client.pipeline(transaction=True)  # the book and its position, together
+        pipe.hget(self.key(tenant, "positions"), table_id)
+        pipe.hget(self.key(tenant, "books"), table_id)
+        position, stored = pipe.execute()
+        if int(position or 0) != followed.after:
+            return False
+        book = from_data(ledger.Book, orjson.loads(stored)) if stored else ledger.Book()
+        book, entries = ledger.fold(followed.events, book)
+        keys = [
+            self.key(tenant, "positions"),
+            self.key(tenant, "books"),
+            self.key(tenant, "seq"),
+            self.key(tenant, "entries"),
+            self.key(tenant, "table", table_id),
+        ]
+        args: list[Any] = [
+            table_id,
+            followed.after,
+            followed.events[-1][0],
+            orjson.dumps(to_data(book)),
+            len(entries),
+        ]
+        where: dict[str, int] = {}
+
+        def slot(key: str) -> int:
+            if key not in where:
+                keys.append(key)
+                where[key] = len(keys)
+            return where[key]
+
+        for entry in entries:
+            player = entry.player_id
+            pot_move = player is not None and (
+                entry.kind in ledger.PAID_IN or entry.kind in ledger.PAID_OUT
+            )
+            args += [
+                orjson.dumps(asdict(entry)),
+                slot(self.key(tenant, "player", player)) if player is not None else 0,
+                slot(self.key(tenant, "paid", player)) if pot_move and player else 0,
+                _epoch_ms(entry.at),
+                entry.amount,
+            ]
+        args.append(DAY_MS)
+        return bool(self.script(keys=keys, args=args))
+
+    # --- reading ----------------------------------------------------------------------------
+
+    @_reachable
+    def page(
+        self,
+        tenant: str,
+        after: str | None,
+        limit: int,
+        *,
+        table_id: str | None = None,
+        player_id: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Up to `limit` entries after the cursor `after` (None: from the first), oldest
+        first, of one table and/or one player when given; and the cursor to go on from (the
+        same one when there is nothing newer yet)."""
+        start = _cursor(after)
+        if table_id is None and player_id is None:
+            seqs = list(range(start + 1, start + limit + 1))
+            found = self._entries(tenant, seqs)
+            return [e for _, e in found], str(found[-1][0] if found else start)
+        index = self.key(tenant, "table", table_id) if table_id else None
+        if index is None:
+            assert player_id is not None
+            index = self.key(tenant, "player", player_id)
+        rows: list[dict[str, Any]] = []
+        cursor = start
+        entries = self.key(tenant, "entries")
+        while len(rows) < limit:  # both filters: the table's index, keeping the player's
+            pairs = cast(
+                list[bytes | None], self.indexed(keys=[index, entries], args=[cursor, limit])
+            )
+            if not pairs:
+                break
+            for seq, data in zip(pairs[::2], pairs[1::2], strict=True):
+                cursor = int(cast(bytes, seq))
+                if data is None:
+                    continue
+                entry = orjson.loads(data)
+                if player_id is None or entry["player_id"] == player_id:
+                    rows.append(entry)
+                    if len(rows) == limit:
+                        break
+        return rows, str(cursor)
+
+    def _entries(self, tenant: str, seqs: list[int]) -> list[tuple[int, dict[str, Any]]]:
+        if not seqs:
+            return []
+        raw = cast(list[bytes | None], self.client.hmget(self.key(tenant, "entries"), seqs))
+        return [(seq, orjson.loads(data)) for seq, data in zip(seqs, raw, strict=True) if data]
+
+    @_reachable
+    def table_entries(self, tenant: str, table_id: str) -> tuple[int, list[dict[str, Any]]]:
+        """The position of `table_id` and every entry stored for it, oldest first."""
+        (position,) = self.positions([(tenant, table_id)])
+        index = self.key(tenant, "table", table_id)
+        seqs = [int(s) for s in cast(list[bytes], self.client.zrange(index, 0, -1))]
+        entries: list[dict[str, Any]] = []
+        for start in range(0, len(seqs), 1000):
+            entries += [e for _, e in self._entries(tenant, seqs[start : start + 1000])]
+        return position, entries
+
+    def net_loss(self, tenant: str, player_id: str, now_ms: int) -> int:
+        """What `player_id` paid into pots minus what pots paid them, at `tenant`'s tables, in
+        the 24 hours before `now_ms` (as far as the ledger has followed the logs)."""
+        return self.net_losses(tenant, [player_id], now_ms)[player_id]
+
+    @_reachable
+    def net_losses(self, tenant: str, player_ids: Sequence[str], now_ms: int) -> dict[str, int]:
+        """`net_loss` of each of `player_ids`, in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for player_id in player_ids:
+            pipe.zrangebyscore(self.key(tenant, "paid", player_id), now_ms - DAY_MS, "+inf")
+        found = cast(list[list[bytes]], pipe.execute())
+        return {
+            player_id: -sum(int(m.rpartition(b":")[2]) for m in members)
+            for player_id, members in zip(player_ids, found, strict=True)
+        }
+
+    # --- limits -----------------------------------------------------------------------------
+
+    @_reachable
+    def limits(self, tenant: str, player_ids: Sequence[str]) -> dict[str, Limits]:
+        """The limits set for each of `player_ids` (players without any are left out)."""
+        if not player_ids:
+            return {}
+        raw = cast(
+            list[bytes | None], self.client.hmget(self.key(tenant, "limits"), list(player_ids))
+        )
+        return {
+            pid: Limits(**orjson.loads(data))
+            for pid, data in zip(player_ids, raw, strict=True)
+            if data
+        }
+
+    @_reachable
+    def set_limits(self, tenant: str, player_id: str, limits: Limits) -> None:
+        """Set `player_id`'s limits in `tenant` (replacing any before)."""
+        self.client.hset(self.key(tenant, "limits"), player_id, orjson.dumps(asdict(limits)))
+
+
+def _epoch_ms(at: str) -> int:
+    return int(parse_iso(at).timestamp() * 1000) if at else 0
+
+
+def _cursor(after: str | None) -> int:
+    if after is None:
+        return 0
+    if not (after.isascii() and after.isdigit()) or len(after) > 18:
+        raise BadCursor("after must be the next_after of an earlier page")
+    return int(after)

@@ -1,0 +1,65 @@
+"""Responsible gaming in the rules: a player's room under their 24 h loss limit.
+
+The rules never read the ledger or the clock: the use cases pass each player's `Allowance`
+(their limit and their 24 h net loss, from the ledger) into `declare` and `deal`, and the
+exclusion's end into `seat_player`. RULES.md, "Responsible gaming".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from .errors import RuleViolation
+from .settlement import most_owed
+from .state import TableState
+from .times import parse_iso
+
+
+class LossLimitReached(RuleViolation):
+    """Declaring in could take the player past their 24 h loss limit."""
+
+
+class PlayerExcluded(RuleViolation):
+    """The player has excluded themselves (or been excluded) from play until a date."""
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """A player's 24 h loss `limit` and their `net_loss` over the last 24 hours."""
+
+    limit: int
+    net_loss: int
+
+    @property
+    def left(self) -> int:
+        """How much more the player may lose (negative: already past the limit)."""
+        return self.limit - self.net_loss
+
+
+def verify_within_limit(
+    state: TableState, seat: int, decision: str, allowance: Allowance | None
+) -> None:
+    """Declaring `decision` must not risk more than the player has left under their limit;
+    `out` always may."""
+    if allowance is None or decision == "out":
+        return
+    owed = most_owed(state, seat, decision)
+    if owed > allowance.left:
+        raise LossLimitReached(
+            f"declaring {decision} could make the 24 h net loss of the player at seat {seat} "
+            f"exceed their loss limit of {allowance.limit}: they have lost "
+            f"{allowance.net_loss} in the last 24 hours and could owe up to {owed} in this hand"
+        )
+
+
+def can_ante(due: int, allowance: Allowance | None) -> bool:
+    """Whether paying an ante of `due` keeps the player within their loss limit."""
+    return allowance is None or due <= allowance.left
+
+
+def verify_not_excluded(player_id: str, excluded_until: str | None, now: datetime) -> None:
+    """An excluded player cannot be seated until their exclusion ends (`excluded_until`, as
+    `times.iso` writes it)."""
+    if excluded_until is not None and now < parse_iso(excluded_until):
+        raise PlayerExcluded(f"player {player_id!r} is excluded from play until {excluded_until}")

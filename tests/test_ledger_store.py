@@ -1,0 +1,167 @@
+"""The ledger projection writes every entry exactly once: followers racing on one table, a
+crash between reading the book and writing the entries, a catch-up run again; and what it
+stores is what the rules' ledger derives from the log."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict
+from typing import Any
+
+from service.eventlog.codec import decode_event
+from service.eventlog.redis_store import RedisEventStore
+from service.follow import Followed, Follower
+from service.ledger_store import LedgerStore
+from service.rules import commands, ledger
+from service.rules.ruleset import resolve_ruleset
+from service.tables import Tables
+
+
+def _ok(state: Any, events: Any) -> tuple[int, Any]:
+    return 200, {"version": state.version}
+
+
+def _played(tables: Tables, table_id: str, hands: int = 3, tenant: str = "default") -> None:
+    """A table with three players and `hands` hands in which everyone is in."""
+    rules = resolve_ruleset("three-card", {"ante_rule": "every_hand"})
+    run = tables.execute
+    run(
+        table_id,
+        lambda s, n: commands.create_table(table_id, rules, n, b"s" * 32, tenant),
+        _ok,
+        create=True,
+    )
+    for i in range(3):
+        run(table_id, lambda s, n, i=i: commands.seat_player(s, f"p{i}", 50, n), _ok)
+    for hand in range(hands):
+        run(table_id, lambda s, n, h=hand: commands.deal(s, bytes([h]) * 32, n), _ok)
+        for seat in range(3):
+            run(table_id, lambda s, n, seat=seat: commands.declare(s, seat, "in", n), _ok)
+        run(table_id, lambda s, n: commands.resolve(s, n), _ok)
+    run(table_id, lambda s, n: commands.top_up(s, 1, 7, n), _ok)
+    run(table_id, lambda s, n: commands.leave(s, 2, n), _ok)
+
+
+def _derived(store: RedisEventStore, table_id: str) -> list[dict[str, Any]]:
+    read = [(s.version, decode_event(s.data)) for s in store.read(table_id, 0, 10_000)]
+    return [asdict(e) for e in ledger.fold(read)[1]]
+
+
+def _stored(projection: LedgerStore, tenant: str, table_id: str) -> list[dict[str, Any]]:
+    return projection.table_entries(tenant, table_id)[1]
+
+
+def test_the_stored_ledger_is_the_derived_one_and_a_second_catch_up_adds_nothing(redis_client):
+    store = RedisEventStore(redis_client)
+    _played(Tables(store), "t1", tenant="casino-a")
+    projection = LedgerStore(redis_client)
+    follower = Follower(store, [projection], batch=4)  # several batches
+    follower.catch_up("t1")
+    expected = _derived(store, "t1")
+    kinds = {e["kind"] for e in expected}
+    assert {"buy_in", "ante", "match", "win", "top_up", "cash_out"} <= kinds
+    assert _stored(projection, "casino-a", "t1") == expected
+    assert follower.catch_up("t1") == 0
+    assert _stored(projection, "casino-a", "t1") == expected
+    assert _stored(projection, "default", "t1") == []  # another tenant's ledger has none
+
+
+def test_followers_racing_on_one_table_write_each_entry_once(redis_client):
+    store = RedisEventStore(redis_client)
+    _played(Tables(store), "t1")
+    projection = LedgerStore(redis_client)
+    followers = [Follower(RedisEventStore(redis_client), [projection], batch=1) for _ in range(6)]
+    barrier = threading.Barrier(len(followers))
+
+    def follow(follower: Follower) -> None:
+        barrier.wait()
+        follower.catch_up("t1")
+
+    threads = [threading.Thread(target=follow, args=(f,)) for f in followers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    stored = _stored(projection, "default", "t1")
+    assert stored == _derived(store, "t1")
+    assert len({e["tx_id"] for e in stored}) == len(stored)
+
+
+class Crashing(LedgerStore):
+    """A projection whose process dies after reading the book and folding the events, before
+    its script writes anything (`crashes` times)."""
+
+    def __init__(self, client: Any, crashes: int) -> None:
+        super().__init__(client)
+        self.crashes = crashes
+
+    def apply(self, followed: Followed) -> bool:
+        if self.crashes:
+            self.crashes -= 1
+            ledger.fold(followed.events)  # the work, lost with the process
+            raise SystemExit("killed between read and write")
+        return super().apply(followed)
+
+
+def test_a_crash_between_read_and_write_loses_nothing_and_repeats_nothing(redis_client):
+    store = RedisEventStore(redis_client)
+    _played(Tables(store), "t1")
+    healthy = LedgerStore(redis_client)
+    Follower(store, [healthy], batch=5).catch_up("t1", upto=10)  # part of the log, then...
+    crashing = Crashing(redis_client, crashes=2)
+    for _ in range(2):  # ... two followers die in the middle of their next batch
+        try:
+            Follower(store, [crashing], batch=5).catch_up("t1")
+        except SystemExit:
+            pass
+    assert healthy.positions([("default", "t1")]) == [10]
+    Follower(store, [LedgerStore(redis_client)], batch=5).catch_up("t1")  # a new follower
+    stored = _stored(healthy, "default", "t1")
+    assert stored == _derived(store, "t1")
+    assert len({e["tx_id"] for e in stored}) == len(stored)
+
+
+def test_the_dispatchers_follower_keeps_the_ledger(redis_client):
+    """The follower the dispatcher runs (workers.dispatcher.build_follower) projects the
+    ledger as tables are played, without anyone asking for a page."""
+    from service.config import Settings
+    from workers.dispatcher import build_follower
+
+    store = RedisEventStore(redis_client)
+    follower, notices = build_follower(Settings(key_prefix="guts"), redis_client)
+    stop = threading.Event()
+    thread = threading.Thread(target=follower.run, args=(redis_client, notices, stop))
+    thread.start()
+    try:
+        _played(Tables(store), "live", hands=2)
+        version = store.load("live").version
+        projection = LedgerStore(redis_client)
+        event = threading.Event()
+        for _ in range(1000):  # until the follower has applied the last event (at most 10 s)
+            if projection.positions([("default", "live")]) == [version]:
+                break
+            event.wait(0.01)
+        assert projection.positions([("default", "live")]) == [version]
+        assert _stored(projection, "default", "live") == _derived(store, "live")
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_redis_going_away_is_the_store_unavailable_not_an_error():
+    """(A 503 with Retry-After at the API, a wait in the follower, as for the event store.)"""
+    import pytest
+    import redis
+
+    from service.eventlog.store import StoreUnavailable
+
+    gone = redis.Redis(port=1, socket_connect_timeout=0.2)  # nothing listens there
+    projection = LedgerStore(gone)
+    for read in (
+        lambda: projection.page("default", None, 10),
+        lambda: projection.limits("default", ["alice"]),
+        lambda: projection.net_loss("default", "alice", 0),
+        lambda: projection.positions([("default", "t1")]),
+    ):
+        with pytest.raises(StoreUnavailable):
+            read()
