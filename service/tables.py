@@ -42,11 +42,14 @@ from service.eventlog.store import (
 from service.eventlog.table_list import TableList
 from service.rules.clock import next_due
 from service.rules.errors import GutsError
-from service.rules.events import Event
+from service.rules.events import Event, TableCreated
 from service.rules.state import TableState, evolve
 from service.snapshots import Known, StateCache
 
 Decide = Callable[[TableState, datetime], list[Event]]
+Guard = Callable[[TableState], None]
+"""A check of who may act on the table, before anything else (an idempotent replay, a version
+precondition) could tell the caller something about it."""
 Respond = Callable[[TableState, list[Event]], tuple[int, Any]]
 log = logging.getLogger("guts.tables")
 
@@ -119,6 +122,18 @@ class Tables:
         if version == 0:
             raise TableNotFound(f"no table {table_id!r}")
 
+    def tenant_of(self, table_id: str) -> str:
+        """The tenant of a table, from its first event alone (so that a damaged log further
+        on still says whose it is); TableNotFound when there is no such table."""
+        first = self.store.read(table_id, 0, 1)
+        if not first:
+            raise TableNotFound(f"no table {table_id!r}")
+        try:
+            created = decode_event(first[0].data)
+        except Exception as error:  # noqa: BLE001 - a log damaged from its first event
+            raise LogUnreadable(f"the log of table {table_id!r} fails verification") from error
+        return created.tenant if isinstance(created, TableCreated) else "default"
+
     def load(self, table_id: str) -> TableState:
         """The table's current state, from its snapshot and the events after it."""
         loaded = self.store.load(table_id)
@@ -143,12 +158,17 @@ class Tables:
         if_match: int | None = None,
         idempotency_key: str | None = None,
         request_hash: str = "",
+        guard: Guard | None = None,
     ) -> Result:
-        """Decide and append a command; see the module docstring."""
-        if idempotency_key is not None:
+        """Decide and append a command; see the module docstring. `guard` (not for a
+        create) is checked on the table first: a replay or a precondition answers only
+        callers it lets through."""
+        replayable = idempotency_key is not None
+        if idempotency_key is not None and guard is None:
             seen = self.store.find_idempotent(table_id, idempotency_key)
             if seen is not None:
                 return self._replay(seen, request_hash)
+            replayable = False
         # If-Match compares with the table's real version: no guessing from the cache then.
         known = None if (create or if_match is not None) else self.cache.take(table_id)
         for _ in range(self.max_attempts):
@@ -160,6 +180,13 @@ class Tables:
             if not create and (current.version == 0 or not current.readable):
                 raise TableNotFound(f"no table {table_id!r}")
             state, head = _readable(table_id, current.working_state)
+            if guard is not None:
+                guard(state)
+                if replayable and idempotency_key is not None:
+                    replayable = False
+                    seen = self.store.find_idempotent(table_id, idempotency_key)
+                    if seen is not None:
+                        return self._replay(seen, request_hash)
             before = next_due(state)
             if if_match is not None and if_match != state.version:
                 raise PreconditionFailed(f"the table is at version {state.version}, not {if_match}")
@@ -207,7 +234,7 @@ class Tables:
             if due != before or current.version == 0:
                 self._index(table_id, appended.version, epoch)
             if current.version == 0:
-                self._list({table_id: state.created_at})
+                self._list({table_id: (state.created_at, state.tenant)})
             # The cache keeps `state` itself: Result.state is to read, before the table's next
             # command in this process takes it.
             self.cache.put(table_id, Known(appended.version, None, state, head), encoded)
@@ -224,7 +251,7 @@ class Tables:
         except Exception:  # noqa: BLE001 - the command is stored; the repair covers this
             log.exception("due not indexed for table %s", table_id, extra={"table_id": table_id})
 
-    def _list(self, created_at: dict[str, str]) -> None:
+    def _list(self, created_at: dict[str, tuple[str, str]]) -> None:
         """Add new tables to the table list; failing to never fails the command (the list's
         repair finds them)."""
         if self.listing is None:
@@ -241,13 +268,14 @@ class Tables:
         if self.listing is None:
             return 0
         listed = self.listing.ids()
-        missing: dict[str, str] = {}
+        missing: dict[str, tuple[str, str]] = {}
         for table_id in self.store.table_ids() if tables is None else tables:
             if table_id not in listed:
                 try:
-                    missing[table_id] = self.load(table_id).created_at
+                    state = self.load(table_id)
                 except GutsError:
                     continue
+                missing[table_id] = (state.created_at, state.tenant)
         self.listing.record(missing)
         return len(missing)
 

@@ -253,13 +253,26 @@ class Feed:
             followed = self._followed.get(table_id)
             behind = followed is not None and int(version_text) > followed.last
         if behind:
-            self._deliver(table_id)
+            self._deliver_safely(table_id)
 
     def _deliver_all(self) -> None:
         with self._lock:
             tables = list(self._followed)
         for table_id in tables:
+            self._deliver_safely(table_id)
+
+    def _deliver_safely(self, table_id: str) -> None:
+        """`_deliver`, where anything unforeseen ends that table's streams (with a log line)
+        and never the listener, which serves every other table."""
+        try:
             self._deliver(table_id)
+        except (redis.RedisError, StoreUnavailable):
+            raise  # the listener reconnects
+        except Exception as error:  # noqa: BLE001 - see the docstring
+            log.exception("the live feed failed on a table", extra={"table_id": table_id})
+            self._unfollow(
+                table_id, f"the server failed to read the table ({type(error).__name__})"
+            )
 
     def _deliver(self, table_id: str) -> None:
         """Read the table's events after the last delivered, render them once per viewer and
@@ -271,6 +284,9 @@ class Feed:
             last, subscribers = followed.last, list(followed.subscribers)
         try:
             state = self.reads.tables.load(table_id)
+            if state.version < last:  # its log lost events the streams were sent
+                self._unfollow(table_id, "the table's log is behind what was sent; resume")
+                return
             read = self.reads.tables.events(table_id, last, state.version - last)
         except (GutsError, CorruptLog) as unreadable:  # this table only: the others go on
             self._unfollow(table_id, f"the table cannot be read: {unreadable}")

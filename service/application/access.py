@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from service.rules.state import LEFT, TableState
 from service.rules.views import AUDITOR, OPERATOR, PLAYER, Viewer
+from service.tables import TableNotFound
 
 DEFAULT_TENANT = "default"
 """The tenant of a bare key (no `tenant:` in front), and of every table made before tenants."""
@@ -36,6 +37,20 @@ class Caller:
     def viewer(self) -> Viewer:
         """The rules' notion of this caller, for redaction."""
         return Viewer(self.role, self.seat, self.joined or 0)
+
+
+def require_tenant(caller: Caller, state: TableState) -> None:
+    """An operator or auditor of another tenant learns nothing of the table: it is not found,
+    exactly as a table that does not exist (a regulator sees every tenant's; a player's token
+    is checked against its own table by the other checks)."""
+    require_tenant_of(caller, state.table_id, state.tenant)
+
+
+def require_tenant_of(caller: Caller, table_id: str, tenant: str) -> None:
+    """`require_tenant` for a table known by its id and tenant only."""
+    own = caller.tenant
+    if own is not None and own != ALL_TENANTS and own != tenant:
+        raise TableNotFound(f"no table {table_id!r}")
 
 
 def require(caller: Caller, *roles: str) -> None:
@@ -67,8 +82,10 @@ def require_operator_or_player_of(caller: Caller, state: TableState, seat: int) 
 
 
 def may_view(caller: Caller, state: TableState) -> Viewer:
-    """The viewer this caller is at this table; players of other tables are refused."""
+    """The viewer this caller is at this table; players of other tables are refused, and
+    another tenant's operators and auditors do not find it."""
     if caller.role in (OPERATOR, AUDITOR):
+        require_tenant(caller, state)
         return caller.viewer()
     if caller.table_id != state.table_id:
         raise Forbidden("this player token is for another table")

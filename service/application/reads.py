@@ -17,7 +17,14 @@ from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_view
 from service.tables import LogUnreadable, TableNotFound, Tables
 
-from .access import Caller, may_view, require
+from .access import (
+    ALL_TENANTS,
+    DEFAULT_TENANT,
+    Caller,
+    may_view,
+    require,
+    require_tenant_of,
+)
 from .values import (
     NO_CONDITIONS,
     AuditNotFound,
@@ -52,10 +59,12 @@ class TableReads:
         return Outcome(200, table_view(state, may_view(caller, state)), state.version)
 
     def table_list(self, caller: Caller, after: str | None, limit: int) -> Outcome:
-        """A page of the tables, newest first (operators and auditors)."""
+        """A page of the caller's tenant's tables, newest first (operators and auditors; a
+        regulator's page has every tenant's)."""
         require(caller, OPERATOR, AUDITOR)
         listing = self.tables.listing
-        ids, cursor = listing.page(after, limit) if listing is not None else ([], None)
+        tenant = None if caller.tenant == ALL_TENANTS else (caller.tenant or DEFAULT_TENANT)
+        ids, cursor = listing.page(after, limit, tenant) if listing is not None else ([], None)
         rows = []
         for table_id in ids:
             try:
@@ -65,6 +74,7 @@ class TableReads:
             rows.append(
                 {
                     "table_id": state.table_id,
+                    "tenant": state.tenant,
                     "status": "playing" if state.hand is not None else "open",
                     "version": state.version,
                     "rules": state.rules.to_dict(),
@@ -128,7 +138,8 @@ class TableReads:
         idempotency key, the same key for the same table and request is the same audit,
         queued once."""
         require(caller, OPERATOR, AUDITOR)
-        self.tables.check_exists(checked_table_id(table_id))
+        self.tables.check_exists(checked_table_id(table_id))  # (a damaged log is audited)
+        require_tenant_of(caller, table_id, self._tenant_of(table_id))
         key = conditions.idempotency_key
         if key is None:
             audit_id = secrets.token_hex(12)
@@ -148,8 +159,26 @@ class TableReads:
         known = None
         if audit_id.isalnum():
             known = audits.load_audit(self.redis, self.key_prefix, audit_id)
-        if known is None:
+        if known is None or not self._may_read_audit(caller, known):
             raise AuditNotFound(f"no audit {audit_id!r}"[:80])
         if known["status"] in ("queued", "running") and audits.audit_failed(self.redis, audit_id):
             known = {**known, "status": "failed"}
         return Outcome(200, {"audit_id": audit_id, "result": None, **known})
+
+    def _may_read_audit(self, caller: Caller, known: dict[str, Any]) -> bool:
+        """Whether the caller may read an audit: of one of their tenant's tables (an audit
+        of another tenant's table is not found, as the table is not)."""
+        table_id = str(known.get("table_id", ""))
+        try:
+            require_tenant_of(caller, table_id, self._tenant_of(table_id))
+        except TableNotFound:
+            return False
+        return True
+
+    def _tenant_of(self, table_id: str) -> str:
+        """The table's tenant; a log damaged from its first event is the default tenant's
+        (the tenant every table had before tenants existed)."""
+        try:
+            return self.tables.tenant_of(table_id)
+        except LogUnreadable:
+            return DEFAULT_TENANT

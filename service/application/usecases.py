@@ -30,6 +30,7 @@ from .access import (
     require,
     require_operator_or_player_of,
     require_player_of,
+    require_tenant,
 )
 from .money import MoneyUses
 from .reads import TableReads
@@ -71,6 +72,7 @@ class TableService(TableReads, MoneyUses):
 
     def _execute(
         self,
+        caller: Caller,
         table_id: str,
         decide: Decide,
         respond: Respond,
@@ -78,6 +80,12 @@ class TableService(TableReads, MoneyUses):
         *,
         create: bool = False,
     ) -> Outcome:
+        """Run a command for `caller`: another tenant's table is not found for them, before
+        anything else is looked at (an idempotent replay, If-Match)."""
+
+        def guard(state: TableState) -> None:
+            require_tenant(caller, state)
+
         result = self.tables.execute(
             table_id,
             decide,
@@ -86,6 +94,7 @@ class TableService(TableReads, MoneyUses):
             if_match=None if create else conditions.if_match,
             idempotency_key=conditions.idempotency_key,
             request_hash=conditions.request_hash,
+            guard=None if create else guard,
         )
         body = result.body
         version = body.get("version") if isinstance(body, dict) else None
@@ -120,7 +129,7 @@ class TableService(TableReads, MoneyUses):
         def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
             return 201, {"table_id": new_id, "rules": rules.to_dict(), "version": state.version}
 
-        return self._execute(new_id, decide, respond, conditions, create=True)
+        return self._execute(caller, new_id, decide, respond, conditions, create=True)
 
     @staticmethod
     def _new_table_id(conditions: Conditions) -> str:
@@ -165,7 +174,7 @@ class TableService(TableReads, MoneyUses):
                 "version": state.version,
             }
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     def top_up(
         self,
@@ -185,7 +194,7 @@ class TableService(TableReads, MoneyUses):
         def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
             return 200, _seat_body(state, seat)
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     def sit_out(
         self, caller: Caller, table_id: str, seat: int, *, conditions: Conditions = NO_CONDITIONS
@@ -214,7 +223,7 @@ class TableService(TableReads, MoneyUses):
         def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
             return 200, _seat_body(state, seat)
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     def leave(
         self, caller: Caller, table_id: str, seat: int, *, conditions: Conditions = NO_CONDITIONS
@@ -230,7 +239,7 @@ class TableService(TableReads, MoneyUses):
             assert isinstance(left, ev.PlayerLeft)
             return 200, {"seat": seat, "cash_out": left.cash_out, "version": state.version}
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     def set_client_seed(
         self,
@@ -259,7 +268,7 @@ class TableService(TableReads, MoneyUses):
                 "version": state.version,
             }
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     # --- hands ----------------------------------------------------------------------------
 
@@ -298,7 +307,7 @@ class TableService(TableReads, MoneyUses):
                 "version": state.version,
             }
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     def declare(
         self,
@@ -323,7 +332,7 @@ class TableService(TableReads, MoneyUses):
             assert isinstance(first, ev.DecisionMade)
             return 200, {**_hand_body(state), "seat": first.seat, "decision": first.decision}
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     def pass_card(
         self, caller: Caller, table_id: str, card: str, *, conditions: Conditions = NO_CONDITIONS
@@ -338,7 +347,7 @@ class TableService(TableReads, MoneyUses):
             assert isinstance(first, ev.CardPassed)
             return 200, {**_hand_body(state), "seat": first.seat, "card": first.card}
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     def draw(
         self,
@@ -365,7 +374,7 @@ class TableService(TableReads, MoneyUses):
                 "cards": list(state.hand.cards[drawn.seat]) if state.hand else [],
             }
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     def bet(
         self, caller: Caller, table_id: str, action: str, *, conditions: Conditions = NO_CONDITIONS
@@ -388,7 +397,7 @@ class TableService(TableReads, MoneyUses):
                 "betting_turn": state.hand.bet_turn if state.hand else None,
             }
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     def close(
         self, caller: Caller, table_id: str, *, conditions: Conditions = NO_CONDITIONS
@@ -402,7 +411,7 @@ class TableService(TableReads, MoneyUses):
         def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
             return 200, _hand_body(state)
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     def resolve(
         self, caller: Caller, table_id: str, *, conditions: Conditions = NO_CONDITIONS
@@ -418,7 +427,7 @@ class TableService(TableReads, MoneyUses):
             outcome = event_view(resolved, state, Viewer(OPERATOR))["data"]
             return 200, {**outcome, "version": state.version}
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     def void(
         self, caller: Caller, table_id: str, reason: str, *, conditions: Conditions = NO_CONDITIONS
@@ -434,7 +443,7 @@ class TableService(TableReads, MoneyUses):
             assert isinstance(voided, ev.HandVoided)
             return 200, {"hand": voided.hand, "phase": None, "version": state.version}
 
-        return self._execute(checked_table_id(table_id), decide, respond, conditions)
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 
     # --- the clock --------------------------------------------------------------------------
 

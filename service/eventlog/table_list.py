@@ -6,13 +6,19 @@ append that created the table (never by the append, which touches only the table
 a record lost to a crash between the two is put back by ``repair`` (dispatchers run it with
 the due index's).
 
-One key (``P`` is the prefix; the hash tag ``{%tables}`` is one no table id encodes to)::
+Keys (``P`` is the prefix; the hash tag ``{%tables}`` is one no table id encodes to, so both
+are written in one transaction, in one Redis Cluster slot)::
 
-    P:{%tables}:created  sorted set, every score 0, members "<created_at> <table_id>"
+    P:{%tables}:created           sorted set, every score 0, members "<created_at> <table_id>":
+                                  every table (a regulator's list)
+    P:{%tables}:created:<tenant>  the same, the tenant's tables only
+    P:{%tables}:tenants           set, the tenants that have a list
+
+A table is listed when it is in its tenant's list (lists written before tenants existed had
+only the first key: their repair adds the second).
 
 so the members sort by creation time (ISO 8601 UTC, one format) and then by id, and a page is
-one ``ZRANGE ... BYLEX REV`` from the member a cursor names. (Issue 14's tenants get one such
-key each.)
+one ``ZRANGE ... BYLEX REV`` from the member a cursor names.
 """
 
 from __future__ import annotations
@@ -34,21 +40,35 @@ class TableList:
     def __init__(self, client: redis.Redis, prefix: str = "guts") -> None:
         self.client = client
         self.key = f"{prefix}:{{%tables}}:created"
+        self.tenants_key = f"{prefix}:{{%tables}}:tenants"
 
-    def record(self, created_at: dict[str, str]) -> None:
-        """List tables (table id -> its `created_at`); listing one twice changes nothing."""
-        if created_at:
-            self.client.zadd(self.key, {f"{at} {table}": 0 for table, at in created_at.items()})
+    def tenant_key(self, tenant: str) -> str:
+        """The key of `tenant`'s list."""
+        return f"{self.key}:{tenant}"
 
-    def page(self, after: str | None, limit: int) -> tuple[list[str], str | None]:
+    def record(self, tables: dict[str, tuple[str, str]]) -> None:
+        """List tables (table id -> its `created_at` and tenant) in the list of all and in
+        their tenant's, in one step; listing one twice changes nothing."""
+        if not tables:
+            return
+        pipe = self.client.pipeline(transaction=True)
+        pipe.zadd(self.key, {f"{at} {table}": 0 for table, (at, _) in tables.items()})
+        for table, (at, tenant) in tables.items():
+            pipe.zadd(self.tenant_key(tenant), {f"{at} {table}": 0})
+        pipe.sadd(self.tenants_key, *{tenant for _, tenant in tables.values()})
+        pipe.execute()
+
+    def page(
+        self, after: str | None, limit: int, tenant: str | None = None
+    ) -> tuple[list[str], str | None]:
         """Up to `limit` table ids, newest first, after the cursor `after` (None: from the
-        newest), and the cursor of the next page (None: this was the last)."""
+        newest), and the cursor of the next page (None: this was the last): every table's,
+        or `tenant`'s."""
         start = b"+" if after is None else b"(" + _member(after)
+        key = self.key if tenant is None else self.tenant_key(tenant)
         members = cast(  # ZRANGE key start - BYLEX REV LIMIT 0 limit+1
             list[bytes],
-            self.client.zrange(
-                self.key, start, b"-", desc=True, bylex=True, offset=0, num=limit + 1
-            ),
+            self.client.zrange(key, start, b"-", desc=True, bylex=True, offset=0, num=limit + 1),
         )
         more = len(members) > limit
         members = members[:limit]
@@ -57,9 +77,13 @@ class TableList:
         return ids, cursor
 
     def ids(self) -> set[str]:
-        """Every listed table id."""
-        members = cast(list[bytes], self.client.zrange(self.key, 0, -1))
-        return {m.decode().rpartition(" ")[2] for m in members}
+        """Every listed table id (listed in its tenant's list)."""
+        tenants = cast(set[bytes], self.client.smembers(self.tenants_key))
+        pipe = self.client.pipeline(transaction=False)
+        for tenant in tenants:
+            pipe.zrange(self.tenant_key(tenant.decode()), 0, -1)
+        lists = cast(list[list[bytes]], pipe.execute())
+        return {m.decode().rpartition(" ")[2] for members in lists for m in members}
 
 
 def _member(cursor: str) -> bytes:

@@ -315,7 +315,7 @@ def test_the_table_list_pages_newest_first(api: Api):
         body = page.json()
         seen += [t["table_id"] for t in body["tables"]]
         for row in body["tables"]:
-            assert set(row) == {"table_id", "status", "version", "rules", "created_at"}
+            assert set(row) == {"table_id", "tenant", "status", "version", "rules", "created_at"}
         after = body["next_after"]
         if after is None:
             break
@@ -334,7 +334,8 @@ def test_a_table_the_list_lost_is_listed_again_by_the_repair(api: Api, redis_cli
 
     table = api.table()
     listing = TableList(redis_client, prefix="guts")
-    redis_client.delete(listing.key)  # as if the process died between the create and listing
+    # as if the process died between the create and listing (both lists are written at once)
+    redis_client.delete(listing.key, listing.tenant_key("default"))
     assert api.get("/v1/tables").json()["tables"] == []
     tables = Tables(RedisEventStore(redis_client, prefix="guts"), listing=listing)
     assert tables.repair_list() == 1
@@ -442,3 +443,17 @@ def test_a_table_whose_log_cannot_be_read_ends_its_streams_and_stalls_no_other(
     finally:
         on_broken.close()
         on_healthy.close()
+
+
+def test_lists_from_before_tenants_are_completed_by_the_repair(api: Api, redis_client: Any):
+    from service.eventlog.redis_store import RedisEventStore
+    from service.eventlog.table_list import TableList
+    from service.tables import Tables
+
+    table = api.table()
+    listing = TableList(redis_client, prefix="guts")
+    redis_client.delete(listing.tenant_key("default"), listing.tenants_key)  # the old layout
+    assert api.get("/v1/tables").json()["tables"] == []
+    tables = Tables(RedisEventStore(redis_client, prefix="guts"), listing=listing)
+    assert tables.repair_list() == 1
+    assert [t["table_id"] for t in api.get("/v1/tables").json()["tables"]] == [table]
