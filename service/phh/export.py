@@ -181,6 +181,7 @@ def to_phh(
         ("_guts_won", won_high if low else won),
         ("_guts_matched", matched_high if low else matched),
         ("_guts_wimp", wimp),
+        ("_guts_rake", (outcome.get("rake") or 0) + (low.get("rake") or 0 if low else 0)),
         ("_guts_bets", bets if "bets" in history else None),
         (
             "_guts_folded",

@@ -267,6 +267,7 @@ class PotResult:
     won: dict[int, int]
     matched: dict[int, int]
     pot: int
+    rake: int = 0  # the house's share, taken before the pot was paid
 
 
 @dataclass(frozen=True)
@@ -314,6 +315,7 @@ class HandResolved(Event):
     low: PotResult | None = None
     bets: dict[int, int] = field(default_factory=dict)
     folded: tuple[int, ...] = ()
+    rake: int = 0  # the house's share of the (high) pot, taken before it was paid (`won`)
 
 
 @dataclass(frozen=True)

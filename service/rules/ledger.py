@@ -165,9 +165,11 @@ def _voided(book: Book, moves: _Moves, e: ev.HandVoided) -> None:
 
 
 def _resolved(book: Book, moves: _Moves, e: ev.HandResolved) -> None:
+    moves.house(e.rake)
     _settled(moves, e.won, e.matched, e.wimp, "")
     low_pot = 0
     if e.low is not None:
+        moves.house(e.low.rake, "low")
         _settled(moves, e.low.won, e.low.matched, {}, "low")
         low_pot = e.low.pot
     book.pots = e.pot + low_pot + e.reserve + e.side_pot

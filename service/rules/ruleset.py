@@ -68,6 +68,8 @@ class Ruleset:
     bet_size: int | None = None  # resolved to the ante when betting_round is on
     max_raises: int = 3
     match_basis: MatchBasis = "declared"
+    rake_percent: int | float = 0  # the house's share of a pot won at a showdown, 0-10 %
+    rake_cap: int = 0  # at most this many chips of rake per pot; 0: no cap
 
     def to_dict(self) -> dict[str, Any]:
         """The ruleset as plain JSON-ready data (every option, resolved)."""
@@ -90,6 +92,11 @@ class Ruleset:
         so a draw can always be served)."""
         spare = self.community_cards + self.draw
         return (DECK_SIZE - spare) // self.cards - (1 if self.kitty else 0)
+
+    @property
+    def rake_basis_points(self) -> int:
+        """`rake_percent` in hundredths of a percent (exact: it has at most two decimals)."""
+        return round(self.rake_percent * 100)
 
     @property
     def bet_amount(self) -> int:
@@ -149,6 +156,7 @@ _INTS: dict[str, tuple[int, int]] = {
     "community_cards": (0, 1),
     "bet_size": (1, MAX_CHIPS),
     "max_raises": (0, 10),
+    "rake_cap": (0, MAX_CHIPS),
 }
 # Options whose value may be None (not set): resolved from others or meaning "off".
 _NULLABLE = {"cap", "bet_size"}
@@ -193,6 +201,8 @@ PRESET_CAP_MULTIPLE = {"monte-carlo": 50, "survivor": 50}
 
 
 def _check_value(name: str, value: Any) -> Any:
+    if name == "rake_percent":
+        return _check_rake_percent(value)
     if name in _BOOLS:
         if not isinstance(value, bool):
             raise InvalidRules(f"{name} must be true or false", field=name)
@@ -212,6 +222,17 @@ def _check_value(name: str, value: Any) -> Any:
             raise InvalidRules(f"{name} must be between {low} and {high}", field=name)
         return value
     raise InvalidRules(f"unknown option {name!r}", field=name)  # pragma: no cover
+
+
+def _check_rake_percent(value: Any) -> int | float:
+    """A percentage from 0 to 10 with at most two decimals (2.5 is 250 basis points)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidRules("rake_percent must be a number", field="rake_percent")
+    if not 0 <= value <= 10:
+        raise InvalidRules("rake_percent must be between 0 and 10", field="rake_percent")
+    if abs(value * 100 - round(value * 100)) > 1e-6:
+        raise InvalidRules("rake_percent has at most two decimals", field="rake_percent")
+    return int(value) if value == int(value) else value
 
 
 def resolve_ruleset(

@@ -34,6 +34,18 @@ KITTY_WINS = "kitty_wins"
 ALL_TIED = "all_tied"
 BEATS_KITTY = "beats_kitty"  # a lone in-player beat the kitty: they win, nobody matches
 OTHERS_FOLDED = "others_folded"  # every other in-player folded: the last takes P unseen
+RAKED = (SHOWDOWN, ALL_TIED)
+"""The outcomes whose pot is won at a showdown of two or more in-players: only they are raked
+(an uncontested pot, a lone player against the kitty, a pot the others folded to, are not)."""
+
+
+def rake_of(rules: Ruleset, outcome: str, pot_won: int) -> int:
+    """The house's share of `pot_won`, the whole pot before it is split: `rake_percent` of
+    it, rounded down, at most `rake_cap` (0: no cap), for a pot decided at a showdown."""
+    if outcome not in RAKED or not rules.rake_basis_points:
+        return 0
+    rake = pot_won * rules.rake_basis_points // 10_000
+    return min(rake, rules.rake_cap) if rules.rake_cap else rake
 
 
 def evaluator_for(rules: Ruleset, low: bool = False) -> Callable[[Sequence[str]], int]:
@@ -176,10 +188,11 @@ def settle(state: TableState, now: datetime) -> ev.HandResolved:
                 wimp[s] = ledger.pay(s, rules.wimp_penalty * rules.ante)
     matched = {s: ledger.pay(s, owed) for s in contest.losers}
     won: dict[int, int] = {}
-    taken = side_taken = 0
+    taken = side_taken = rake = 0
     if contest.winners:
         taken, side_taken = take_limit, state.side_pot
-        won = split(taken + side_taken, contest.winners)
+        rake = rake_of(rules, contest.outcome, taken + side_taken)
+        won = split(taken + side_taken - rake, contest.winners)
 
     pot = pot_in_play - taken + sum(matched.values())
     side_pot = state.side_pot - side_taken
@@ -218,6 +231,7 @@ def settle(state: TableState, now: datetime) -> ev.HandResolved:
         at=iso(now),
         bets=dict(hand.bets),
         folded=tuple(hand.folded),
+        rake=rake,
     )
 
 
@@ -251,18 +265,19 @@ def _settle_hi_lo(state: TableState, now: datetime) -> ev.HandResolved:
     assert hand is not None
     rules = state.rules
     ledger = _Ledger(state)
-    results: dict[bool, tuple[_Contest, dict[int, int], dict[int, int], int, int]] = {}
+    results: dict[bool, tuple[_Contest, dict[int, int], dict[int, int], int, int, int]] = {}
     for low, pot_in_play in ((False, state.pot), (True, state.low_pot)):
         sides = ("low", "both") if low else ("high", "both")
         contenders = tuple(s for s in hand.order if hand.decisions.get(s) in sides)
         contest = _contest(state, contenders, scorer(rules, hand.community, low))
         take, owed = _pot_limits(rules, pot_in_play)
         matched = {s: ledger.pay(s, owed) for s in contest.losers}
-        won = split(take, contest.winners) if contest.winners else {}
+        rake = rake_of(rules, contest.outcome, take) if contest.winners else 0
+        won = split(take - rake, contest.winners) if contest.winners else {}
         after = pot_in_play - (take if contest.winners else 0) + sum(matched.values())
-        results[low] = (contest, won, matched, after, pot_in_play)
-    high, won, matched, pot, pot_in_play = results[False]
-    low_contest, low_won, low_matched, low_pot, low_in_play = results[True]
+        results[low] = (contest, won, matched, after, pot_in_play, rake)
+    high, won, matched, pot, pot_in_play, rake = results[False]
+    low_contest, low_won, low_matched, low_pot, low_in_play, low_rake = results[True]
     for amounts in (won, low_won):
         for s, amount in amounts.items():
             ledger.stacks[s] += amount
@@ -297,7 +312,9 @@ def _settle_hi_lo(state: TableState, now: datetime) -> ev.HandResolved:
             won=low_won,
             matched=low_matched,
             pot=low_pot,
+            rake=low_rake,
         ),
+        rake=rake,
     )
 
 

@@ -138,6 +138,7 @@ class TableState:
     side_pot: int = 0
     bought_in: int = 0
     cashed_out: int = 0
+    raked: int = 0  # the rake the house has taken
     hand: Hand | None = None
     deck: tuple[str, ...] = ()
     last_winners: tuple[int, ...] = ()
@@ -156,9 +157,10 @@ class TableState:
         return self.version > 0
 
     def chips_on_table(self) -> int:
-        """Stacks + pots + reserve + side pot: always bought in minus cashed out."""
+        """Stacks + pots + reserve + side pot + the rake taken: always bought in minus cashed
+        out (chip conservation)."""
         stacks = sum(s.stack for s in self.seats.values())
-        return stacks + self.pot + self.low_pot + self.reserve + self.side_pot
+        return stacks + self.pot + self.low_pot + self.reserve + self.side_pot + self.raked
 
     def seated(self) -> list[Seat]:
         """Seats held by a player who has not left, by seat number."""
@@ -363,6 +365,8 @@ def _resolved(state: TableState, e: ev.HandResolved) -> None:
         for s, amount in e.low.matched.items():
             state.seats[s].stack -= amount
         state.low_pot = e.low.pot
+        state.raked += e.low.rake
+    state.raked += e.rake
     for s in e.removed:
         state.seats[s].status = WAITING
     state.pot, state.reserve, state.side_pot = e.pot, e.reserve, e.side_pot

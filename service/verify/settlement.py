@@ -40,24 +40,55 @@ def check_settlement(history: dict[str, Any], checks: CheckList) -> None:
     if not isinstance(outcome, dict):
         return
     came = _sum(outcome, ("pot_in_play", "reserve_before", "side_pot_before"), ("matched", "wimp"))
-    went = _sum(outcome, ("pot", "reserve", "side_pot"), ("won",))
+    went = _sum(outcome, ("pot", "reserve", "side_pot", "rake"), ("won",))
     if came is None or went is None:
         checks.add("settlement chips", False, "the outcome's amounts are not whole chips")
     else:
         detail = (
             f"pot in play (bets included), reserve, side pot and matches: {came}; "
-            f"won, and pot, reserve and side pot after: {went}"
+            f"won, rake, and pot, reserve and side pot after: {went}"
         )
         checks.add("settlement chips", came == went, detail)
     low = outcome.get("low")
     if isinstance(low, dict):
-        came, went = _sum(low, ("pot_in_play",), ("matched",)), _sum(low, ("pot",), ("won",))
+        came, went = _sum(low, ("pot_in_play",), ("matched",)), _sum(low, ("pot", "rake"), ("won",))
         ok = came is not None and came == went
         checks.add("low pot chips", ok, f"in {came}, out {went}")
+    given = history.get("rules")
+    rules: dict[str, Any] = given if isinstance(given, dict) else {}
+    pots = [outcome, *([low] if isinstance(low, dict) else [])]
+    if rules.get("rake_percent") or any(p.get("rake") for p in pots):
+        problems = [_rake_problem(rules, pot) for pot in pots]
+        found = [p for p in problems if p]
+        detail = "; ".join(found) or (
+            f"{rules.get('rake_percent')}% capped at {rules.get('rake_cap') or 'no cap'}: "
+            + ", ".join(str(p.get("rake", 0)) for p in pots)
+        )
+        checks.add("rake", not found, detail)
     if "bets" in history:
         problems = _bet_problems(history, outcome)
         detail = "; ".join(problems) or f"{len(history['bets'])} actions, fixed limit"
         checks.add("betting round", not problems, detail)
+
+
+RAKED = ("showdown", "all_tied")
+"""Outcomes of a pot won at a showdown of two or more in-players: only they are raked."""
+
+
+def _rake_problem(rules: dict[str, Any], pot: dict[str, Any]) -> str:
+    """What is wrong with one pot's rake ("" when nothing): rake_percent of the pot won
+    (what the winners got plus the rake), rounded down, at most rake_cap, at a showdown."""
+    percent, cap = rules.get("rake_percent", 0), _chips(rules.get("rake_cap", 0))
+    rake, won = _chips(pot.get("rake", 0)), _total(pot.get("won"))
+    if not isinstance(percent, int | float) or cap is None or rake is None or won is None:
+        return "the rules' rake_percent and rake_cap, or the rake, are not numbers"
+    expected = 0
+    if pot.get("outcome") in RAKED:
+        expected = (won + rake) * round(percent * 100) // 10_000
+        expected = min(expected, cap) if cap else expected
+    if rake != expected:
+        return f"the rake of a {pot.get('outcome')} pot is {rake}, the rules say {expected}"
+    return ""
 
 
 def _bet_problems(history: dict[str, Any], outcome: dict[str, Any]) -> list[str]:

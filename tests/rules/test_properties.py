@@ -68,6 +68,8 @@ def rulesets(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
         o["bet_size"] = draw(st.integers(1, 4))
         o["max_raises"] = draw(st.integers(0, 3))
         o["match_basis"] = draw(st.sampled_from(["declared", "after_betting"]))
+    o["rake_percent"] = draw(st.sampled_from([0, 0, 2.5, 5, 10]))
+    o["rake_cap"] = draw(st.sampled_from([0, 0, 1, 3]))
     return preset, o
 
 
