@@ -28,7 +28,7 @@ from service.ledger_check import LedgerCheck, LedgerMismatch, StoredLedger
 from service.rules import events as ev
 from service.rules.cards import hand_context, shuffled_deck
 from service.rules.client_seeds import seeds_for_deal
-from service.rules.commands import bet, close_at_deadline, deal_from
+from service.rules.commands import bet, close_at_deadline, deal_from, end_table
 from service.rules.events import event_from_data
 from service.rules.play import draw_from
 from service.rules.settlement import settle
@@ -47,6 +47,7 @@ _CHIP_EVENTS = frozenset(
         ev.BetMade,
         ev.HandResolved,
         ev.HandVoided,
+        ev.TableEnded,
     )
 )
 
@@ -158,6 +159,9 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> ev.Event:
             _check_resolution(replay.state, event)
         elif isinstance(event, ev.BetMade):
             _check_bet(replay.state, event)
+        elif isinstance(event, ev.TableEnded):
+            (expected,) = end_table(replay.state, parse_iso(event.at))
+            _require_same(expected, event, "end of the table")
         elif isinstance(event, ev.CommunityCardDealt | ev.CardsDrawn | ev.CardPassed):
             _check_cards(replay.state, event)
         elif isinstance(event, ev.DeclarationsRevealed):

@@ -43,6 +43,10 @@ class Settings:
     log_level: str = "info"
     redis_wait_s: float = 60.0
     cors_origins: tuple[str, ...] = ()
+    webhook_first_retry_s: float = 5.0
+    webhook_max_wait_s: float = 3600.0
+    webhook_retry_for_s: float = 25 * 3600.0
+    webhook_timeout_s: float = 10.0
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -65,4 +69,8 @@ class Settings:
             log_level=_level(env.get("GUTS_LOG_LEVEL", "info")),
             redis_wait_s=float(env.get("GUTS_REDIS_WAIT_S", 60)),
             cors_origins=_keys(env.get("GUTS_CORS_ORIGINS", "")),
+            webhook_first_retry_s=float(env.get("GUTS_WEBHOOK_FIRST_RETRY_S", 5)),
+            webhook_max_wait_s=float(env.get("GUTS_WEBHOOK_MAX_WAIT_S", 3600)),
+            webhook_retry_for_s=float(env.get("GUTS_WEBHOOK_RETRY_FOR_S", 25 * 3600)),
+            webhook_timeout_s=float(env.get("GUTS_WEBHOOK_TIMEOUT_S", 10)),
         )

@@ -174,3 +174,14 @@ def casino_a(tenants_url: str, redis_client: Any) -> As:
 def casino_b(tenants_url: str, redis_client: Any) -> As:
     """casino-b's operator, on an empty Redis."""
     return As(tenants_url, TENANT_B)
+
+
+def follow_webhooks(api: Api, table: str) -> None:
+    """Derive the webhook deliveries of `table`'s new events now, as the dispatchers' follower
+    does (the test servers run none)."""
+    from service.eventlog.redis_store import RedisEventStore
+    from service.follow import Follower
+    from service.webhooks import WebhookStore
+
+    client = SERVED[api.base].extensions["guts"].redis
+    Follower(RedisEventStore(client), [WebhookStore(client)]).catch_up(table)

@@ -37,6 +37,7 @@ from service.follow import Follower, Projection
 from service.ledger_store import LedgerStore
 from service.supervisor import Backoff
 from service.tables import Tables
+from service.webhooks import Schedule, WebhookStore
 
 log = logging.getLogger("guts.dispatcher")
 _GONE = 1 << 62
@@ -175,7 +176,35 @@ def build_dispatcher(settings: Settings, client: redis.Redis) -> Dispatcher:
 
 def projections(settings: Settings, client: redis.Redis) -> list[Projection]:
     """Every projection of the tables' logs that the dispatchers keep (``service.follow``)."""
-    return [LedgerStore(client, prefix=settings.key_prefix)]
+    return [
+        LedgerStore(client, prefix=settings.key_prefix),
+        WebhookStore(client, prefix=settings.key_prefix),
+    ]
+
+
+def webhook_schedule(settings: Settings) -> Schedule:
+    """How webhook attempts are paced, from the settings."""
+    return Schedule(
+        first_retry_s=settings.webhook_first_retry_s,
+        max_wait_s=settings.webhook_max_wait_s,
+        retry_for_s=settings.webhook_retry_for_s,
+        timeout_s=settings.webhook_timeout_s,
+    )
+
+
+def queue_webhooks(hooks: WebhookStore, schedule: Schedule, stop: threading.Event) -> None:
+    """Queue the attempts of due webhook deliveries until `stop` (a thread of the dispatcher:
+    a delivery is due at most `poll` late), waiting out Redis going away."""
+    failures = 0
+    while not stop.is_set():
+        try:
+            hooks.queue_due(schedule)
+            failures, wait = 0, 0.25
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            failures += 1
+            wait = DispatchTimes().backoff.delay(failures)
+            log.warning("webhooks: Redis unreachable (%s)", type(error).__name__)
+        stop.wait(wait)
 
 
 def build_follower(settings: Settings, client: redis.Redis) -> tuple[Follower, str]:
@@ -205,14 +234,22 @@ def run_dispatcher(settings: Settings) -> int:
         name="follower",
         daemon=True,
     )
+    queueing = threading.Thread(
+        target=queue_webhooks,
+        args=(WebhookStore(client, prefix=settings.key_prefix), webhook_schedule(settings), stop),
+        name="webhooks",
+        daemon=True,
+    )
     try:
         log.info("dispatcher started", extra={"prefix": settings.key_prefix})
         if follower.projections:
             following.start()
+        queueing.start()
         build_dispatcher(settings, client).run(stop)
     finally:
         stop.set()
-        if following.is_alive():
-            following.join(timeout=10)
+        for thread in (following, queueing):
+            if thread.is_alive():
+                thread.join(timeout=10)
         client.close()
     return 0

@@ -6,6 +6,9 @@ Deadlines are not jobs: the dispatcher (``workers.dispatcher``) enforces them.
 
 from __future__ import annotations
 
+import time
+import urllib.error
+import urllib.request
 from typing import Any
 
 import orjson
@@ -16,6 +19,7 @@ from service.audits import save_audit
 from service.eventlog.redis_store import RedisEventStore
 from service.ledger_store import LedgerStore
 from service.rules.errors import GutsError
+from service.webhooks import Schedule, WebhookStore, sign
 
 
 def audit_job(audit_id: str, table_id: str, key_prefix: str) -> dict[str, Any]:
@@ -33,3 +37,63 @@ def audit_job(audit_id: str, table_id: str, key_prefix: str) -> dict[str, Any]:
     record = {"status": "finished", "table_id": table_id, "result": report}
     save_audit(connection, key_prefix, audit_id, record)
     return orjson.loads(orjson.dumps(report))  # type: ignore[no-any-return]
+
+
+def deliver_webhook(
+    key_prefix: str, tenant: str, delivery_id: str, schedule: dict[str, float]
+) -> str:
+    """One attempt of a webhook delivery (see `service.webhooks`): post its body, signed, with
+    a bounded timeout and no redirects followed, and record how it went. Idempotent enough
+    for at-least-once: an attempt another job recorded first is not recorded twice."""
+    job = get_current_job()
+    if job is None:
+        raise RuntimeError("not running inside an RQ job")
+    hooks = WebhookStore(job.connection, prefix=key_prefix)
+    paced = Schedule(**schedule)
+    before = hooks.delivery(tenant, delivery_id)
+    if before is None or before["status"] != "pending":
+        return "nothing to do"
+    hook = hooks.hook(tenant, before["webhook_id"])
+    if hook is None:
+        hooks.stop(tenant, before, "the webhook was deleted")
+        return "stopped"
+    body = before["body"].encode()
+    timestamp = int(time.time())
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "guts-webhooks",
+        "webhook-id": delivery_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign(hook["secret"], delivery_id, timestamp, body),
+    }
+    status, error = _post(hook["url"], body, headers, paced.timeout_s)
+    recorded = hooks.record_attempt(tenant, before, status, error, paced)
+    return "recorded" if recorded is not None else "recorded by another attempt"
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer like any other (a failed attempt), never followed."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
+def _post(
+    url: str, body: bytes, headers: dict[str, str], timeout_s: float
+) -> tuple[int | None, str | None]:
+    """POST `body` to `url`: the status (None when there was no answer) and what went wrong
+    (None for a 2xx). The error never holds the URL (its query may carry a receiver's token)."""
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with _OPENER.open(request, timeout=timeout_s) as answer:
+            return int(answer.status), None
+    except urllib.error.HTTPError as refused:
+        refused.close()
+        if 300 <= refused.code < 400:
+            return refused.code, f"HTTP {refused.code}: a redirect (not followed)"
+        return refused.code, f"HTTP {refused.code}"
+    except (OSError, ValueError) as failed:  # timeouts, refused connections, bad answers
+        return None, type(failed).__name__

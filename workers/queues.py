@@ -4,8 +4,9 @@ whoever enqueues, ``service.audits``)."""
 from __future__ import annotations
 
 from service.audits import AUDITS_QUEUE, SERIALIZER
+from service.webhooks import WEBHOOKS_QUEUE
 
-QUEUES: tuple[str, ...] = (AUDITS_QUEUE,)
+QUEUES: tuple[str, ...] = (AUDITS_QUEUE, WEBHOOKS_QUEUE)
 """Every queue a worker listens on, most urgent first (RQ serves them in this order)."""
 
 __all__ = ["QUEUES", "SERIALIZER"]

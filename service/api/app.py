@@ -35,6 +35,7 @@ from service.ledger_store import LedgerStore
 from service.logs import LEVELS, json_line
 from service.snapshots import StateCache, inherited
 from service.tables import Tables
+from service.webhooks import WebhookStore
 
 from . import errors
 from .auth import Authenticator
@@ -313,6 +314,7 @@ def create_app(
         sandbox=settings.sandbox,
         ledger=ledger,
         follower=Follower(store, [ledger]),
+        webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
     )
     feed = Feed(redis_client, usecases, store.notices)
     services = Services(settings, redis_client, tables, auth, usecases, feed)

@@ -17,6 +17,7 @@ from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from service.application.access import Forbidden
+from service.application.hooks import WebhookNotFound
 from service.application.values import AuditNotFound, HandNotFound
 from service.eventlog.store import StoreError, StoreUnavailable
 from service.rules.errors import (
@@ -106,6 +107,7 @@ _GUTS: list[tuple[type[GutsError], int, str]] = [
     (UnknownSeat, 404, "Not Found"),
     (HandNotFound, 404, "Not Found"),
     (AuditNotFound, 404, "Not Found"),
+    (WebhookNotFound, 404, "Not Found"),
     (TableExists, 409, "Conflict"),
     (LogUnreadable, 409, "Log Failed Verification"),
     (PreconditionFailed, 412, "Precondition Failed"),

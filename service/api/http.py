@@ -118,8 +118,11 @@ def json_response(body: Any, status: int = 200, version: int | None = None) -> R
 
 
 def render(outcome: Outcome) -> Response:
-    """The response of a use case's outcome."""
-    response = json_response(outcome.body, outcome.status, outcome.version)
+    """The response of a use case's outcome (204: no body)."""
+    if outcome.status == 204:
+        response = Response(status=204)
+    else:
+        response = json_response(outcome.body, outcome.status, outcome.version)
     if outcome.replayed:
         response.headers["Idempotent-Replayed"] = "true"
     if outcome.location is not None:

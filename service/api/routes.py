@@ -200,6 +200,14 @@ def resolve(table_id: str) -> Response:
     return render(_tables().resolve(who, table_id, conditions=conditions()))
 
 
+@v1.post("/tables/<table_id>/end")
+def end_table(table_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    load_body(schemas.EMPTY)
+    return render(_tables().end_table(who, table_id, conditions=conditions()))
+
+
 @v1.post("/tables/<table_id>/void")
 def void(table_id: str) -> Response:
     who = caller()
@@ -332,6 +340,48 @@ def set_limits(player_id: str) -> Response:
             None if until is None else iso(until),
         )
     )
+
+
+# --- webhooks ---------------------------------------------------------------------------------
+
+
+@v1.post("/webhooks")
+def register_webhook() -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    body = load_body(schemas.WEBHOOK)
+    return render(_tables().register_webhook(who, body["url"], body["events"]))
+
+
+@v1.get("/webhooks")
+def list_webhooks() -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    schemas.NO_QUERY.load(request.args.to_dict())
+    return render(_tables().list_webhooks(who))
+
+
+@v1.delete("/webhooks/<webhook_id>")
+def delete_webhook(webhook_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    return render(_tables().delete_webhook(who, webhook_id))
+
+
+@v1.get("/webhooks/<webhook_id>/deliveries")
+def webhook_deliveries(webhook_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    query = schemas.DELIVERIES_QUERY.load(request.args.to_dict())
+    return render(_tables().webhook_deliveries(who, webhook_id, query["after"], query["limit"]))
+
+
+@v1.post("/webhooks/<webhook_id>/deliveries/<delivery_id>/redeliver")
+def redeliver(webhook_id: str, delivery_id: str) -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    load_body(schemas.EMPTY)
+    return render(_tables().redeliver(who, webhook_id, delivery_id))
 
 
 def _player_id(player_id: str) -> str:

@@ -168,6 +168,24 @@ class PlayerLimits(Strict):
     excluded_until = fields.AwareDateTime(required=True, allow_none=True, format="iso")
 
 
+class Webhook(Strict):
+    """A webhook to register: where to post, and which events."""
+
+    url = fields.String(required=True, validate=validate.Length(min=1, max=2000))
+    events = fields.List(
+        fields.String(validate=validate.Length(min=1, max=40)),
+        required=True,
+        validate=validate.Length(min=1, max=20),
+    )
+
+
+class DeliveriesQuery(Strict):
+    """A page of a webhook's deliveries."""
+
+    after = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    limit = fields.Integer(load_default=100, validate=validate.Range(min=1, max=1000))
+
+
 class HandQuery(Strict):
     """The history's one option (the route checks its value: json or phh)."""
 
@@ -194,3 +212,5 @@ TABLES_QUERY = TablesQuery()
 LEDGER_QUERY = LedgerQuery()
 TENANT_QUERY = TenantQuery()
 PLAYER_LIMITS = PlayerLimits()
+WEBHOOK = Webhook()
+DELIVERIES_QUERY = DeliveriesQuery()

@@ -14,7 +14,7 @@ from service import audits
 from service.rules import events as ev
 from service.rules.history import hand_history
 from service.rules.state import TableState
-from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_view
+from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_status, table_view
 from service.tables import LogUnreadable, TableNotFound, Tables
 
 from .access import (
@@ -75,7 +75,7 @@ class TableReads:
                 {
                     "table_id": state.table_id,
                     "tenant": state.tenant,
-                    "status": "playing" if state.hand is not None else "open",
+                    "status": table_status(state),
                     "version": state.version,
                     "rules": state.rules.to_dict(),
                     "created_at": state.created_at,

@@ -22,6 +22,7 @@ from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState
 from service.rules.views import OPERATOR, Viewer, event_view
 from service.tables import Decide, Respond
+from service.webhooks import WebhookStore
 
 from .access import (
     DEFAULT_TENANT,
@@ -32,6 +33,7 @@ from .access import (
     require_player_of,
     require_tenant,
 )
+from .hooks import WebhookUses
 from .money import MoneyUses
 from .reads import TableReads
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, checked_table_id
@@ -58,7 +60,7 @@ SeatCommand = Callable[[TableState, int, datetime], list[ev.Event]]
 
 
 @dataclass
-class TableService(TableReads, MoneyUses):
+class TableService(TableReads, MoneyUses, WebhookUses):
     """Every use case of the tables kept by `tables` (the reading ones are `TableReads`', the
     ledger's and limits' `MoneyUses`'). `issue_token` makes a seated player's token (None:
     nobody can be seated through this one, as in the dispatcher); `sandbox` allows stacked
@@ -69,6 +71,7 @@ class TableService(TableReads, MoneyUses):
     sandbox: bool = False
     ledger: LedgerStore | None = None
     follower: Follower | None = None
+    webhooks: WebhookStore | None = None
 
     def _execute(
         self,
@@ -442,6 +445,30 @@ class TableService(TableReads, MoneyUses):
             (voided,) = events
             assert isinstance(voided, ev.HandVoided)
             return 200, {"hand": voided.hand, "phase": None, "version": state.version}
+
+        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+
+    def end_table(
+        self, caller: Caller, table_id: str, *, conditions: Conditions = NO_CONDITIONS
+    ) -> Outcome:
+        """The operator ends the table between hands: the pots go back to the players of the
+        current game, everyone is cashed out, and no command is taken after
+        (`service.rules.ending`)."""
+        require(caller, OPERATOR)
+
+        def decide(state: TableState, now: datetime) -> list[ev.Event]:
+            return commands.end_table(state, now)
+
+        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
+            (ended,) = events
+            assert isinstance(ended, ev.TableEnded)
+            return 200, {
+                "table_id": state.table_id,
+                "status": "ended",
+                "refunds": {str(s): a for s, a in ended.refunds.items()},
+                "cash_outs": {str(s): a for s, a in ended.cash_outs.items()},
+                "version": state.version,
+            }
 
         return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
 

@@ -25,6 +25,7 @@ from .dealing import (
     verify_void,
     void_hand,
 )
+from .ending import can_end, end_table, verify_end
 from .errors import InvalidCommand, RuleViolation
 from .guards import can, require_table
 from .play import (
@@ -96,6 +97,9 @@ __all__ = [
     "can_resolve",
     "close_at_deadline",
     "create_table",
+    "can_end",
+    "end_table",
+    "verify_end",
     "deal",
     "deal_from",
     "enforce_cover",

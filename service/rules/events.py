@@ -338,6 +338,20 @@ class HandVoided(Event):
     at: str
 
 
+@dataclass(frozen=True)
+class TableEnded(Event):
+    """The operator ended the table (between hands): the chips left in the pot, low pot,
+    reserve and side pot went back to the players of the current game (`refunds`, by seat;
+    see `service.rules.ending`), then every seated player was paid out their whole stack
+    (`cash_outs`, by seat; `players` says who held each seat). No command is taken after."""
+
+    TYPE: ClassVar[str] = "table_ended"
+    refunds: dict[int, int]
+    cash_outs: dict[int, int]
+    players: dict[int, str]
+    at: str
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
@@ -359,6 +373,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         HandResolved,
         PlayersOutOfGame,
         HandVoided,
+        TableEnded,
     )
 }
 

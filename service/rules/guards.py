@@ -22,9 +22,11 @@ def can(verify: Callable[..., Any], *args: Any) -> bool:
 
 
 def require_table(state: TableState) -> None:
-    """The table must exist."""
+    """The table must exist, and not have ended."""
     if not state.exists:
         raise RuleViolation("the table does not exist")
+    if state.ended:
+        raise RuleViolation("the table has ended: it takes no more commands (it can be read)")
 
 
 def require_phase(state: TableState, phase: str) -> Hand:

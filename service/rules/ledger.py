@@ -191,6 +191,15 @@ def _settled(
         moves.move(seat, WIMP, -amount, pot)
 
 
+def _ended(book: Book, moves: _Moves, e: ev.TableEnded) -> None:
+    for seat, amount in e.refunds.items():
+        book.pots -= amount
+        moves.move(seat, REFUND, amount)
+    for seat, amount in e.cash_outs.items():
+        book.cashed_out += amount
+        moves.move(seat, CASH_OUT, -amount)
+
+
 Step = Callable[[Book, _Moves, ev.Event], None]
 _STEPS: dict[type[ev.Event], Step] = {
     ev.TableCreated: _created,  # type: ignore[dict-item]
@@ -201,6 +210,7 @@ _STEPS: dict[type[ev.Event], Step] = {
     ev.BetMade: _bet,  # type: ignore[dict-item]
     ev.HandVoided: _voided,  # type: ignore[dict-item]
     ev.HandResolved: _resolved,  # type: ignore[dict-item]
+    ev.TableEnded: _ended,  # type: ignore[dict-item]
 }
 """One function per event type that moves chips; every other event moves none."""
 

@@ -139,6 +139,8 @@ class TableState:
     bought_in: int = 0
     cashed_out: int = 0
     raked: int = 0  # the rake the house has taken
+    game_paid: dict[int, int] = field(default_factory=dict)  # paid into the pots this game
+    ended: bool = False  # the table was ended: every seat cashed out, no command any more
     hand: Hand | None = None
     deck: tuple[str, ...] = ()
     last_winners: tuple[int, ...] = ()
@@ -189,6 +191,7 @@ def _player_seated(state: TableState, e: ev.PlayerSeated) -> None:
     status = WAITING if state.game_running else ACTIVE
     state.seats[e.seat] = Seat(e.seat, e.player_id, e.buy_in, status, joined=state.version + 1)
     state.bought_in += e.buy_in
+    state.game_paid.pop(e.seat, None)  # a new player: what the seat paid before is not theirs
 
 
 def _chips_added(state: TableState, e: ev.ChipsAdded) -> None:
@@ -210,6 +213,7 @@ def _left(state: TableState, e: ev.PlayerLeft) -> None:
     seat.status = LEFT
     state.cashed_out += e.cash_out
     state.client_seeds.pop(e.seat, None)  # the seat's next holder brings their own
+    state.game_paid.pop(e.seat, None)  # who leaves gives up their share of the pots
 
 
 def _client_seed_set(state: TableState, e: ev.ClientSeedSet) -> None:
@@ -220,6 +224,7 @@ def _dealt(state: TableState, e: ev.HandDealt) -> None:
     if e.new_game:
         state.game = e.game
         state.game_running = True
+        state.game_paid = {}
     for s in e.removed:
         state.seats[s].status = WAITING
     for s in e.order:
@@ -227,6 +232,7 @@ def _dealt(state: TableState, e: ev.HandDealt) -> None:
     hi_lo = state.rules.hi_lo
     for s, amount in e.antes.items():
         state.seats[s].stack -= amount
+        _paid(state, s, amount)
         low = amount // 2 if hi_lo else 0  # hi-lo: the odd chip goes to the high pot
         state.low_pot += low
         state.pot += amount - low
@@ -338,6 +344,7 @@ def _bet(state: TableState, e: ev.BetMade) -> None:
     following = hand.turn_after(e.seat, e.action)
     state.seats[e.seat].stack -= e.amount
     state.pot += e.amount
+    _paid(state, e.seat, e.amount)
     if e.amount:
         hand.bets[e.seat] = hand.bets.get(e.seat, 0) + e.amount
     hand.bet_to, hand.raises = e.bet_to, e.raises
@@ -352,18 +359,28 @@ def _bet(state: TableState, e: ev.BetMade) -> None:
         hand.deadline = e.deadline
 
 
+def _paid(state: TableState, seat: int, amount: int) -> None:
+    """`seat` paid `amount` into the pots (antes, matches, wimp penalties, bets): the share of
+    the pots it gets back if the table ends in this game."""
+    if amount:
+        state.game_paid[seat] = state.game_paid.get(seat, 0) + amount
+
+
 def _resolved(state: TableState, e: ev.HandResolved) -> None:
     for s, amount in e.won.items():
         state.seats[s].stack += amount
     for s, amount in e.matched.items():
         state.seats[s].stack -= amount
+        _paid(state, s, amount)
     for s, amount in e.wimp.items():
         state.seats[s].stack -= amount
+        _paid(state, s, amount)
     if e.low is not None:
         for s, amount in e.low.won.items():
             state.seats[s].stack += amount
         for s, amount in e.low.matched.items():
             state.seats[s].stack -= amount
+            _paid(state, s, amount)
         state.low_pot = e.low.pot
         state.raked += e.low.rake
     state.raked += e.rake
@@ -400,9 +417,24 @@ def _voided(state: TableState, e: ev.HandVoided) -> None:
     for s, amount in hand.bets.items():  # bets go back to who made them; antes stay
         state.seats[s].stack += amount
         state.pot -= amount
+        _paid(state, s, -amount)
     state.hand = None
     state.deck = ()  # the cards go back: the next deal shuffles a whole deck
     state.antes_in_pot = True
+
+
+def _ended(state: TableState, e: ev.TableEnded) -> None:
+    for s, amount in e.refunds.items():
+        state.seats[s].stack += amount
+    state.pot = state.low_pot = state.reserve = state.side_pot = 0
+    for s, amount in e.cash_outs.items():
+        seat = state.seats[s]
+        seat.stack -= amount
+        seat.status = LEFT
+        state.cashed_out += amount
+    state.game_paid, state.client_seeds = {}, {}
+    state.game_running, state.grace_until = False, None
+    state.ended = True
 
 
 _APPLY = {
@@ -424,6 +456,7 @@ _APPLY = {
     ev.HandResolved: _resolved,
     ev.PlayersOutOfGame: _out_of_game,
     ev.HandVoided: _voided,
+    ev.TableEnded: _ended,
 }
 
 

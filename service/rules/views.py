@@ -67,11 +67,22 @@ def _passes_done(state: TableState, hand: int) -> bool:
     return _hand_finished(state, hand) or (state.hand is not None and state.hand.phase != PASSING)
 
 
+OPEN, PLAYING, ENDED = "open", "playing", "ended"
+
+
+def table_status(state: TableState) -> str:
+    """`ended` (no more commands), `playing` (a hand is in play) or `open`."""
+    if state.ended:
+        return ENDED
+    return PLAYING if state.hand is not None else OPEN
+
+
 def table_view(state: TableState, viewer: Viewer) -> dict[str, Any]:
     """The table as `viewer` may see it (the API's table view)."""
     rules = state.rules
     view: dict[str, Any] = {
         "table_id": state.table_id,
+        "status": table_status(state),
         "version": state.version,
         "rules": rules.to_dict(),
         "button": state.button,

@@ -12,9 +12,32 @@ import pytest
 import requests
 import yaml
 
-from tests.apiclient import AUDITOR, AUDITOR_A, OPERATOR, REGULATOR, TENANT_A, TENANT_B, Api, As
+from tests.apiclient import (
+    AUDITOR,
+    AUDITOR_A,
+    OPERATOR,
+    REGULATOR,
+    TENANT_A,
+    TENANT_B,
+    Api,
+    As,
+    follow_webhooks,
+)
 
 CALLERS = ["none", "bad", "operator", "auditor", "seat_player", "other_seat", "other_table"]
+
+
+def _webhook_with_a_delivery(api: Api) -> tuple[str, str]:
+    """A webhook (to a port where nobody listens) and a delivery of it (a seating at a table
+    of its own)."""
+    hook = api.post("/v1/webhooks", {"url": "http://127.0.0.1:9/h", "events": ["player_seated"]})
+    assert hook.status_code == 201, hook.text
+    webhook = hook.json()["webhook_id"]
+    table = api.table("three-card")
+    api.seat(table, "fan")
+    follow_webhooks(api, table)
+    deliveries = api.get(f"/v1/webhooks/{webhook}/deliveries").json()["deliveries"]
+    return webhook, deliveries[0]["delivery_id"]
 
 
 class Scene:
@@ -38,6 +61,7 @@ class Scene:
         audit = api.post(f"/v1/tables/{self.table}/audit")
         assert audit.status_code == 202, audit.text
         self.audit = audit.json()["audit_id"]
+        self.webhook, self.delivery = _webhook_with_a_delivery(api)
 
     def token(self, caller: str) -> str | None:
         return {
@@ -55,6 +79,8 @@ class Scene:
 # the public paths. `{t}` is the scene's table, `{a}` an audit of it.
 T = "{t}"
 A = "{a}"
+W = "{w}"  # a webhook of the scene's tenant, with a delivery
+D = "{d}"
 PUBLIC = ("/healthz", "/metrics", "/openapi.yaml", "/docs", "/play", "/play/play.js")
 
 
@@ -332,6 +358,26 @@ MATRIX: dict[str, tuple[str, str, str, Any, dict[str, int]]] = {
     ),
     "start_audit": _row("new", "POST", f"/v1/tables/{T}/audit", None, 202, 202, 403, 403, 403),
     "get_audit": _row("new", "GET", f"/v1/audits/{A}", None, 200, 200, 403, 403, 403),
+    "end_table": _row("new", "POST", f"/v1/tables/{T}/end", None, 200, 403, 403, 403, 403),
+    "register_webhook": _row(
+        "new",
+        "POST",
+        "/v1/webhooks",
+        {"url": "http://127.0.0.1:9/h", "events": ["hand_finished"]},
+        201,
+        403,
+        403,
+        403,
+        403,
+    ),
+    "list_webhooks": _row("new", "GET", "/v1/webhooks", None, 200, 403, 403, 403, 403),
+    "delete_webhook": _row("new", "DELETE", f"/v1/webhooks/{W}", None, 204, 403, 403, 403, 403),
+    "webhook_deliveries": _row(
+        "new", "GET", f"/v1/webhooks/{W}/deliveries", None, 200, 403, 403, 403, 403
+    ),
+    "redeliver": _row(
+        "new", "POST", f"/v1/webhooks/{W}/deliveries/{D}/redeliver", None, 202, 403, 403, 403, 403
+    ),
     "metrics": _row("new", "GET", "/metrics", None, 200, 200, 200, 200, 200),
     "openapi": _row("new", "GET", "/openapi.yaml", None, 200, 200, 200, 200, 200),
     "docs": _row("new", "GET", "/docs", None, 200, 200, 200, 200, 200),
@@ -355,6 +401,7 @@ def _cases() -> list[tuple[str, str, int]]:
 def _ask(api: Api, scene: Scene, method: str, path: str, body: Any, token: str | None) -> Any:
     """The answer (a stream's is only opened and closed)."""
     path = path.replace(T, scene.table).replace(A, scene.audit)
+    path = path.replace(W, scene.webhook).replace(D, scene.delivery)
     if path.endswith("/stream"):
         headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         with requests.get(api.base + path, headers=headers, stream=True, timeout=10) as answer:
@@ -404,7 +451,7 @@ def _tenant_status(name: str, caller: str) -> int | None:
         return expected["other_table"]
     if caller == "regulator":
         return 422 if name in REGULATOR_NAMES_THE_TENANT else expected["auditor"]
-    if T in path or A in path:
+    if T in path or A in path or W in path:
         return None
     return expected["operator" if caller == "other_operator" else "auditor"]
 
@@ -427,6 +474,7 @@ def test_authorization_across_tenants(casino_b: As, endpoint: str, caller: str):
         _check(answer, expected)
         return
     scene.table, scene.audit = "no-such-table", "0" * 24
+    scene.webhook, scene.delivery = "wh_nowhere", "msg_nowhere"
     nowhere = _ask(casino_b, scene, method, path, body, token)
     assert answer.status_code == nowhere.status_code and answer.status_code >= 400, answer.text
     assert answer.status_code in (403, 404), answer.text

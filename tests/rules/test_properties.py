@@ -88,6 +88,7 @@ ACTIONS = [
     "seat",
     "wait",
     "bet",
+    "end",
 ]
 
 
@@ -146,6 +147,8 @@ def _step(t: Table, action: str, data: st.DataObject) -> None:
         t.apply(commands.seat_player(state, f"x{len(t.log)}", data.draw(st.integers(1, 30)), t.now))
     elif action == "wait":
         t.now += timedelta(seconds=data.draw(st.integers(1, 10)))
+    elif action == "end" and data.draw(st.integers(0, 3)) == 0:  # (ends the run: rarer)
+        t.apply(commands.end_table(state, t.now))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

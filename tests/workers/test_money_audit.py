@@ -66,3 +66,37 @@ def test_a_tampered_rake_is_named_by_the_audit_and_failed_by_the_verifier(
     assert checks["settlement chips"].passed  # the chips still add up...
     assert not checks["rake"].passed  # ...but the rake is not the rules'
     assert "the rules say 1" in checks["rake"].detail
+
+
+def _ended_table(api: Api) -> str:
+    table, tokens = api.rules_table(3, ante=10)
+    dealt = api.post(f"/v1/tables/{table}/deal").json()
+    for seat in dealt["order"]:
+        api.post(f"/v1/tables/{table}/declare", {"decision": "out"}, token=tokens[seat])
+    assert api.post(f"/v1/tables/{table}/resolve").status_code == 200
+    assert api.post(f"/v1/tables/{table}/end").status_code == 200
+    return table
+
+
+def test_an_ended_table_audits_ok(api: Api, run_jobs: Callable):
+    report = _audit(api, run_jobs, _ended_table(api))
+    assert report["ok"], report
+
+
+def test_a_tampered_refund_is_named_by_the_audit(api: Api, redis_client, run_jobs: Callable):
+    table = _ended_table(api)
+
+    def favour(records):
+        i = _find(records, "table_ended")
+        data = records[i]["data"]
+        data["refunds"]["0"] += 1
+        data["refunds"]["1"] -= 1
+        data["cash_outs"]["0"] += 1
+        data["cash_outs"]["1"] -= 1
+        return records
+
+    rewrite_log(redis_client, table, favour, rechain=True)
+    report = _audit(api, run_jobs, table)
+    assert not report["ok"]
+    assert "end of the table" in report["first_discrepancy"]["problem"]
+    assert "refunds" in report["first_discrepancy"]["problem"]

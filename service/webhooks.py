@@ -1,0 +1,426 @@
+"""Webhooks: what a casino registers, the deliveries derived from the tables' logs, and how a
+delivery is signed and scheduled.
+
+Deliveries are a projection of the logs (`service.follow`): for each new event of one of the
+tenant's tables, a delivery is recorded for every webhook of the tenant subscribed to its
+name, in the same Lua script that moves the projection's position. So a delivery exists, and
+is due, before any attempt is made, and no process dying between an append and its delivery
+loses one (the event is in the log, after the position, until the script ran). Webhooks
+registered after an event do not get it.
+
+Attempts: the dispatchers claim due deliveries (a lease: a claimed delivery comes due again
+after `LEASE_S` unless its attempt is recorded) and queue one RQ job per attempt
+(`workers.jobs.deliver_webhook`); the job posts the body, signed as the Standard Webhooks
+specification says, with a bounded timeout and no redirects followed, and records the attempt:
+2xx is `delivered`; anything else is tried again after an exponential backoff, for
+`Schedule.retry_for_s` from the first attempt, then the delivery is `dead` until redelivered.
+At least once: a worker killed mid-attempt leaves the lease to expire, and the attempt is made
+again (receivers de-duplicate by `webhook-id`, which every attempt of a delivery shares).
+
+Keys, under one hash tag per tenant (``P`` the prefix, ``T`` the tenant)::
+
+    P:{%hooks:T}:hooks         hash  webhook id -> its record (JSON: url, events, secret, ...)
+    P:{%hooks:T}:positions     hash  table id -> the version deliveries were derived up to
+    P:{%hooks:T}:seq           the last delivery's sequence number
+    P:{%hooks:T}:deliveries    hash  delivery id -> its record (JSON)
+    P:{%hooks:T}:of:<webhook>  zset  the webhook's deliveries (score: sequence number)
+    P:{%hooks:T}:due           zset  delivery id -> when its next attempt is due (epoch s)
+
+and ``P:{%hooks}:tenants``, the set of tenants that ever registered a webhook (the dispatchers
+look at their due deliveries), written before the webhook itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+import orjson
+import redis
+from rq import Queue
+from rq.serializers import JSONSerializer
+
+from service.follow import Followed
+from service.rules import events as ev
+from service.rules.serial import to_data
+from service.rules.times import iso, parse_iso
+
+EVENT_NAMES = (
+    "hand_finished",
+    "hand_voided",
+    "player_seated",
+    "chips_added",
+    "player_cashed_out",
+    "table_ended",
+)
+"""What a webhook may subscribe to (see `webhook_events` for what each is)."""
+WEBHOOKS_QUEUE = "guts-webhooks"
+"""The RQ queue of the attempts (a worker listens on it)."""
+DELIVER_JOB = "workers.jobs.deliver_webhook"
+"""The job of one attempt: ``deliver_webhook(key_prefix, tenant, delivery_id, schedule)``."""
+LEASE_S = 60.0
+"""How long a claimed delivery is left to its attempt before it is due again."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How attempts are paced (seconds)."""
+
+    first_retry_s: float = 5.0
+    """The wait after the first failed attempt; it doubles after each, up to `max_wait_s`."""
+    max_wait_s: float = 3600.0
+    retry_for_s: float = 25 * 3600.0
+    """How long after its first attempt a delivery is tried again before it is `dead`."""
+    timeout_s: float = 10.0
+    """Connect and read timeout of one attempt."""
+
+    def wait_after(self, attempts: int) -> float:
+        """The wait before attempt `attempts + 1`."""
+        return float(min(self.first_retry_s * 2 ** (attempts - 1), self.max_wait_s))
+
+
+class BadWebhook(ValueError):
+    """A registration that cannot be accepted (422), naming the field."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def check_url(url: str) -> str:
+    """An absolute http(s) URL without credentials in it, or BadWebhook."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadWebhook("url must be an absolute http:// or https:// URL", "url")
+    if parts.username is not None or parts.password is not None:
+        raise BadWebhook("url must not hold credentials (sign with the secret instead)", "url")
+    return url
+
+
+def check_events(names: Sequence[str]) -> list[str]:
+    """The subscribed event names, each known, or BadWebhook."""
+    unknown = [n for n in names if n not in EVENT_NAMES]
+    if unknown or not names:
+        raise BadWebhook(f"events must be some of: {', '.join(EVENT_NAMES)}", "events")
+    return list(dict.fromkeys(names))
+
+
+def new_secret() -> str:
+    """A signing secret as the specification writes one: ``whsec_`` + base64 of 32 bytes."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """The ``webhook-signature`` header: ``v1,`` + base64 HMAC-SHA256 of ``id.timestamp.body``
+    under the secret's bytes."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signed = f"{msg_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+
+
+def webhook_events(event: ev.Event) -> list[tuple[str, dict[str, Any]]]:
+    """The webhook events (name, data) a log event makes: `hand_finished` (a resolution, its
+    outcome), `hand_voided`, `player_seated`, `chips_added`, `player_cashed_out` (a player
+    left, or was paid out when the table ended: seat, player, chips) and `table_ended`. None
+    of them holds a secret (the hands shown at a showdown are public then)."""
+    if isinstance(event, ev.HandResolved):
+        return [("hand_finished", to_data(event))]
+    if isinstance(event, ev.HandVoided):
+        return [("hand_voided", to_data(event))]
+    if isinstance(event, ev.PlayerSeated):
+        return [("player_seated", to_data(event))]
+    if isinstance(event, ev.ChipsAdded):
+        return [("chips_added", to_data(event))]
+    if isinstance(event, ev.PlayerLeft):
+        return [("player_cashed_out", {"seat": event.seat, "cash_out": event.cash_out})]
+    if isinstance(event, ev.TableEnded):
+        paid = [
+            ("player_cashed_out", {"seat": s, "player_id": event.players.get(s), "cash_out": a})
+            for s, a in event.cash_outs.items()
+        ]
+        return [*paid, ("table_ended", to_data(event))]
+    return []
+
+
+_DERIVE = """
+local position = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if position ~= tonumber(ARGV[2]) then return 0 end
+local now = ARGV[4]
+for i = 5, #ARGV, 3 do
+  local seq = redis.call('INCR', KEYS[2])
+  redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 2])
+  redis.call('ZADD', KEYS[5] .. ARGV[i + 1], seq, ARGV[i])
+  redis.call('ZADD', KEYS[4], now, ARGV[i])
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+"""
+"""KEYS: positions, seq, deliveries, due, the prefix of the per-webhook indexes. ARGV: table
+id, the position read, the new position, now, then per delivery its id, webhook id and
+record (JSON)."""
+
+_CLAIM = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+for _, id in ipairs(due) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
+return due
+"""
+
+_RECORD = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local record = cjson.decode(raw)
+if record['attempts'] ~= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+if ARGV[4] == '' then redis.call('ZREM', KEYS[2], ARGV[1])
+else redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1]) end
+return 1
+"""
+"""Record an attempt if no other recorded it: KEYS deliveries, due; ARGV delivery id, the
+attempts before, the new record, when the next attempt is due ('' for none)."""
+
+
+class WebhookStore:
+    """The webhooks of every tenant under `prefix`, their deliveries, and the projection
+    that derives the deliveries (`name`, `positions`, `apply`)."""
+
+    name = "webhooks"
+
+    def __init__(self, client: redis.Redis, prefix: str = "guts", clock: Any = time.time) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.clock = clock
+        self._derive = client.register_script(_DERIVE)
+        self._claim = client.register_script(_CLAIM)
+        self._record = client.register_script(_RECORD)
+
+    def _key(self, tenant: str, name: str) -> str:
+        return f"{self.prefix}:{{%hooks:{tenant}}}:{name}"
+
+    @property
+    def tenants_key(self) -> str:
+        return f"{self.prefix}:{{%hooks}}:tenants"
+
+    # --- registration --------------------------------------------------------------------
+
+    def register(self, tenant: str, url: str, events: Sequence[str]) -> dict[str, Any]:
+        """A new webhook of `tenant` (its record, secret included)."""
+        record: dict[str, Any] = {
+            "webhook_id": "wh_" + secrets.token_hex(12),
+            "url": check_url(url),
+            "events": check_events(events),
+            "secret": new_secret(),
+            "created_at": _iso(self.clock()),
+        }
+        self.client.sadd(self.tenants_key, tenant)  # first: a tenant listed with no hook is fine
+        self.client.hset(self._key(tenant, "hooks"), record["webhook_id"], orjson.dumps(record))
+        return record
+
+    def hooks(self, tenant: str) -> dict[str, dict[str, Any]]:
+        """The tenant's webhooks by id (secrets included: never answer them as they are)."""
+        raw = cast(dict[bytes, bytes], self.client.hgetall(self._key(tenant, "hooks")))
+        return {k.decode(): orjson.loads(v) for k, v in raw.items()}
+
+    def hook(self, tenant: str, webhook_id: str) -> dict[str, Any] | None:
+        raw = self.client.hget(self._key(tenant, "hooks"), webhook_id)
+        return None if raw is None else cast(dict[str, Any], orjson.loads(cast(bytes, raw)))
+
+    def delete(self, tenant: str, webhook_id: str) -> bool:
+        """Remove a webhook (its pending deliveries stop at their next attempt)."""
+        return bool(self.client.hdel(self._key(tenant, "hooks"), webhook_id))
+
+    # --- the projection ---------------------------------------------------------------------
+
+    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
+        pipe = self.client.pipeline(transaction=False)
+        for tenant, table_id in tables:
+            pipe.hget(self._key(tenant, "positions"), table_id)
+        return [int(p or 0) for p in pipe.execute()]
+
+    def apply(self, followed: Followed) -> bool:
+        tenant, table_id = followed.tenant, followed.table_id
+        hooks = self.hooks(tenant)
+        now = self.clock()
+        args: list[Any] = []
+        for version, event in followed.events:
+            made = webhook_events(event)
+            for index, (name, data) in enumerate(made):
+                for hook in hooks.values():
+                    if name not in hook["events"]:
+                        continue
+                    delivery_id = _delivery_id(hook["webhook_id"], table_id, version, index)
+                    body = {
+                        "type": name,
+                        "timestamp": getattr(event, "at", _iso(now)),
+                        "data": {
+                            "tenant": tenant,
+                            "table_id": table_id,
+                            "version": version,
+                            "event": data,
+                        },
+                    }
+                    record = {
+                        "delivery_id": delivery_id,
+                        "webhook_id": hook["webhook_id"],
+                        "event": name,
+                        "table_id": table_id,
+                        "version": version,
+                        "body": orjson.dumps(body).decode(),
+                        "status": "pending",
+                        "attempts": 0,
+                        "created_at": _iso(now),
+                        "first_attempt_at": None,
+                        "last_attempt_at": None,
+                        "last_status": None,
+                        "last_error": None,
+                        "next_attempt_at": _iso(now),
+                    }
+                    args += [delivery_id, hook["webhook_id"], orjson.dumps(record)]
+        keys = [
+            self._key(tenant, "positions"),
+            self._key(tenant, "seq"),
+            self._key(tenant, "deliveries"),
+            self._key(tenant, "due"),
+            self._key(tenant, "of:"),
+        ]
+        last = followed.events[-1][0]
+        return bool(self._derive(keys=keys, args=[table_id, followed.after, last, now, *args]))
+
+    # --- attempts ---------------------------------------------------------------------------
+
+    def tenants(self) -> list[str]:
+        return sorted(t.decode() for t in cast(set[bytes], self.client.smembers(self.tenants_key)))
+
+    def claim(self, tenant: str, limit: int = 100, lease_s: float = LEASE_S) -> list[str]:
+        """The tenant's deliveries due now, each leased for `lease_s`."""
+        now = self.clock()
+        ids = self._claim(keys=[self._key(tenant, "due")], args=[now, now + lease_s, limit])
+        return [i.decode() for i in cast(list[bytes], ids)]
+
+    def delivery(self, tenant: str, delivery_id: str) -> dict[str, Any] | None:
+        raw = self.client.hget(self._key(tenant, "deliveries"), delivery_id)
+        return None if raw is None else cast(dict[str, Any], orjson.loads(cast(bytes, raw)))
+
+    def record_attempt(
+        self,
+        tenant: str,
+        before: dict[str, Any],
+        status: int | None,
+        error: str | None,
+        schedule: Schedule,
+    ) -> dict[str, Any] | None:
+        """Record one attempt of `before` (the delivery as it was read); the new record, or
+        None when another attempt was recorded first."""
+        now = self.clock()
+        record = dict(before)
+        attempts = record["attempts"] = before["attempts"] + 1
+        record["first_attempt_at"] = before["first_attempt_at"] or _iso(now)
+        record["last_attempt_at"], record["last_status"], record["last_error"] = (
+            _iso(now),
+            status,
+            error,
+        )
+        first = _epoch(record["first_attempt_at"])
+        next_at: float | None = None
+        if status is not None and 200 <= status < 300:
+            record["status"] = "delivered"
+        elif now + schedule.wait_after(attempts) - first > schedule.retry_for_s:
+            record["status"] = "dead"
+        else:
+            next_at = now + schedule.wait_after(attempts)
+        record["next_attempt_at"] = None if next_at is None else _iso(next_at)
+        keys = [self._key(tenant, "deliveries"), self._key(tenant, "due")]
+        args = [record["delivery_id"], before["attempts"], orjson.dumps(record), next_at or ""]
+        return record if self._record(keys=keys, args=args) else None
+
+    def stop(self, tenant: str, before: dict[str, Any], why: str) -> None:
+        """A delivery that will not be attempted (its webhook was deleted)."""
+        record = {**before, "status": "stopped", "last_error": why, "next_attempt_at": None}
+        keys = [self._key(tenant, "deliveries"), self._key(tenant, "due")]
+        self._record(
+            keys=keys, args=[before["delivery_id"], before["attempts"], orjson.dumps(record), ""]
+        )
+
+    def queue_due(self, schedule: Schedule, limit: int = 100, lease_s: float = LEASE_S) -> int:
+        """Claim every tenant's due deliveries and queue an attempt of each (the dispatchers
+        call this); how many were queued. The job id names the delivery and its attempt, so a
+        claim repeated before the attempt ran queues it once."""
+        queue = Queue(WEBHOOKS_QUEUE, connection=self.client, serializer=JSONSerializer)
+        paced = asdict(schedule)
+        queued = 0
+        for tenant in self.tenants():
+            for delivery_id in self.claim(tenant, limit, lease_s):
+                record = self.delivery(tenant, delivery_id)
+                if record is None:
+                    continue
+                attempt = record["attempts"] + 1
+                queue.enqueue(
+                    DELIVER_JOB,
+                    self.prefix,
+                    tenant,
+                    delivery_id,
+                    paced,
+                    job_id=f"webhook-{delivery_id}-{attempt}",
+                    result_ttl=3600,
+                    failure_ttl=7 * 24 * 3600,
+                )
+                queued += 1
+        return queued
+
+    def redeliver(self, tenant: str, delivery_id: str) -> dict[str, Any] | None:
+        """Try a delivery again now, with a new `retry_for_s` from now; None if unknown."""
+        before = self.delivery(tenant, delivery_id)
+        if before is None:
+            return None
+        now = self.clock()
+        record = {**before, "status": "pending", "first_attempt_at": None}
+        record["next_attempt_at"] = _iso(now)
+        keys = [self._key(tenant, "deliveries"), self._key(tenant, "due")]
+        args = [delivery_id, before["attempts"], orjson.dumps(record), now]
+        return record if self._record(keys=keys, args=args) else self.delivery(tenant, delivery_id)
+
+    def deliveries(
+        self, tenant: str, webhook_id: str, after: int, limit: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """A page of a webhook's deliveries, oldest first, after the sequence number `after`,
+        and the cursor of the next page."""
+        index = self._key(tenant, f"of:{webhook_id}")
+        found = cast(
+            list[tuple[bytes, float]],
+            self.client.zrangebyscore(index, f"({after}", "+inf", 0, limit, withscores=True),
+        )
+        if not found:
+            return [], after
+        raw = cast(
+            list[bytes | None],
+            self.client.hmget(self._key(tenant, "deliveries"), [i for i, _ in found]),
+        )
+        page = [_public(orjson.loads(r)) for r in raw if r is not None]
+        return page, int(found[-1][1])
+
+
+def _public(record: dict[str, Any]) -> dict[str, Any]:
+    """A delivery as its webhook's owner reads it (the body is theirs: it is what was sent)."""
+    shown = dict(record)
+    shown["body"] = orjson.loads(record["body"])
+    return shown
+
+
+def _delivery_id(webhook_id: str, table_id: str, version: int, index: int) -> str:
+    digest = hashlib.sha256(f"{webhook_id}\0{table_id}\0{version}\0{index}".encode())
+    return "msg_" + digest.hexdigest()[:24]
+
+
+def _iso(epoch: float) -> str:
+    return iso(datetime.fromtimestamp(epoch, UTC))
+
+
+def _epoch(text: str) -> float:
+    return parse_iso(text).timestamp()
