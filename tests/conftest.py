@@ -7,6 +7,7 @@ free port, never the machine's 6379, and stopped at the end even when tests fail
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -35,6 +36,28 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
     """A bytes-returning client on an empty Redis (FLUSHALL before each test)."""
     client = redis.Redis.from_url(redis_url, decode_responses=False)
     client.flushall()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[Any]:
+    """A real 3-master Redis Cluster for the whole session (tests/cluster.py)."""
+    from tests.cluster import LocalCluster
+
+    with LocalCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster_client(redis_cluster: Any) -> Iterator[Any]:
+    """A cluster client on the session's cluster, every master flushed first."""
+    from redis.cluster import RedisCluster
+
+    client = RedisCluster.from_url(redis_cluster.url)
+    client.flushall(target_nodes=RedisCluster.PRIMARIES)
     try:
         yield client
     finally:
