@@ -142,6 +142,24 @@ def _run_dispatch(args: argparse.Namespace, settings: Settings) -> int:
     return run_dispatcher(settings)
 
 
+def _run_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.database_url:
+        return fail(
+            "GUTS_DATABASE_URL is not set: `guts migrate` needs the archive's PostgreSQL "
+            "(`guts serve` migrates the one it uses when it starts)"
+        )
+    from service.archive.database import connect, migrate
+    from service.eventlog.store import ArchiveUnavailable
+
+    try:
+        with connect(settings.database_url) as conn:
+            applied = migrate(conn)
+    except ArchiveUnavailable as error:
+        return fail(str(error))
+    print(f"applied migrations {', '.join(map(str, applied))}" if applied else "already up to date")
+    return 0
+
+
 def _configure_verify(parser: argparse.ArgumentParser, settings: Settings) -> None:
     parser.add_argument(
         "args",
@@ -163,6 +181,8 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
             _run_worker),
     Subcommand("dispatch", "run a deadline dispatcher alone (needs REDIS_URL)",
             _add_log_level, _run_dispatch),
+    Subcommand("migrate", "bring the archive's PostgreSQL schema up to date (GUTS_DATABASE_URL)",
+            _add_log_level, _run_migrate),
     Subcommand("verify", "check a hand history's deal against its revealed seed (stdlib only)",
             _configure_verify, _run_verify),
 )  # fmt: skip

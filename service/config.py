@@ -47,6 +47,8 @@ class Settings:
     webhook_max_wait_s: float = 3600.0
     webhook_retry_for_s: float = 25 * 3600.0
     webhook_timeout_s: float = 10.0
+    database_url: str | None = None
+    archive_keep_events: int = 100
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -73,4 +75,6 @@ class Settings:
             webhook_max_wait_s=float(env.get("GUTS_WEBHOOK_MAX_WAIT_S", 3600)),
             webhook_retry_for_s=float(env.get("GUTS_WEBHOOK_RETRY_FOR_S", 25 * 3600)),
             webhook_timeout_s=float(env.get("GUTS_WEBHOOK_TIMEOUT_S", 10)),
+            database_url=env.get("GUTS_DATABASE_URL") or None,
+            archive_keep_events=int(env.get("GUTS_ARCHIVE_KEEP_EVENTS", 100)),
         )

@@ -25,17 +25,17 @@ itself.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import redis
 
 from service.eventlog.codec import decode_event
-from service.eventlog.store import EventStore, StoreUnavailable
+from service.eventlog.store import EventStore, StoredEvent, StoreUnavailable
 from service.rules import events as ev
 from service.supervisor import Backoff
 
@@ -44,15 +44,29 @@ REDIS_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
 """Waits while Redis cannot be reached (the supervisor's schedule: doubling, capped)."""
 
 
-@dataclass(frozen=True)
 class Followed:
     """What a projection is given to apply: a table, its tenant, the position the events
-    follow, and the events (version, event), oldest first."""
+    follow, and the events, oldest first: `stored` as the log holds them, `events` decoded
+    (version, event) on first use (a projection that needs only the bytes decodes nothing)."""
 
-    table_id: str
-    tenant: str
-    after: int
-    events: tuple[tuple[int, ev.Event], ...]
+    def __init__(
+        self,
+        table_id: str,
+        tenant: str,
+        after: int,
+        events: tuple[tuple[int, ev.Event], ...] | None = None,
+        stored: tuple[StoredEvent, ...] = (),
+    ) -> None:
+        self.table_id = table_id
+        self.tenant = tenant
+        self.after = after
+        self.stored = stored
+        if events is not None:
+            self.__dict__["events"] = events
+
+    @functools.cached_property
+    def events(self) -> tuple[tuple[int, ev.Event], ...]:
+        return tuple((s.version, decode_event(s.data)) for s in self.stored)
 
 
 class Projection(Protocol):
@@ -81,12 +95,17 @@ class Follower:
         *,
         batch: int = 500,
         sweep_s: float = 5.0,
+        settle_s: float = 0.0,
         backoff: Backoff = REDIS_BACKOFF,
     ) -> None:
         self.store = store
         self.projections = list(projections)
         self.batch = batch
         self.sweep_s = sweep_s
+        self.settle_s = settle_s
+        """With notices coming faster than this, each table is caught up at most once per
+        `settle_s` (the archive: bigger batches, seconds of lag); 0: on each notice."""
+        self._pending: dict[str, int] = {}
         self.backoff = backoff
         self._tenants: dict[str, str] = {}  # table id -> tenant (a table never changes tenant)
 
@@ -123,9 +142,8 @@ class Follower:
             stored = self.store.read(table_id, position, self.batch)
             if not stored:
                 break
-            events = tuple((s.version, decode_event(s.data)) for s in stored)
-            if projection.apply(Followed(table_id, tenant, position, events)):
-                applied += len(events)
+            if projection.apply(Followed(table_id, tenant, position, stored=tuple(stored))):
+                applied += len(stored)
                 position = stored[-1].version
             else:  # another follower moved it: go on from where that one got to
                 (moved,) = projection.positions([(tenant, table_id)])
@@ -148,21 +166,31 @@ class Follower:
             ]
             keys = [(self.tenant(table_id) or "default", table_id) for table_id, _ in live]
             behind: dict[str, int] = {}
+            caught_up: list[tuple[Projection, str, int]] = []
             for projection in self.projections:
                 for (table_id, version), position in zip(
                     live, projection.positions(keys), strict=True
                 ):
                     if position < version:
                         behind[table_id] = version
+                    elif hasattr(projection, "tidy"):
+                        caught_up.append((projection, table_id, position))
             for table_id, version in behind.items():
                 applied += self.safely_catch_up(table_id, version)
+            for projection, table_id, position in caught_up:
+                self._safely(table_id, projection.tidy, table_id, position)  # type: ignore[attr-defined]
         return applied
 
     def safely_catch_up(self, table_id: str, upto: int | None = None) -> int:
         """`catch_up`, where a table whose log cannot be projected is logged and left for
         the next sweep (one table's log never stops the others); Redis errors pass."""
+        return self._safely(table_id, self.catch_up, table_id, upto) or 0
+
+    def _safely(self, table_id: str, call: Callable[..., Any], *args: Any) -> Any:
+        """`call(*args)` for `table_id`, where a table that cannot be projected is logged and
+        left for the next sweep; errors reaching a store pass."""
         try:
-            return self.catch_up(table_id, upto)
+            return call(*args)
         except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
             raise
         except Exception as error:  # noqa: BLE001 - see the docstring
@@ -172,7 +200,7 @@ class Follower:
                 type(error).__name__,
                 extra={"table_id": table_id, "error": type(error).__name__},
             )
-            return 0
+            return None
 
     def run(self, client: redis.Redis, channel: str, stop: threading.Event) -> None:
         """Follow until `stop` is set: notices on `channel` as they come, a sweep every
@@ -184,11 +212,18 @@ class Follower:
                 pubsub.subscribe(channel)
                 self.sweep()  # what was appended while nobody listened
                 next_sweep = time.monotonic() + self.sweep_s
+                settled = time.monotonic() + self.settle_s
                 failures = 0
                 while not stop.is_set():
-                    message = pubsub.get_message(timeout=min(1.0, self.sweep_s))
+                    wait = min(1.0, self.sweep_s)
+                    if self._pending:  # (no later than the settling is due)
+                        wait = max(0.0, min(wait, settled - time.monotonic()))
+                    message = pubsub.get_message(timeout=wait)
                     if message is not None:
                         self._notice(message["data"])
+                    if self._pending and time.monotonic() >= settled:
+                        self._settle()
+                        settled = time.monotonic() + self.settle_s
                     if time.monotonic() >= next_sweep:
                         self.sweep()
                         next_sweep = time.monotonic() + self.sweep_s
@@ -196,7 +231,7 @@ class Follower:
                 failures += 1
                 wait = self.backoff.delay(failures)
                 log.warning(
-                    "the follower lost Redis (%s); trying again in %.1f s",
+                    "the follower cannot reach its stores (%s); trying again in %.1f s",
                     type(error).__name__,
                     wait,
                     extra={"retry_s": wait, "error": type(error).__name__},
@@ -209,4 +244,13 @@ class Follower:
         text = data.decode() if isinstance(data, bytes) else data
         version, _, table_id = text.partition(" ")
         if version.isdigit() and table_id:
-            self.safely_catch_up(table_id, int(version))
+            self._pending[table_id] = max(int(version), self._pending.get(table_id, 0))
+            if self.settle_s <= 0:
+                self._settle()
+
+    def _settle(self) -> None:
+        """Catch up the tables noticed since the last time (a Redis failure keeps the rest)."""
+        while self._pending:
+            table_id, version = next(iter(self._pending.items()))
+            self.safely_catch_up(table_id, version)
+            del self._pending[table_id]

@@ -203,7 +203,7 @@ class LedgerStore:
         """Up to `limit` entries after the cursor `after` (None: from the first), oldest
         first, of one table and/or one player when given; and the cursor to go on from (the
         same one when there is nothing newer yet)."""
-        start = _cursor(after)
+        start = page_cursor(after)
         if table_id is None and player_id is None:
             seqs = list(range(start + 1, start + limit + 1))
             found = self._entries(tenant, seqs)
@@ -292,7 +292,7 @@ def _epoch_ms(at: str) -> int:
     return int(parse_iso(at).timestamp() * 1000) if at else 0
 
 
-def _cursor(after: str | None) -> int:
+def page_cursor(after: str | None) -> int:
     if after is None:
         return 0
     if not (after.isascii() and after.isdigit()) or len(after) > 18:

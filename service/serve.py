@@ -25,7 +25,9 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from service.archive.database import EmbeddedPostgres, connect, migrate
 from service.config import Settings
+from service.eventlog.store import ArchiveUnavailable
 from service.redis_server import RedisServer, RedisServerError
 from service.supervisor import ChildSpec, StopSignal, Supervisor
 
@@ -56,12 +58,15 @@ def serve(
     try:
         with contextlib.ExitStack() as stack:  # unwinds children, metrics dir, Redis last
             redis_url, described, embedded = stack.enter_context(_redis(settings, data_dir))
+            database_url, described["postgres"] = stack.enter_context(_postgres(settings, data_dir))
             first_contact = _FirstContact(redis_url, None if embedded else redis_wait_s)
             first_contact.tick()  # says so before anything starts if it does not answer
             metrics_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="guts-metrics-"))
             if stop.signum is not None:
                 return 0
-            specs = serve_children(host, port, workers, redis_url, metrics_dir, log_level)
+            specs = serve_children(
+                host, port, workers, redis_url, metrics_dir, log_level, database_url
+            )
             supervisor = stack.enter_context(Supervisor(specs))
             supervisor.start()
             listening = functools.partial(_listening, host, port)
@@ -180,12 +185,21 @@ def redis_trouble(redis_url: str) -> str | None:
 
 
 def serve_children(
-    host: str, port: int, workers: int, redis_url: str, metrics_dir: str, log_level: str = "info"
+    host: str,
+    port: int,
+    workers: int,
+    redis_url: str,
+    metrics_dir: str,
+    log_level: str = "info",
+    database_url: str | None = None,
 ) -> list[ChildSpec]:
-    """What `guts serve` runs, all on `redis_url` and logging at `log_level`: gunicorn
-    (metrics in multiprocess mode), one `guts worker` (audits) and one `guts dispatch`
-    (deadlines). One line per child."""
+    """What `guts serve` runs, all on `redis_url` (and the archive at `database_url`) and
+    logging at `log_level`: gunicorn (metrics in multiprocess mode), one `guts worker`
+    (audits) and one `guts dispatch` (deadlines, projections, the archive). One line per
+    child."""
     env = {**os.environ, "REDIS_URL": redis_url, "GUTS_LOG_LEVEL": log_level}
+    if database_url:
+        env["GUTS_DATABASE_URL"] = database_url
     web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": metrics_dir}
     level = ("--log-level", log_level)
     return [
@@ -248,6 +262,33 @@ def _redis(
     ):
         described = {"redis": f"embedded at {server.url}", "redis_data": str(server.data_dir)}
         yield server.url, described, server
+
+
+@contextlib.contextmanager
+def _postgres(settings: Settings, data_dir: Path) -> Iterator[tuple[str, str]]:
+    """Yield the archive's database URL and how to describe it: GUTS_DATABASE_URL, or an
+    embedded PostgreSQL with its data under ``<data_dir>/postgres`` (stopped when the block
+    exits). The schema is migrated first (a database that does not answer yet is left to
+    the dispatcher, which migrates it when it starts)."""
+    if settings.database_url:
+        url, described = (
+            settings.database_url,
+            f"{redact_url(settings.database_url)} (GUTS_DATABASE_URL)",
+        )
+    else:
+        embedded = EmbeddedPostgres(data_dir / "postgres")
+        url = embedded.start()
+        described = f"embedded in {embedded.directory}"
+    try:
+        try:
+            with connect(url) as conn:
+                migrate(conn)
+        except ArchiveUnavailable as error:
+            log.warning("the archive's PostgreSQL does not answer yet (%s)", error)
+        yield url, described
+    finally:
+        if not settings.database_url:
+            embedded.stop()
 
 
 @contextlib.contextmanager

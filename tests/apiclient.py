@@ -5,6 +5,7 @@ Loaded as a pytest plugin by tests/conftest.py, so every test package can use `a
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -78,9 +79,10 @@ SERVED: dict[str, Any] = {}
 """The app behind each test server's URL (they run in this process)."""
 
 
-def _settings(redis_url: str, sandbox: bool) -> Settings:
+def _settings(redis_url: str, sandbox: bool, database_url: str | None = None) -> Settings:
     return Settings(
         redis_url=redis_url,
+        database_url=database_url,
         operator_keys=(OPERATOR,),
         auditor_keys=(AUDITOR,),
         sandbox=sandbox,
@@ -113,23 +115,50 @@ def _serve(settings: Settings, config: pytest.Config) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def sandbox_url(redis_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
-    yield from _serve(_settings(redis_url, sandbox=True), pytestconfig)
+def sandbox_url(redis_url: str, database_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
+    yield from _serve(_settings(redis_url, True, database_url), pytestconfig)
 
 
 @pytest.fixture(scope="session")
-def production_url(redis_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
-    yield from _serve(_settings(redis_url, sandbox=False), pytestconfig)
+def production_url(redis_url: str, database_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
+    yield from _serve(_settings(redis_url, False, database_url), pytestconfig)
 
 
 @pytest.fixture
-def api(sandbox_url: str, redis_client: Any) -> Api:
-    """A client of the sandbox server, on an empty Redis."""
+def clean_archive(database_url: str) -> str:
+    """The session's archive, emptied if a test left anything in it (Redis is flushed for
+    each test, so an archive that outlived its tables would disagree with them)."""
+    import psycopg
+
+    from tests.postgres import EMPTY_ARCHIVE
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        if conn.execute("SELECT EXISTS (SELECT 1 FROM archive_tables)").fetchone() == (True,):
+            conn.execute(EMPTY_ARCHIVE)
+    return database_url
+
+
+@pytest.fixture
+def api(sandbox_url: str, redis_client: Any, clean_archive: str) -> Api:
+    """A client of the sandbox server, on an empty Redis (and archive)."""
     return Api(sandbox_url)
 
 
+@pytest.fixture(scope="session")
+def plain_url(redis_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
+    """A sandbox server without an archive (the ledger is then a Redis projection)."""
+    yield from _serve(_settings(redis_url, True), pytestconfig)
+
+
 @pytest.fixture
-def production_api(production_url: str, redis_client: Any) -> Api:
+def plain_api(plain_url: str, redis_client: Any, monkeypatch: pytest.MonkeyPatch) -> Api:
+    """A client of the server without an archive, on an empty Redis; jobs run without one."""
+    monkeypatch.delenv("GUTS_DATABASE_URL", raising=False)
+    return Api(plain_url)
+
+
+@pytest.fixture
+def production_api(production_url: str, redis_client: Any, clean_archive: str) -> Api:
     """A client of a server without GUTS_SANDBOX."""
     return Api(production_url)
 
@@ -150,13 +179,14 @@ class As(Api):
 
 
 @pytest.fixture(scope="session")
-def tenants_url(redis_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
+def tenants_url(redis_url: str, database_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
     """A sandbox server whose keys belong to tenants: operators of casino-a and casino-b, an
     auditor of casino-a and a regulator (an auditor of every tenant)."""
     settings = Settings(
         redis_url=redis_url,
         operator_keys=(f"casino-a:{TENANT_A}", f"casino-b:{TENANT_B}"),
         auditor_keys=(f"*:{REGULATOR}", f"casino-a:{AUDITOR_A}"),
+        database_url=database_url,
         sandbox=True,
         token_secret="test-token-secret",
         key_prefix="guts",
@@ -165,13 +195,13 @@ def tenants_url(redis_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
 
 
 @pytest.fixture
-def casino_a(tenants_url: str, redis_client: Any) -> As:
+def casino_a(tenants_url: str, redis_client: Any, clean_archive: str) -> As:
     """casino-a's operator, on an empty Redis."""
     return As(tenants_url, TENANT_A)
 
 
 @pytest.fixture
-def casino_b(tenants_url: str, redis_client: Any) -> As:
+def casino_b(tenants_url: str, redis_client: Any, clean_archive: str) -> As:
     """casino-b's operator, on an empty Redis."""
     return As(tenants_url, TENANT_B)
 
@@ -185,3 +215,22 @@ def follow_webhooks(api: Api, table: str) -> None:
 
     client = SERVED[api.base].extensions["guts"].redis
     Follower(RedisEventStore(client), [WebhookStore(client)]).catch_up(table)
+
+
+KEEP = 4
+"""How many events the archived test server's store keeps in Redis once archived."""
+
+
+@pytest.fixture(scope="session")
+def archived_url(redis_url: str, database_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
+    """A sandbox server with an archive in the session's PostgreSQL (keeping `KEEP` events)."""
+    settings = dataclasses.replace(
+        _settings(redis_url, True, database_url), archive_keep_events=KEEP
+    )
+    yield from _serve(settings, pytestconfig)
+
+
+@pytest.fixture
+def archived_api(archived_url: str, redis_client: Any, empty_archive: str) -> Api:
+    """A client of the archived server, on an empty Redis and an empty archive."""
+    return Api(archived_url)

@@ -26,6 +26,27 @@ def redis_server() -> Iterator[RedisServer]:
 
 
 @pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database for the whole session (tests/postgres.py)."""
+    from tests.postgres import fresh_database
+
+    with fresh_database() as url:
+        yield url
+
+
+@pytest.fixture
+def empty_archive(database_url: str) -> str:
+    """The session's database with the archive emptied first; its URL."""
+    import psycopg
+
+    from tests.postgres import EMPTY_ARCHIVE
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(EMPTY_ARCHIVE)
+    return database_url
+
+
+@pytest.fixture(scope="session")
 def redis_url(redis_server: RedisServer) -> str:
     """The URL of the session's redis-server."""
     return redis_server.url

@@ -28,13 +28,15 @@ from dataclasses import dataclass
 import redis
 
 from service.application import TableService
+from service.archive.archive import Archive
+from service.archive.database import connect, migrate
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
-from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
 from service.follow import Follower, Projection
 from service.ledger_store import LedgerStore
+from service.stores import archiver, event_store, open_archive
 from service.supervisor import Backoff
 from service.tables import Tables
 from service.webhooks import Schedule, WebhookStore
@@ -162,11 +164,11 @@ class Dispatcher:
                 stop.wait(wait)
 
 
-def build_dispatcher(settings: Settings, client: redis.Redis) -> Dispatcher:
+def build_dispatcher(
+    settings: Settings, client: redis.Redis, archive: Archive | None = None
+) -> Dispatcher:
     """A dispatcher on `client` for the tables under `settings.key_prefix`."""
-    store = RedisEventStore(
-        client, prefix=settings.key_prefix, idempotency_ttl_s=settings.idempotency_ttl_s
-    )
+    store = event_store(settings, client, archive)
     index = DueIndex(client, prefix=settings.key_prefix)
     listing = TableList(client, prefix=settings.key_prefix)
     tables = Tables(store, index=index, listing=listing)
@@ -174,12 +176,13 @@ def build_dispatcher(settings: Settings, client: redis.Redis) -> Dispatcher:
     return Dispatcher(usecases, index)
 
 
-def projections(settings: Settings, client: redis.Redis) -> list[Projection]:
-    """Every projection of the tables' logs that the dispatchers keep (``service.follow``)."""
-    return [
-        LedgerStore(client, prefix=settings.key_prefix),
-        WebhookStore(client, prefix=settings.key_prefix),
-    ]
+def projections(
+    settings: Settings, client: redis.Redis, archived: bool = False
+) -> list[Projection]:
+    """Every projection of the tables' logs that the dispatchers keep (``service.follow``)
+    beside the archive (which, when there is one, keeps the ledger)."""
+    webhooks = WebhookStore(client, prefix=settings.key_prefix)
+    return [webhooks] if archived else [LedgerStore(client, prefix=settings.key_prefix), webhooks]
 
 
 def webhook_schedule(settings: Settings) -> Schedule:
@@ -207,13 +210,28 @@ def queue_webhooks(hooks: WebhookStore, schedule: Schedule, stop: threading.Even
         stop.wait(wait)
 
 
-def build_follower(settings: Settings, client: redis.Redis) -> tuple[Follower, str]:
+def build_follower(
+    settings: Settings, client: redis.Redis, archive: Archive | None = None
+) -> tuple[Follower, str]:
     """A follower keeping `projections` up to the logs under `settings.key_prefix`, and the
     channel of the appends' notices."""
-    store = RedisEventStore(
-        client, prefix=settings.key_prefix, idempotency_ttl_s=settings.idempotency_ttl_s
+    store = event_store(settings, client, archive)
+    return Follower(store, projections(settings, client, archive is not None)), store.notices
+
+
+ARCHIVE_SETTLE_S = 0.5
+"""The archive takes each table's new events at most this often (bigger batches; it lags by
+about this much)."""
+
+
+def build_archiver(settings: Settings, client: redis.Redis, archive: Archive) -> Follower:
+    """A follower copying the logs under `settings.key_prefix` into `archive` and trimming
+    them from Redis (``service.archive``); apart from the other projections, so PostgreSQL
+    going away delays neither the ledger nor the webhooks."""
+    store = event_store(settings, client, archive)
+    return Follower(
+        store, [archiver(store, archive)], batch=2000, sweep_s=30.0, settle_s=ARCHIVE_SETTLE_S
     )
-    return Follower(store, projections(settings, client)), store.notices
 
 
 def run_dispatcher(settings: Settings) -> int:
@@ -225,31 +243,51 @@ def run_dispatcher(settings: Settings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     client = redis.Redis.from_url(settings.redis_url, health_check_interval=10)
+    archive = None
+    if settings.database_url:
+        with connect(settings.database_url) as conn:  # the schema first: we write it
+            migrate(conn)
+        archive = open_archive(settings, size=2)
     # The projections are followed beside the clock, in a thread of their own: a slow
-    # projection never delays a deadline.
-    follower, notices = build_follower(settings, client)
+    # projection never delays a deadline; the archive in another.
+    follower, notices = build_follower(settings, client, archive)
     following = threading.Thread(
         target=follower.run,
         args=(client, notices, stop),
         name="follower",
         daemon=True,
     )
-    queueing = threading.Thread(
-        target=queue_webhooks,
-        args=(WebhookStore(client, prefix=settings.key_prefix), webhook_schedule(settings), stop),
-        name="webhooks",
-        daemon=True,
+    threads = [following] if follower.projections else []
+    if archive is not None:
+        archiving = build_archiver(settings, client, archive)
+        threads.append(
+            threading.Thread(
+                target=archiving.run, args=(client, notices, stop), name="archiver", daemon=True
+            )
+        )
+    threads.append(
+        threading.Thread(
+            target=queue_webhooks,
+            args=(
+                WebhookStore(client, prefix=settings.key_prefix),
+                webhook_schedule(settings),
+                stop,
+            ),
+            name="webhooks",
+            daemon=True,
+        )
     )
     try:
         log.info("dispatcher started", extra={"prefix": settings.key_prefix})
-        if follower.projections:
-            following.start()
-        queueing.start()
-        build_dispatcher(settings, client).run(stop)
+        for thread in threads:
+            thread.start()
+        build_dispatcher(settings, client, archive).run(stop)
     finally:
         stop.set()
-        for thread in (following, queueing):
+        for thread in threads:
             if thread.is_alive():
                 thread.join(timeout=10)
         client.close()
+        if archive is not None:
+            archive.close()
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -16,9 +17,9 @@ from rq import get_current_job
 
 from service.audit import audit_table
 from service.audits import save_audit
-from service.eventlog.redis_store import RedisEventStore
-from service.ledger_store import LedgerStore
+from service.config import Settings
 from service.rules.errors import GutsError
+from service.stores import event_store, ledger_of, open_archive
 from service.webhooks import Schedule, WebhookStore, sign
 
 
@@ -29,11 +30,16 @@ def audit_job(audit_id: str, table_id: str, key_prefix: str) -> dict[str, Any]:
         raise RuntimeError("not running inside an RQ job")
     connection = job.connection
     save_audit(connection, key_prefix, audit_id, {"status": "running", "table_id": table_id})
+    settings = replace(Settings.from_env(), key_prefix=key_prefix)
+    archive = open_archive(settings, size=1)  # the events trimmed from Redis are there
     try:
-        store = RedisEventStore(connection, prefix=key_prefix)
-        report = audit_table(store, table_id, LedgerStore(connection, prefix=key_prefix))
+        store = event_store(settings, connection, archive)
+        report = audit_table(store, table_id, ledger_of(settings, connection, archive))
     except GutsError as exc:
         report = {"ok": False, "table_id": table_id, "error": exc.detail}
+    finally:
+        if archive is not None:
+            archive.close()
     record = {"status": "finished", "table_id": table_id, "result": report}
     save_audit(connection, key_prefix, audit_id, record)
     return orjson.loads(orjson.dumps(report))  # type: ignore[no-any-return]

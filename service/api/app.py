@@ -27,13 +27,12 @@ from werkzeug.routing import Rule
 from service.application import TableService
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
-from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
 from service.follow import Follower
-from service.ledger_store import LedgerStore
 from service.logs import LEVELS, json_line
 from service.snapshots import StateCache, inherited
+from service.stores import archiver, event_store, ledger_of, open_archive
 from service.tables import Tables
 from service.webhooks import WebhookStore
 
@@ -283,12 +282,9 @@ def create_app(
             settings.redis_url, max_connections=REDIS_CONNECTIONS, timeout=REDIS_WAIT_S
         )
         redis_client = redis.Redis(connection_pool=pool)
-    store = RedisEventStore(
-        redis_client,
-        prefix=settings.key_prefix,
-        idempotency_ttl_s=settings.idempotency_ttl_s,
-        bypass_redis_py=redis_py_bypass,
-    )
+    # The events trimmed from Redis are read from the archive, when there is one.
+    archive = open_archive(settings)
+    store = event_store(settings, redis_client, archive, bypass_redis_py=redis_py_bypass)
     app = Flask("guts")
     app.session_interface = _NoSessions()
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
@@ -303,9 +299,11 @@ def create_app(
     index = DueIndex(redis_client, prefix=settings.key_prefix)
     listing = TableList(redis_client, prefix=settings.key_prefix)
     tables = Tables(store, cache=cache, index=index, listing=listing)
-    # The ledger is kept by the dispatchers' follower; this one catches a table up when a
-    # request needs it current (a page of one table, a loss-limit decision).
-    ledger = LedgerStore(redis_client, prefix=settings.key_prefix)
+    # The ledger is kept by the dispatchers' followers (with an archive, by its archiver);
+    # this one catches a table up when a request needs it current (a page of one table, a
+    # loss-limit decision, a page of its hands).
+    ledger = ledger_of(settings, redis_client, archive)
+    follower = Follower(store, [ledger if archive is None else archiver(store, archive)])
     usecases = TableService(
         tables,
         redis_client,
@@ -313,7 +311,9 @@ def create_app(
         issue_token=auth.issue,
         sandbox=settings.sandbox,
         ledger=ledger,
-        follower=Follower(store, [ledger]),
+        follower=follower,
+        archive=archive,
+        archiver=None if archive is None else follower,
         webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
     )
     feed = Feed(redis_client, usecases, store.notices)

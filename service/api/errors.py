@@ -19,7 +19,7 @@ from werkzeug.exceptions import HTTPException
 from service.application.access import Forbidden
 from service.application.hooks import WebhookNotFound
 from service.application.values import AuditNotFound, HandNotFound
-from service.eventlog.store import StoreError, StoreUnavailable
+from service.eventlog.store import ArchiveUnavailable, StoreError, StoreUnavailable
 from service.rules.errors import (
     GutsError,
     InvalidCard,
@@ -159,6 +159,8 @@ def install(app: Flask) -> None:
     @app.errorhandler(StoreUnavailable)
     def unavailable(exc: StoreUnavailable) -> Response:
         log.error("store unavailable: %s", type(exc).__name__)
+        if isinstance(exc, ArchiveUnavailable):
+            return problem(503, "Unavailable", "the archive cannot be reached; retry")
         return problem(503, "Unavailable", "the event store cannot be reached; retry")
 
     @app.errorhandler(ShuttingDown)

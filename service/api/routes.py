@@ -248,6 +248,25 @@ def get_hand(table_id: str, hand: int) -> Response:
     return json_response(record, version=found.version)
 
 
+@v1.get("/hands")
+def list_hands() -> Response:
+    who = caller()
+    require(who, OPERATOR, AUDITOR)
+    query = schemas.HANDS_QUERY.load(request.args.to_dict())
+    if query["from_"] and query["to"] and query["from_"] >= query["to"]:
+        raise BadRequest("from must be before to", 422, "from")
+    page = _tables().hands(
+        who,
+        player_id=query["player_id"],
+        table_id=query["table_id"],
+        start=query["from_"],
+        end=query["to"],
+        after=query["after"],
+        limit=query["limit"],
+    )
+    return render(page)
+
+
 # --- the live feed ----------------------------------------------------------------------------
 
 

@@ -153,6 +153,20 @@ class LedgerQuery(Strict):
     tenant = fields.String(load_default=None, validate=TENANT)
 
 
+class HandsQuery(Strict):
+    """A page of finished hands: filters, the cursor from the previous page, its size."""
+
+    player_id = fields.String(load_default=None, validate=ID)
+    table_id = fields.String(load_default=None, validate=ID)
+    from_ = fields.AwareDateTime(load_default=None, format="iso", data_key="from")
+    to = fields.AwareDateTime(load_default=None, format="iso")
+    after = fields.String(
+        load_default=None,
+        validate=validate.Regexp(r"[0-9]{1,20}\.[0-9]{1,18}\Z", error="not a cursor of this list"),
+    )
+    limit = fields.Integer(load_default=20, validate=validate.Range(min=1, max=100))
+
+
 class TenantQuery(Strict):
     """A regulator's choice of tenant."""
 
@@ -210,6 +224,7 @@ HAND_QUERY = HandQuery()
 STREAM_QUERY = StreamQuery()
 TABLES_QUERY = TablesQuery()
 LEDGER_QUERY = LedgerQuery()
+HANDS_QUERY = HandsQuery()
 TENANT_QUERY = TenantQuery()
 PLAYER_LIMITS = PlayerLimits()
 WEBHOOK = Webhook()

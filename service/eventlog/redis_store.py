@@ -4,16 +4,22 @@ Key layout (``P`` is the prefix, default ``guts``; ``T`` the encoded table id, b
 
     P:{T}:events      stream   the log; entry id "<version>-0", one field "data" = event bytes
     P:{T}:meta        hash     "version" (decimal), "snapshot" (bytes), "snapshot_version"
-                               (the version the snapshot is of; absent: "version") and "due"
+                               (the version the snapshot is of; absent: "version"), "due"
                                (the table's next due moment, epoch seconds; absent: none)
+                               and "trimmed" (the stream starts after it; absent: 0)
     P:{T}:idem:<key>  hash     "request_hash", "response"; expires after idempotency_ttl_s
 
 Stream ids encode the version: the event at 1-based position ``n`` has id ``n-0``, so
 ``read(after=n)`` is ``XRANGE P:{T}:events n+1 +`` and versions come back from the ids.
 (The ids' millisecond part is therefore *not* a time.) The version itself is kept in the
 meta hash and never derived from ``XLEN``; the append script (``lua/append.lua``) refuses to
-write when the stream does not end at ``<version>-0`` (its length differs from the version,
-or it holds a later id: :class:`CorruptLog`). Streams are never trimmed.
+write when the stream does not end at ``<version>-0`` (its length plus "trimmed" differs from
+the version, or it holds a later id: :class:`CorruptLog`).
+
+Streams are trimmed only of events the archive holds (``trim``, called by the archive once it
+has copied and verified them: ``service.archive``), never past the snapshot nor the latest
+``keep`` events; ``read`` takes the events a stream no longer holds from the archive, so
+readers see one log.
 
 Every key of a table carries the hash tag ``{T}``, and the append script touches only the
 keys of its own table, so a table lives in one Redis Cluster slot. ``T`` is the table id
@@ -38,6 +44,7 @@ import contextlib
 import functools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any, Protocol
 from urllib.parse import quote, unquote
 
 import redis
@@ -57,9 +64,18 @@ from service.eventlog.store import (
     check_read_args,
 )
 
-__all__ = ["RedisEventStore", "table_key_tag"]
+__all__ = ["ArchiveReader", "RedisEventStore", "table_key_tag"]
 
 _APPEND_LUA = (Path(__file__).parent / "lua" / "append.lua").read_text()
+_TRIM_LUA = (Path(__file__).parent / "lua" / "trim.lua").read_text()
+
+
+class ArchiveReader(Protocol):
+    """Where the events trimmed from Redis are (``service.archive.Archive``)."""
+
+    def read(self, table_id: str, after: int, upto: int, limit: int | None) -> list[StoredEvent]:
+        """The events after `after` up to `upto`, oldest first, at most `limit`."""
+        ...
 
 
 @functools.lru_cache(maxsize=8192)
@@ -87,6 +103,8 @@ class RedisEventStore:
         idempotency_ttl_s: int = 86_400,
         *,
         bypass_redis_py: bool = True,
+        archive: ArchiveReader | None = None,
+        keep: int = 100,
     ) -> None:
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("RedisEventStore needs a client with decode_responses=False")
@@ -97,12 +115,16 @@ class RedisEventStore:
         self.client = client
         self.prefix = prefix
         self.idempotency_ttl_s = idempotency_ttl_s
+        self.archive = archive
+        self.keep = keep
+        """How many of a table's latest events a trim leaves in Redis in any case."""
         self.notices = f"{prefix}:appended"
         """The channel each append publishes its notice on (``<version> <table id>``), which
         the live feeds listen to (`service.api.feed`)."""
         # register_script hashes locally; the script is sent once (SCRIPT LOAD) on the first
         # NOSCRIPT reply and called by EVALSHA from then on.
         self._append_script = client.register_script(_APPEND_LUA)
+        self._trim_script = client.register_script(_TRIM_LUA)
         # The hot commands (a load's HMGET, an append's EVALSHA) go through redis-py's
         # public `execute_command`, or around its pool (measured worth it: see the module).
         self._call = DirectCommands(client).call if bypass_redis_py else client.execute_command
@@ -206,12 +228,39 @@ class RedisEventStore:
         raise StoreError(f"unexpected reply from the append script: {reply!r}")
 
     def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
-        """Events with version > ``after`` (``XRANGE <after+1> + COUNT <limit>``)."""
+        """Events with version > ``after`` (``XRANGE <after+1> + COUNT <limit>``); those
+        trimmed from the stream come from the archive (then the read may return fewer than
+        `limit`, never none while there are more)."""
         check_read_args(after, limit)
         if limit == 0:
             return []
         with _redis_errors():
             entries = self.client.xrange(self.events_key(table_id), after + 1, "+", count=limit)
+        entries = entries or []
+        if entries and _version_of(_bytes(entries[0][0])) == after + 1:
+            return self._stored(table_id, after, entries)
+        trimmed = self.trimmed(table_id)
+        if trimmed <= after:  # nothing this read needs was trimmed: the entries are all
+            return self._stored(table_id, after, entries)
+        if self.archive is None:
+            raise StoreError(
+                f"table {table_id!r}: events up to {trimmed} are archived, and this store was "
+                "given no archive to read them from"
+            )
+        archived = self.archive.read(table_id, after, trimmed, limit)
+        if limit is not None and len(archived) == limit:
+            return archived
+        # The entries read before the trim was looked at start at or before trimmed + 1.
+        rest = [entry for entry in entries if (_version_of(_bytes(entry[0])) or 0) > trimmed]
+        return (
+            archived
+            + self._stored(table_id, trimmed, rest)[
+                : None if limit is None else limit - len(archived)
+            ]
+        )
+
+    def _stored(self, table_id: str, after: int, entries: list[Any]) -> list[StoredEvent]:
+        """The stream's `entries` as the events after `after` (CorruptLog if not those)."""
         events = []
         for expected, (entry_id, fields) in enumerate(entries or [], start=after + 1):
             data = (fields or {}).get(b"data")
@@ -221,6 +270,23 @@ class RedisEventStore:
                 )
             events.append(StoredEvent(version=expected, data=_bytes(data)))
         return events
+
+    def trimmed(self, table_id: str) -> int:
+        """The version the table's stream starts after (0: nothing trimmed)."""
+        with _redis_errors():
+            return int(self.client.hget(self.meta_key(table_id), "trimmed") or 0)
+
+    def trim(self, table_id: str, archived: int) -> int:
+        """Drop from the table's stream the events up to `archived` (which the archive holds
+        and has verified), except the snapshot's tail and the latest `keep`; the version the
+        stream now starts after."""
+        with _redis_errors():
+            return int(
+                self._trim_script(
+                    keys=[self.events_key(table_id), self.meta_key(table_id)],
+                    args=[archived, self.keep],
+                )
+            )
 
     def find_idempotent(self, table_id: str, key: str) -> Idempotency | None:
         """The live idempotency record for ``key``, if any (one HMGET)."""

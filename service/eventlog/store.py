@@ -28,6 +28,7 @@ from typing import Protocol, runtime_checkable
 
 __all__ = [
     "AppendResult",
+    "ArchiveUnavailable",
     "CorruptLog",
     "EventStore",
     "IdempotencyMismatch",
@@ -130,6 +131,10 @@ class StoreUnavailable(StoreError):
     After an ``append`` this means the outcome is unknown: retry it with the same
     ``expected_version`` and idempotency key, and get either a replay or a conflict.
     """
+
+
+class ArchiveUnavailable(StoreUnavailable):
+    """The archive (PostgreSQL) cannot be reached, or this process was given none."""
 
 
 class CorruptLog(StoreError):

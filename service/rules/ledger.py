@@ -213,6 +213,8 @@ _STEPS: dict[type[ev.Event], Step] = {
     ev.TableEnded: _ended,  # type: ignore[dict-item]
 }
 """One function per event type that moves chips; every other event moves none."""
+MONEY_EVENTS = frozenset(kind.TYPE for kind in _STEPS)
+"""The types of the events that can make entries (a follower may decode only those)."""
 
 
 def step(book: Book, version: int, event: ev.Event) -> tuple[Book, list[Entry]]:

@@ -342,6 +342,7 @@ MATRIX: dict[str, tuple[str, str, str, Any, dict[str, int]]] = {
     ),
     # (the phase is wrong for a pass, a draw or a bet at this table: 409 means let through)
     "list_tables": _row("new", "GET", "/v1/tables", None, 200, 200, 403, 403, 403),
+    "list_hands": _row("finished", "GET", f"/v1/hands?table_id={T}", None, 200, 200, 403, 403, 403),
     "sit_in": _row(
         "new", "POST", f"/v1/tables/{T}/players/0/sit-in", None, 409, 403, 409, 403, 403
     ),

@@ -9,8 +9,10 @@ from workers.queues import QUEUES, SERIALIZER
 
 
 @pytest.fixture
-def run_jobs(redis_client):
-    """Run every queued job now, in this process, with a real (burst) RQ worker."""
+def run_jobs(redis_client, database_url, monkeypatch):
+    """Run every queued job now, in this process, with a real (burst) RQ worker, configured as
+    the test servers are (the archive in the session's database)."""
+    monkeypatch.setenv("GUTS_DATABASE_URL", database_url)
 
     def run() -> None:
         worker = SimpleWorker(list(QUEUES), connection=redis_client, serializer=SERIALIZER)

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from tests.apiclient import Api
 from tests.tampering import rewrite_log
@@ -38,6 +40,9 @@ def test_a_caught_up_ledger_reconciles_with_the_log(api: Api, run_jobs):
     assert report["ledger"] == {"position": version, "entries": len(entries)}
 
 
+# Tampering with the ledger where it is kept: in Redis (no archive), in PostgreSQL (archive).
+
+
 def _change_amount(redis_client: Any, table: str) -> str:
     seq, entry = next((s, e) for s, e in _stored(redis_client, table) if e["kind"] == "match")
     redis_client.hset(f"{PREFIX}:entries", seq, orjson.dumps({**entry, "amount": 0}))
@@ -59,13 +64,66 @@ def _add(redis_client: Any, table: str) -> str:
     return f"entry {forged['tx_id']} is extra"
 
 
+def _archived(database_url: str, table: str) -> list[tuple[int, dict[str, Any]]]:
+    with psycopg.connect(database_url) as conn:
+        return conn.execute(
+            "SELECT seq, entry FROM ledger_entries WHERE table_id = %s ORDER BY seq", (table,)
+        ).fetchall()
+
+
+def _change_archived_amount(database_url: str, table: str) -> str:
+    seq, entry = next((s, e) for s, e in _archived(database_url, table) if e["kind"] == "match")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE ledger_entries SET entry = %s WHERE seq = %s",
+            (Jsonb({**entry, "amount": 0}), seq),
+        )
+    return f"entry {entry['tx_id']} differs in amount"
+
+
+def _drop_archived(database_url: str, table: str) -> str:
+    seq, entry = next((s, e) for s, e in _archived(database_url, table) if e["kind"] == "win")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM ledger_entries WHERE seq = %s", (seq,))
+    return f"entry {entry['tx_id']} is missing"
+
+
+def _add_archived(database_url: str, table: str) -> str:
+    _, entry = next((s, e) for s, e in _archived(database_url, table) if e["kind"] == "ante")
+    forged = {**entry, "tx_id": f"{entry['tx_id']}:again"}
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO ledger_entries (tenant, table_id, player_id, kind, amount, at, entry)"
+            " VALUES ('default', %s, %s, %s, %s, %s, %s)",
+            (table, entry["player_id"], "ante", entry["amount"], entry["at"], Jsonb(forged)),
+        )
+    return f"entry {forged['tx_id']} is extra"
+
+
 @pytest.mark.parametrize("tamper", [_change_amount, _drop, _add])
-def test_a_changed_missing_or_extra_entry_is_named(
-    api: Api, run_jobs, redis_client, tamper: Callable[[Any, str], str]
+def test_a_changed_missing_or_extra_entry_in_redis_is_named(
+    plain_api: Api, run_jobs, redis_client, monkeypatch, tamper: Callable[[Any, str], str]
 ):
+    api = plain_api
     table = _caught_up(api)
     entries = {e["tx_id"]: e for _, e in _stored(redis_client, table)}
     expected = tamper(redis_client, table)
+    monkeypatch.delenv("GUTS_DATABASE_URL")  # (run_jobs configured the archive's)
+    report = _audit(api, run_jobs, table)
+    assert not report["ok"]
+    found = report["first_discrepancy"]
+    assert expected in found["problem"], found
+    tx_id = expected.split()[1].removesuffix(":again")
+    assert found["version"] == entries[tx_id]["version"]
+
+
+@pytest.mark.parametrize("tamper", [_change_archived_amount, _drop_archived, _add_archived])
+def test_a_changed_missing_or_extra_entry_in_the_archive_is_named(
+    api: Api, run_jobs, database_url: str, tamper: Callable[[str, str], str]
+):
+    table = _caught_up(api)
+    entries = {e["tx_id"]: e for _, e in _archived(database_url, table)}
+    expected = tamper(database_url, table)
     report = _audit(api, run_jobs, table)
     assert not report["ok"]
     found = report["first_discrepancy"]

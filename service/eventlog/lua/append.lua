@@ -8,7 +8,8 @@
 -- The notice ("<version> <table id>") is not a key: it tells the live feeds to look.
 local events_key, meta_key, idem_key = KEYS[1], KEYS[2], KEYS[3]
 local expected = tonumber(ARGV[1])
-local actual = tonumber(redis.call('HGET', meta_key, 'version') or '0')
+local head = redis.call('HMGET', meta_key, 'version', 'trimmed')
+local actual = tonumber(head[1] or '0')
 
 if idem_key then
   local record = redis.call('HMGET', idem_key, 'request_hash', 'response')
@@ -35,12 +36,13 @@ if actual ~= expected then
 end
 
 -- The stream must end exactly at the stored version (empty for a new table): it holds as
--- many entries as that, and (the first XADD checks it) none with a later id.
+-- many entries as that, less those trimmed once archived, and (the first XADD checks it)
+-- none with a later id.
 local function corrupt()
   local top = redis.call('XREVRANGE', events_key, '+', '-', 'COUNT', 1)[1]
   return {'corrupt', top and top[1] or ''}
 end
-if redis.call('XLEN', events_key) ~= actual then
+if redis.call('XLEN', events_key) + tonumber(head[2] or '0') ~= actual then
   return corrupt()
 end
 

@@ -1,0 +1,112 @@
+"""PostgreSQL for the archive: connections, the schema's migrations, and an embedded server
+for machines that have none.
+
+Migrations are plain numbered SQL files (``migrations/NNNN_name.sql``), applied in order, each
+in its own transaction with the row that records it in ``guts_migrations``, under an advisory
+lock, so two processes starting at once apply each migration once. ``guts migrate`` applies
+them, and so does every process that opens the archive (``connect(..., migrate=True)``).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from service.eventlog.store import ArchiveUnavailable
+
+log = logging.getLogger("guts.archive")
+MIGRATIONS = Path(__file__).parent / "migrations"
+_LOCK = 0x67757473  # "guts": the advisory lock migrations are applied under
+
+
+@dataclass(frozen=True)
+class Migration:
+    number: int
+    name: str
+    sql: str
+
+
+def migrations() -> list[Migration]:
+    """The schema's migrations, in order (numbered files; a gap or a repeat is an error)."""
+    found = []
+    for path in sorted(MIGRATIONS.glob("*.sql")):
+        number, _, name = path.stem.partition("_")
+        found.append(Migration(int(number), name, path.read_text()))
+    if [m.number for m in found] != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"the migrations in {MIGRATIONS} are not numbered 1, 2, 3, ...")
+    return found
+
+
+def migrate(conn: psycopg.Connection) -> list[int]:
+    """Apply the migrations `conn`'s database lacks; the numbers applied."""
+    applied = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS guts_migrations ("
+            " number integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {row[0] for row in conn.execute("SELECT number FROM guts_migrations")}
+        for migration in migrations():
+            if migration.number in done:
+                continue
+            with conn.transaction():
+                conn.execute(migration.sql.encode())
+                conn.execute(
+                    "INSERT INTO guts_migrations (number, name) VALUES (%s, %s)",
+                    (migration.number, migration.name),
+                )
+            applied.append(migration.number)
+            log.info("archive: applied migration %04d %s", migration.number, migration.name)
+    return applied
+
+
+def connect(url: str, *, migrate_first: bool = False) -> psycopg.Connection:
+    """A connection to the archive's database (autocommit: each call is its own
+    transaction unless it opens one); StoreUnavailable when it cannot be reached."""
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as error:
+        raise ArchiveUnavailable(f"PostgreSQL is unreachable: {_first_line(error)}") from error
+    if migrate_first:
+        migrate(conn)
+    return conn
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+class EmbeddedPostgres:
+    """A private PostgreSQL in `directory` (the ``pgserver`` wheel), for ``guts serve``
+    without ``GUTS_DATABASE_URL``; stopped on ``stop``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._server: object | None = None
+
+    def start(self) -> str:
+        """Start it (or find it running) and return its URL."""
+        try:
+            with warnings.catch_warnings():  # (platformdirs: no XDG_RUNTIME_DIR, as root)
+                warnings.simplefilter("ignore")
+                from pgserver.postgres_server import get_server
+        except ImportError as error:  # not on this platform
+            raise RuntimeError(
+                "no embedded PostgreSQL on this platform: set GUTS_DATABASE_URL"
+            ) from error
+        logging.getLogger("pgserver").setLevel(logging.WARNING)  # (its handles come and go)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        server = get_server(self.directory, cleanup_mode="stop")
+        self._server = server
+        return str(server.get_uri())
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.cleanup()  # type: ignore[attr-defined]

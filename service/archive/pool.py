@@ -1,0 +1,62 @@
+"""A small pool of PostgreSQL connections for the archive: up to `size` at once, made when
+needed, reused while they are healthy, no background threads (so it behaves the same in a
+plain thread, in the dispatcher and under gunicorn's gevent workers)."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg.pq import TransactionStatus
+
+from service.eventlog.store import ArchiveUnavailable
+
+
+class Connections:
+    """Connections to `url`, at most `size` in use at once; a caller waits up to `wait_s`
+    for one (then ArchiveUnavailable)."""
+
+    def __init__(self, url: str, size: int = 4, wait_s: float = 10.0) -> None:
+        self.url = url
+        self.wait_s = wait_s
+        self._slots = threading.BoundedSemaphore(size)
+        self._idle: queue.LifoQueue[psycopg.Connection] = queue.LifoQueue()
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A connection (autocommit) for the block; one that failed is closed, not reused."""
+        if not self._slots.acquire(timeout=self.wait_s):
+            raise ArchiveUnavailable(f"no archive connection free within {self.wait_s:g} s")
+        try:
+            conn = self._take()
+            try:
+                yield conn
+            except BaseException:
+                conn.close()
+                raise
+            if conn.closed or conn.info.transaction_status != TransactionStatus.IDLE:
+                conn.close()
+            else:
+                self._idle.put(conn)
+        finally:
+            self._slots.release()
+
+    def _take(self) -> psycopg.Connection:
+        while True:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                return psycopg.connect(self.url, autocommit=True, connect_timeout=5)
+            if not conn.closed:
+                return conn
+
+    def close(self) -> None:
+        """Close the idle connections (those in use close when their block ends)."""
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return
