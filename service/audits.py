@@ -34,22 +34,27 @@ def audit_key(key_prefix: str, audit_id: str) -> str:
     return f"{key_prefix}:audit:{audit_id}"
 
 
-def save_audit(connection: Redis, key_prefix: str, audit_id: str, record: dict[str, Any]) -> None:
-    """Keep an audit's status and report."""
-    connection.set(audit_key(key_prefix, audit_id), orjson.dumps(record), ex=AUDIT_TTL_S)
+def save_record(connection: Redis, key: str, record: dict[str, Any]) -> None:
+    """Keep an audit's or a report's record (its request, status and result) at `key`
+    (``audit_key``, ``report_key``) for ``AUDIT_TTL_S``."""
+    connection.set(key, orjson.dumps(record), ex=AUDIT_TTL_S)
 
 
-def load_audit(connection: Redis, key_prefix: str, audit_id: str) -> dict[str, Any] | None:
-    """An audit's status and report, or None when unknown (or expired)."""
-    raw = connection.get(audit_key(key_prefix, audit_id))
+def load_record(connection: Redis, key: str) -> dict[str, Any] | None:
+    """The record at `key`, or None when unknown (or expired)."""
+    raw = connection.get(key)
     return None if raw is None else orjson.loads(raw)
 
 
-def enqueue_audit(connection: Redis, key_prefix: str, audit_id: str, table_id: str) -> None:
-    """Record audit `audit_id` of `table_id` as queued, and queue its job (its id is
-    ``audit-<audit_id>``, so the same audit is queued once)."""
-    save_audit(connection, key_prefix, audit_id, {"status": "queued", "table_id": table_id})
-    Queue(AUDITS_QUEUE, connection=connection, serializer=SERIALIZER).enqueue(
+def enqueue_audit(
+    connection: Redis, queue: Redis, key_prefix: str, audit_id: str, table_id: str
+) -> None:
+    """Record audit `audit_id` of `table_id` as queued (in the store's Redis, `connection`),
+    and queue its job in RQ's (`queue`; its id is ``audit-<audit_id>``, so the same audit is
+    queued once)."""
+    queued = {"status": "queued", "table_id": table_id}
+    save_record(connection, audit_key(key_prefix, audit_id), queued)
+    Queue(AUDITS_QUEUE, connection=queue, serializer=SERIALIZER).enqueue(
         AUDIT_JOB,
         audit_id,
         table_id,
@@ -63,8 +68,40 @@ def enqueue_audit(connection: Redis, key_prefix: str, audit_id: str, table_id: s
 
 def audit_failed(connection: Redis, audit_id: str) -> bool:
     """Whether the audit's job died without writing its report."""
+    return job_failed(connection, f"audit-{audit_id}")
+
+
+def job_failed(connection: Redis, job_id: str) -> bool:
+    """Whether the job `job_id` died without writing its record."""
     try:
-        job = Job.fetch(f"audit-{audit_id}", connection=connection, serializer=SERIALIZER)
+        job = Job.fetch(job_id, connection=connection, serializer=SERIALIZER)
     except NoSuchJobError:
         return False
     return job.get_status() in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED)
+
+
+COLLUSION_JOB = "workers.jobs.collusion_job"
+"""The job that runs a collusion report: ``collusion_job(report_id, key_prefix)`` (what it
+covers is in its record)."""
+
+
+def report_key(key_prefix: str, report_id: str) -> str:
+    """Where the record of report `report_id` is kept (as long as an audit's)."""
+    return f"{key_prefix}:report:{report_id}"
+
+
+def enqueue_report(
+    connection: Redis, queue: Redis, key_prefix: str, report_id: str, record: dict[str, Any]
+) -> None:
+    """Record report `report_id` (`record`: what it covers) as queued, and queue its job
+    (``report-<id>``) on the audits' queue."""
+    save_record(connection, report_key(key_prefix, report_id), {**record, "status": "queued"})
+    Queue(AUDITS_QUEUE, connection=queue, serializer=SERIALIZER).enqueue(
+        COLLUSION_JOB,
+        report_id,
+        key_prefix,
+        job_id=f"report-{report_id}",
+        result_ttl=3600,
+        failure_ttl=AUDIT_TTL_S,
+        job_timeout=3600,
+    )

@@ -120,14 +120,19 @@ def _run_worker(args: argparse.Namespace, settings: Settings) -> int:
         )
     import redis
 
+    from service.redis_clients import QueueNeedsPlainRedis, queue_url
     from workers.worker import run_worker
 
-    if not args.burst:
-        return _work_until_stopped(settings.redis_url, args.log_level)
     try:
-        run_worker(settings.redis_url, burst=True, log_level=args.log_level)
+        queues = queue_url(settings)  # RQ's (GUTS_QUEUE_REDIS_URL, else REDIS_URL)
+    except QueueNeedsPlainRedis as error:
+        return fail(str(error))
+    if not args.burst:
+        return _work_until_stopped(queues, args.log_level)
+    try:
+        run_worker(queues, burst=True, log_level=args.log_level)
     except redis.ConnectionError as error:
-        return fail(f"cannot reach Redis at {redact_url(settings.redis_url)}: {error}")
+        return fail(f"cannot reach Redis at {redact_url(queues)}: {error}")
     return 0
 
 

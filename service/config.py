@@ -29,6 +29,8 @@ class Settings:
     """Everything the service reads from its environment."""
 
     redis_url: str | None = None
+    redis_cluster: bool = False
+    queue_redis_url: str | None = None
     operator_keys: tuple[str, ...] = ()
     auditor_keys: tuple[str, ...] = ()
     sandbox: bool = False
@@ -57,6 +59,8 @@ class Settings:
         env = os.environ if env is None else env
         return cls(
             redis_url=env.get("REDIS_URL") or None,
+            redis_cluster=_flag(env.get("GUTS_REDIS_CLUSTER", "")),
+            queue_redis_url=env.get("GUTS_QUEUE_REDIS_URL") or None,
             operator_keys=_keys(env.get("GUTS_OPERATOR_KEYS", "")),
             auditor_keys=_keys(env.get("GUTS_AUDITOR_KEYS", "")),
             sandbox=_flag(env.get("GUTS_SANDBOX", "")),

@@ -39,6 +39,9 @@ from service.eventlog.store import EventStore, StoredEvent, StoreUnavailable
 from service.rules import events as ev
 from service.supervisor import Backoff
 
+_UNREACHABLE = (StoreUnavailable, redis.ConnectionError, redis.TimeoutError)
+"""What a follower waits out quietly (a warning, no traceback): its stores going away."""
+
 log = logging.getLogger("guts.follow")
 REDIS_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
 """Waits while Redis cannot be reached (the supervisor's schedule: doubling, capped)."""
@@ -227,13 +230,17 @@ class Follower:
                     if time.monotonic() >= next_sweep:
                         self.sweep()
                         next_sweep = time.monotonic() + self.sweep_s
-            except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError) as error:
+            except Exception as error:  # noqa: BLE001 - a follower's thread must not die
                 failures += 1
                 wait = self.backoff.delay(failures)
-                log.warning(
-                    "the follower cannot reach its stores (%s); trying again in %.1f s",
+                unreachable = isinstance(error, _UNREACHABLE)
+                log.log(
+                    logging.WARNING if unreachable else logging.ERROR,
+                    "the follower %s (%s); going on in %.1f s",
+                    "cannot reach its stores" if unreachable else "failed",
                     type(error).__name__,
                     wait,
+                    exc_info=not unreachable,
                     extra={"retry_s": wait, "error": type(error).__name__},
                 )
                 stop.wait(wait)

@@ -348,11 +348,18 @@ class WebhookStore:
             keys=keys, args=[before["delivery_id"], before["attempts"], orjson.dumps(record), ""]
         )
 
-    def queue_due(self, schedule: Schedule, limit: int = 100, lease_s: float = LEASE_S) -> int:
-        """Claim every tenant's due deliveries and queue an attempt of each (the dispatchers
-        call this); how many were queued. The job id names the delivery and its attempt, so a
-        claim repeated before the attempt ran queues it once."""
-        queue = Queue(WEBHOOKS_QUEUE, connection=self.client, serializer=JSONSerializer)
+    def queue_due(
+        self,
+        schedule: Schedule,
+        limit: int = 100,
+        lease_s: float = LEASE_S,
+        queues: redis.Redis | None = None,
+    ) -> int:
+        """Claim every tenant's due deliveries and queue an attempt of each in RQ's Redis
+        (`queues`; None: this store's) (the dispatchers call this); how many were queued. The
+        job id names the delivery and its attempt, so a claim repeated before the attempt ran
+        queues it once."""
+        queue = Queue(WEBHOOKS_QUEUE, connection=queues or self.client, serializer=JSONSerializer)
         paced = asdict(schedule)
         queued = 0
         for tenant in self.tenants():

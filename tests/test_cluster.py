@@ -50,3 +50,57 @@ def test_tables_indexes_and_projections_run_on_a_cluster(cluster_client):
     delivered, _ = hooks.deliveries("casino-a", hook["webhook_id"], 0, 1000)
     assert len(delivered) == 6 * 3  # three seatings a table
     assert follower.sweep() == 0
+
+
+def test_guts_serve_on_a_cluster_with_rq_on_a_plain_redis(
+    cluster_client, redis_url, database_url, tmp_path
+):
+    """The whole service on the cluster: `guts serve` (web workers, dispatcher, RQ worker) with
+    GUTS_REDIS_CLUSTER and RQ's queues on the plain Redis; a hand played, its deadline acted on
+    by the dispatcher, and an audit run by the worker reads the table from the cluster."""
+    import time
+
+    import redis
+
+    from tests.test_cli import AUDITOR_KEY, Served, _env
+
+    redis.Redis.from_url(redis_url).flushall()
+    cluster_url = f"redis://127.0.0.1:{cluster_client.get_default_node().port}/0"
+    env = _env(
+        REDIS_URL=cluster_url,
+        GUTS_REDIS_CLUSTER="1",
+        GUTS_QUEUE_REDIS_URL=redis_url,
+        GUTS_DATABASE_URL=database_url,
+        GUTS_AUDITOR_KEYS=AUDITOR_KEY,
+    )
+    served = Served(tmp_path / "data", tmp_path, env)
+    try:
+        served.wait_healthy()
+        rules = {"preset": "three-card", "decision_timeout_s": 1}
+        created = served.call("POST", "/v1/tables", rules)
+        assert created.status_code == 201, created.text
+        table = created.json()["table_id"]
+        for seat in range(3):
+            body = {"player_id": f"p{seat}", "buy_in": 100}
+            assert served.call("POST", f"/v1/tables/{table}/players", body).status_code == 201
+        assert served.call("POST", f"/v1/tables/{table}/deal", {}).status_code == 201
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:  # nobody declares: the dispatcher acts at 1 s
+            view = served.call("GET", f"/v1/tables/{table}").json()
+            if view["hand"] is None or view["hand"]["phase"] != "declaring":
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"the deadline was not acted on:\n{served.output()}")
+        started = served.call("POST", f"/v1/tables/{table}/audit", key=AUDITOR_KEY)
+        assert started.status_code == 202, started.text
+        path = f"/v1/audits/{started.json()['audit_id']}"
+        while time.monotonic() < deadline + 15:
+            audit = served.call("GET", path, key=AUDITOR_KEY).json()
+            if audit["status"] == "finished":
+                break
+            time.sleep(0.2)
+        assert audit["status"] == "finished" and audit["result"]["ok"], audit
+        assert redis.Redis.from_url(redis_url).keys("guts:{*") == []  # no table on the queues'
+    finally:
+        served.kill()

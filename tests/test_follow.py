@@ -135,3 +135,38 @@ def test_a_running_follower_applies_appends_as_they_happen(redis_client):
     finally:
         stop.set()
         thread.join()
+
+
+class FailsOnce(EventCounts):
+    """A projection with a bug that shows once, outside any one table's projecting (which
+    is logged and skipped per table): its first look at its positions raises."""
+
+    failed = False
+
+    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
+        if not self.failed:
+            self.failed = True
+            raise NameError("a bug in a projection")
+        return super().positions(tables)
+
+
+def test_a_projection_that_raises_does_not_stop_its_follower(redis_client):
+    store = RedisEventStore(redis_client)
+    tables = Tables(store)
+    counts = FailsOnce(redis_client)
+    follower = Follower(store, [counts], sweep_s=3600.0)
+    _table(tables, "live")  # (the first sweep finds it)
+    stop = threading.Event()
+    thread = threading.Thread(target=follower.run, args=(redis_client, store.notices, stop))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 15
+        while counts.applied("default", "live") != {v: 1 for v in range(1, 5)}:
+            assert thread.is_alive() and time.monotonic() < deadline, counts.applied(
+                "default", "live"
+            )
+            time.sleep(0.01)
+        assert counts.failed
+    finally:
+        stop.set()
+        thread.join()

@@ -36,6 +36,7 @@ from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
 from service.follow import Follower, Projection
 from service.ledger_store import LedgerStore
+from service.redis_clients import queue_client, store_client
 from service.stores import archiver, event_store, open_archive
 from service.supervisor import Backoff
 from service.tables import Tables
@@ -195,13 +196,18 @@ def webhook_schedule(settings: Settings) -> Schedule:
     )
 
 
-def queue_webhooks(hooks: WebhookStore, schedule: Schedule, stop: threading.Event) -> None:
+def queue_webhooks(
+    hooks: WebhookStore,
+    schedule: Schedule,
+    stop: threading.Event,
+    queues: redis.Redis | None = None,
+) -> None:
     """Queue the attempts of due webhook deliveries until `stop` (a thread of the dispatcher:
     a delivery is due at most `poll` late), waiting out Redis going away."""
     failures = 0
     while not stop.is_set():
         try:
-            hooks.queue_due(schedule)
+            hooks.queue_due(schedule, queues=queues)
             failures, wait = 0, 0.25
         except (redis.ConnectionError, redis.TimeoutError) as error:
             failures += 1
@@ -242,7 +248,8 @@ def run_dispatcher(settings: Settings) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    client = redis.Redis.from_url(settings.redis_url, health_check_interval=10)
+    client = store_client(settings)
+    queues = queue_client(settings) if settings.queue_redis_url else client
     archive = None
     if settings.database_url:
         with connect(settings.database_url) as conn:  # the schema first: we write it
@@ -272,6 +279,7 @@ def run_dispatcher(settings: Settings) -> int:
                 WebhookStore(client, prefix=settings.key_prefix),
                 webhook_schedule(settings),
                 stop,
+                queues,
             ),
             name="webhooks",
             daemon=True,

@@ -13,24 +13,25 @@ from dataclasses import replace
 from typing import Any
 
 import orjson
+from redis import Redis
 from rq import get_current_job
 
+from service.archive import collusion
 from service.audit import audit_table
-from service.audits import save_audit
+from service.audits import audit_key, load_record, report_key, save_record
 from service.config import Settings
+from service.redis_clients import store_client
 from service.rules.errors import GutsError
+from service.rules.times import parse_iso
 from service.stores import event_store, ledger_of, open_archive
 from service.webhooks import Schedule, WebhookStore, sign
 
 
 def audit_job(audit_id: str, table_id: str, key_prefix: str) -> dict[str, Any]:
     """Audit `table_id` (its keys under `key_prefix`) and keep the report under `audit_id`."""
-    job = get_current_job()
-    if job is None:
-        raise RuntimeError("not running inside an RQ job")
-    connection = job.connection
-    save_audit(connection, key_prefix, audit_id, {"status": "running", "table_id": table_id})
-    settings = replace(Settings.from_env(), key_prefix=key_prefix)
+    settings, connection = _job_stores(key_prefix)
+    key = audit_key(key_prefix, audit_id)
+    save_record(connection, key, {"status": "running", "table_id": table_id})
     archive = open_archive(settings, size=1)  # the events trimmed from Redis are there
     try:
         store = event_store(settings, connection, archive)
@@ -41,8 +42,45 @@ def audit_job(audit_id: str, table_id: str, key_prefix: str) -> dict[str, Any]:
         if archive is not None:
             archive.close()
     record = {"status": "finished", "table_id": table_id, "result": report}
-    save_audit(connection, key_prefix, audit_id, record)
+    save_record(connection, key, record)
     return orjson.loads(orjson.dumps(report))  # type: ignore[no-any-return]
+
+
+def collusion_job(report_id: str, key_prefix: str) -> dict[str, Any]:
+    """Run collusion report `report_id` (what it covers is in its record) over the archive
+    (``service.archive.collusion``) and keep its result in the record."""
+    settings, connection = _job_stores(key_prefix)
+    key = report_key(key_prefix, report_id)
+    record = load_record(connection, key)
+    if record is None:
+        return {}
+    save_record(connection, key, {**record, "status": "running"})
+    archive = open_archive(settings, size=1)
+    if archive is None:
+        raise RuntimeError("a collusion report needs the archive (GUTS_DATABASE_URL)")
+    try:
+        hands = collusion.facts(
+            archive.pool,
+            record["tenant"],
+            parse_iso(record["from"]) if record["from"] else None,
+            parse_iso(record["to"]) if record["to"] else None,
+        )
+        result = collusion.score_pairs(hands, record["min_hands"])
+    finally:
+        archive.close()
+    save_record(connection, key, {**record, "status": "finished", "result": result})
+    return result
+
+
+def _job_stores(key_prefix: str) -> tuple[Settings, Redis]:
+    """The running job's settings (its keys under `key_prefix`) and the store's Redis
+    (``REDIS_URL``, a cluster with ``GUTS_REDIS_CLUSTER``), which may not be where the job was
+    queued; without ``REDIS_URL`` (a worker run in-process), the queues'."""
+    job = get_current_job()
+    if job is None:
+        raise RuntimeError("not running inside an RQ job")
+    settings = replace(Settings.from_env(), key_prefix=key_prefix)
+    return settings, store_client(settings, connections=4) if settings.redis_url else job.connection
 
 
 def deliver_webhook(
@@ -51,10 +89,8 @@ def deliver_webhook(
     """One attempt of a webhook delivery (see `service.webhooks`): post its body, signed, with
     a bounded timeout and no redirects followed, and record how it went. Idempotent enough
     for at-least-once: an attempt another job recorded first is not recorded twice."""
-    job = get_current_job()
-    if job is None:
-        raise RuntimeError("not running inside an RQ job")
-    hooks = WebhookStore(job.connection, prefix=key_prefix)
+    _, connection = _job_stores(key_prefix)
+    hooks = WebhookStore(connection, prefix=key_prefix)
     paced = Schedule(**schedule)
     before = hooks.delivery(tenant, delivery_id)
     if before is None or before["status"] != "pending":

@@ -31,6 +31,7 @@ from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
 from service.follow import Follower
 from service.logs import LEVELS, json_line
+from service.redis_clients import queue_client, store_client
 from service.snapshots import StateCache, inherited
 from service.stores import archiver, event_store, ledger_of, open_archive
 from service.tables import Tables
@@ -278,10 +279,10 @@ def create_app(
             raise RuntimeError("REDIS_URL is not set (guts serve starts a Redis of its own)")
         # Under gevent workers hundreds of requests and streams may want a connection at once:
         # they wait for one (redis-py's default pool refused them with "Too many connections").
-        pool = redis.BlockingConnectionPool.from_url(
-            settings.redis_url, max_connections=REDIS_CONNECTIONS, timeout=REDIS_WAIT_S
-        )
-        redis_client = redis.Redis(connection_pool=pool)
+        redis_client = store_client(settings, connections=REDIS_CONNECTIONS, wait_s=REDIS_WAIT_S)
+    # RQ's queues (audits) on a plain Redis of their own when given one (a cluster needs one).
+    separate = settings.queue_redis_url or settings.redis_cluster
+    queue = queue_client(settings) if separate else redis_client
     # The events trimmed from Redis are read from the archive, when there is one.
     archive = open_archive(settings)
     store = event_store(settings, redis_client, archive, bypass_redis_py=redis_py_bypass)
@@ -314,6 +315,7 @@ def create_app(
         follower=follower,
         archive=archive,
         archiver=None if archive is None else follower,
+        queue=queue,
         webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
     )
     feed = Feed(redis_client, usecases, store.notices)

@@ -18,7 +18,7 @@ from werkzeug.exceptions import HTTPException
 
 from service.application.access import Forbidden
 from service.application.hooks import WebhookNotFound
-from service.application.values import AuditNotFound, HandNotFound
+from service.application.values import AuditNotFound, HandNotFound, ReportNotFound
 from service.eventlog.store import ArchiveUnavailable, StoreError, StoreUnavailable
 from service.rules.errors import (
     GutsError,
@@ -107,6 +107,7 @@ _GUTS: list[tuple[type[GutsError], int, str]] = [
     (UnknownSeat, 404, "Not Found"),
     (HandNotFound, 404, "Not Found"),
     (AuditNotFound, 404, "Not Found"),
+    (ReportNotFound, 404, "Not Found"),
     (WebhookNotFound, 404, "Not Found"),
     (TableExists, 409, "Conflict"),
     (LogUnreadable, 409, "Log Failed Verification"),

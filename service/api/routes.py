@@ -424,3 +424,22 @@ def start_audit(table_id: str) -> Response:
 @v1.get("/audits/<audit_id>")
 def get_audit(audit_id: str) -> Response:
     return render(_tables().audit(caller(), audit_id))
+
+
+@v1.post("/reports/collusion")
+def start_collusion_report() -> Response:
+    who = caller()
+    require(who, OPERATOR, AUDITOR)
+    asked = load_body(schemas.COLLUSION_REQUEST)
+    if asked["from_"] and asked["to"] and asked["from_"] >= asked["to"]:
+        raise BadRequest("from must be before to", 422, "from")
+    return render(
+        _tables().start_collusion_report(
+            who, start=asked["from_"], end=asked["to"], min_hands=asked["min_hands"]
+        )
+    )
+
+
+@v1.get("/reports/<report_id>")
+def get_report(report_id: str) -> Response:
+    return render(_tables().report(caller(), report_id))

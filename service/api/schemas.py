@@ -167,6 +167,15 @@ class HandsQuery(Strict):
     limit = fields.Integer(load_default=20, validate=validate.Range(min=1, max=100))
 
 
+class CollusionRequest(Strict):
+    """What a collusion report covers: when the hands ended (both optional) and how many
+    hands a pair must have shared to be scored."""
+
+    from_ = fields.AwareDateTime(load_default=None, format="iso", data_key="from")
+    to = fields.AwareDateTime(load_default=None, format="iso")
+    min_hands = fields.Integer(load_default=20, validate=validate.Range(min=1, max=100_000))
+
+
 class TenantQuery(Strict):
     """A regulator's choice of tenant."""
 
@@ -225,6 +234,7 @@ STREAM_QUERY = StreamQuery()
 TABLES_QUERY = TablesQuery()
 LEDGER_QUERY = LedgerQuery()
 HANDS_QUERY = HandsQuery()
+COLLUSION_REQUEST = CollusionRequest()
 TENANT_QUERY = TenantQuery()
 PLAYER_LIMITS = PlayerLimits()
 WEBHOOK = Webhook()

@@ -18,6 +18,7 @@ from service.follow import Follower
 from service.rules import events as ev
 from service.rules.history import hand_history
 from service.rules.state import TableState
+from service.rules.times import iso
 from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_status, table_view
 from service.tables import LogUnreadable, TableNotFound, Tables
 
@@ -36,6 +37,7 @@ from .values import (
     HandHistory,
     HandNotFound,
     Outcome,
+    ReportNotFound,
     checked_table_id,
 )
 
@@ -59,6 +61,8 @@ class TableReads:
     archive: Archive | None = None
     archiver: Follower | None = None
     """Catches a table's archive up before a page of its hands (None: the dispatchers' does)."""
+    queue: Redis | None = None
+    """Where RQ's queues are (None: `redis`)."""
 
     def table(self, caller: Caller, table_id: str) -> Outcome:
         """The table as the caller may see it."""
@@ -188,6 +192,55 @@ class TableReads:
                         return found
             after = page[-1][0]
 
+    # --- collusion reports ------------------------------------------------------------------
+
+    def start_collusion_report(
+        self,
+        caller: Caller,
+        *,
+        start: datetime | None,
+        end: datetime | None,
+        min_hands: int,
+    ) -> Outcome:
+        """Queue a collusion report over the archived hands of the caller's tenant (a
+        regulator's: every tenant's) that ended in [start, end) (operators and auditors)."""
+        require(caller, OPERATOR, AUDITOR)
+        if self.archive is None:
+            raise ArchiveUnavailable("this service keeps no archive (GUTS_DATABASE_URL)")
+        report_id = secrets.token_hex(12)
+        record = {
+            "report_id": report_id,
+            "kind": "collusion",
+            "tenant": None if caller.tenant == ALL_TENANTS else (caller.tenant or DEFAULT_TENANT),
+            "from": iso(start) if start else None,
+            "to": iso(end) if end else None,
+            "min_hands": min_hands,
+        }
+        audits.enqueue_report(
+            self.redis, self.queue or self.redis, self.key_prefix, report_id, record
+        )
+        body = {"report_id": report_id, "status": "queued"}
+        return Outcome(202, body, location=f"/v1/reports/{report_id}")
+
+    def report(self, caller: Caller, report_id: str) -> Outcome:
+        """A report's status, and its result once finished (its tenant's operators and
+        auditors, and regulators)."""
+        require(caller, OPERATOR, AUDITOR)
+        known = None
+        if report_id.isalnum():
+            known = audits.load_record(self.redis, audits.report_key(self.key_prefix, report_id))
+        mine = caller.tenant == ALL_TENANTS or (
+            known is not None and known["tenant"] == (caller.tenant or DEFAULT_TENANT)
+        )
+        if known is None or not mine:
+            raise ReportNotFound(f"no report {report_id!r}"[:80])
+        queue = self.queue or self.redis
+        if known["status"] in ("queued", "running") and audits.job_failed(
+            queue, f"report-{report_id}"
+        ):
+            known = {**known, "status": "failed"}
+        return Outcome(200, {"result": None, **known})
+
     # --- audits ---------------------------------------------------------------------------
 
     def start_audit(
@@ -205,9 +258,11 @@ class TableReads:
         else:
             scoped = f"{table_id}\0{conditions.request_hash}\0{key}"
             audit_id = hashlib.sha256(scoped.encode()).hexdigest()[:24]
-        known = audits.load_audit(self.redis, self.key_prefix, audit_id)
+        known = audits.load_record(self.redis, audits.audit_key(self.key_prefix, audit_id))
         if known is None:
-            audits.enqueue_audit(self.redis, self.key_prefix, audit_id, table_id)
+            audits.enqueue_audit(
+                self.redis, self.queue or self.redis, self.key_prefix, audit_id, table_id
+            )
         status = known["status"] if known else "queued"
         body = {"audit_id": audit_id, "table_id": table_id, "status": status}
         return Outcome(202, body, location=f"/v1/audits/{audit_id}")
@@ -217,10 +272,11 @@ class TableReads:
         require(caller, OPERATOR, AUDITOR)
         known = None
         if audit_id.isalnum():
-            known = audits.load_audit(self.redis, self.key_prefix, audit_id)
+            known = audits.load_record(self.redis, audits.audit_key(self.key_prefix, audit_id))
         if known is None or not self._may_read_audit(caller, known):
             raise AuditNotFound(f"no audit {audit_id!r}"[:80])
-        if known["status"] in ("queued", "running") and audits.audit_failed(self.redis, audit_id):
+        queue = self.queue or self.redis
+        if known["status"] in ("queued", "running") and audits.audit_failed(queue, audit_id):
             known = {**known, "status": "failed"}
         return Outcome(200, {"audit_id": audit_id, "result": None, **known})
 

@@ -25,6 +25,10 @@ class AuditNotFound(GutsError):
     """No audit has this id (or its record has expired)."""
 
 
+class ReportNotFound(GutsError):
+    """No report has this id for the caller (or its record has expired)."""
+
+
 @dataclass(frozen=True)
 class Conditions:
     """What a request asks of a command besides its arguments: the table version it expects

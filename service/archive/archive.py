@@ -196,7 +196,8 @@ class Archive:
                     cur.executemany(
                         "INSERT INTO archive_hands (tenant, table_id, hand, first_version,"
                         " last_version, started_at, ended_at, players, winners, outcome, pot,"
-                        " rake) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        " rake, in_players, won, paid, declared_after) VALUES (%s, %s, %s, %s,"
+                        " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                         copied.hands,
                     )
                 cur.execute(
@@ -355,7 +356,9 @@ class _Copied:
             if not isinstance(record, dict) or chain_hash(self.head, record) != record["hash"]:
                 raise ValueError("its hash does not chain from the event before it")
             self.head = record["hash"]
-            if record["type"] in _DECODED:  # (the others need only their hash checked)
+            if record["type"] == ev.DecisionMade.TYPE:
+                self._declared(record["data"])
+            elif record["type"] in _DECODED:  # (the others need only their hash checked)
                 event = ev.event_from_data(upcast(record))
                 self.book, made = ledger.step(self.book, version, event)
                 self.entries += made
@@ -366,6 +369,17 @@ class _Copied:
                 f"table {self.table_id!r}: event {version} cannot be archived ({error})"
             ) from error
 
+    def _declared(self, data: dict[str, Any]) -> None:
+        """Remember how long after the deal a player declared (the collusion report's timing;
+        read from the record, with no event built: these are most of a log)."""
+        hand = self.open_hand
+        if hand is None or data.get("by") != "player" or hand.get("hand") != data.get("hand"):
+            return
+        player = hand["seats"].get(str(data["seat"]))
+        if player:
+            after = (parse_iso(data["at"]) - parse_iso(hand["at"])).total_seconds()
+            hand.setdefault("declared", {})[player] = round(after, 3)
+
     def _hand_event(self, version: int, event: ev.Event) -> None:
         if isinstance(event, ev.HandDealt):
             seats = {str(seat): event.players.get(seat, "") for seat in sorted(event.cards)}
@@ -374,12 +388,23 @@ class _Copied:
         assert isinstance(event, ev.HandResolved | ev.HandVoided)
         dealt = self.open_hand if (self.open_hand or {}).get("hand") == event.hand else None
         named: dict[str, str] = (dealt or {}).get("seats", {})
+        won: dict[str, int] = {}
+        paid: dict[str, int] = {}
+        ins: list[str] = []
         if isinstance(event, ev.HandResolved):
             low = event.low
             winners = [named.get(str(seat), "") for seat in event.winners]
             outcome = event.outcome
             pot = event.pot_in_play + (low.pot_in_play if low else 0)
             rake = event.rake + (low.rake if low else 0)
+            ins = [named.get(str(seat), "") for seat in event.in_seats]
+            moves = [(won, event.won), (paid, event.matched), (paid, event.wimp)]
+            if low is not None:
+                moves += [(won, low.won), (paid, low.matched)]
+            for into, amounts in moves:
+                for seat, amount in amounts.items():
+                    player = named.get(str(seat), "")
+                    into[player] = into.get(player, 0) + amount
         else:
             winners, outcome, pot, rake = [], "voided", 0, 0
         self.hands.append(
@@ -396,6 +421,10 @@ class _Copied:
                 outcome,
                 pot,
                 rake,
+                ins,
+                Jsonb(won),
+                Jsonb(paid),
+                Jsonb((dealt or {}).get("declared", {})),
             )
         )
         self.open_hand = None

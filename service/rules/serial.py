@@ -9,6 +9,7 @@ state. Converters are built once per class and cached.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import types
 import typing
 from collections.abc import Callable
@@ -64,32 +65,47 @@ def _converter(hint: Any) -> Converter:
 
 
 _CACHE: dict[type, Converter] = {}
+_BUILDING: dict[type, Converter] = {}
+_LOCK = threading.RLock()
+"""Converters are built once, by one thread: another thread that asks while one is being
+built waits (it once got a converter whose plan was not built yet); the building thread may
+come back for a self-referencing class (re-entrant), and gets the converter being built."""
 
 
 def _dataclass_converter(cls: type) -> Converter:
-    if cls in _CACHE:
-        return _CACHE[cls]
-    if isinstance(cls.__dict__.get("from_data"), classmethod):
-        custom: Converter = getattr(cls, "from_data")  # noqa: B009 - the class rebuilds itself
-        _CACHE[cls] = custom
-        return custom
+    found = _CACHE.get(cls)
+    if found is not None:
+        return found
+    with _LOCK:
+        found = _CACHE.get(cls) or _BUILDING.get(cls)
+        if found is not None:
+            return found
+        if isinstance(cls.__dict__.get("from_data"), classmethod):
+            custom: Converter = getattr(cls, "from_data")  # noqa: B009 - it rebuilds itself
+            _CACHE[cls] = custom
+            return custom
+        plan: list[tuple[str, Converter]] = []
 
-    def convert(data: Any) -> Any:
-        values = dict(data)
-        for name, conv in plan:
-            if name in values:
-                values[name] = conv(values[name])
-        return cls(**values)
+        def convert(data: Any) -> Any:
+            values = dict(data)
+            for name, conv in plan:
+                if name in values:
+                    values[name] = conv(values[name])
+            return cls(**values)
 
-    _CACHE[cls] = convert  # registered before building, for self-referencing classes
-    hints = typing.get_type_hints(cls)
-    # Only fields that need converting are visited: scalars pass through as they are.
-    plan = [
-        (f.name, conv)
-        for f in dataclasses.fields(cls)
-        if f.init and (conv := _converter(hints[f.name])) is not _identity
-    ]
-    return convert
+        _BUILDING[cls] = convert  # (for self-referencing classes, in this thread only)
+        try:
+            hints = typing.get_type_hints(cls)
+            # Only fields that need converting are visited: scalars pass through as they are.
+            plan += [
+                (f.name, conv)
+                for f in dataclasses.fields(cls)
+                if f.init and (conv := _converter(hints[f.name])) is not _identity
+            ]
+        finally:
+            del _BUILDING[cls]
+        _CACHE[cls] = convert
+        return convert
 
 
 def from_data(cls: type[T], data: Any) -> T:

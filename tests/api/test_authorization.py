@@ -61,6 +61,9 @@ class Scene:
         audit = api.post(f"/v1/tables/{self.table}/audit")
         assert audit.status_code == 202, audit.text
         self.audit = audit.json()["audit_id"]
+        report = api.post("/v1/reports/collusion", {})
+        assert report.status_code == 202, report.text
+        self.report = report.json()["report_id"]
         self.webhook, self.delivery = _webhook_with_a_delivery(api)
 
     def token(self, caller: str) -> str | None:
@@ -81,6 +84,7 @@ T = "{t}"
 A = "{a}"
 W = "{w}"  # a webhook of the scene's tenant, with a delivery
 D = "{d}"
+R = "{r}"  # a collusion report of the scene's tenant
 PUBLIC = ("/healthz", "/metrics", "/openapi.yaml", "/docs", "/play", "/play/play.js")
 
 
@@ -342,6 +346,8 @@ MATRIX: dict[str, tuple[str, str, str, Any, dict[str, int]]] = {
     ),
     # (the phase is wrong for a pass, a draw or a bet at this table: 409 means let through)
     "list_tables": _row("new", "GET", "/v1/tables", None, 200, 200, 403, 403, 403),
+    "collusion_report": _row("new", "POST", "/v1/reports/collusion", {}, 202, 202, 403, 403, 403),
+    "get_report": _row("new", "GET", f"/v1/reports/{R}", None, 200, 200, 403, 403, 403),
     "list_hands": _row("finished", "GET", f"/v1/hands?table_id={T}", None, 200, 200, 403, 403, 403),
     "sit_in": _row(
         "new", "POST", f"/v1/tables/{T}/players/0/sit-in", None, 409, 403, 409, 403, 403
@@ -401,7 +407,7 @@ def _cases() -> list[tuple[str, str, int]]:
 
 def _ask(api: Api, scene: Scene, method: str, path: str, body: Any, token: str | None) -> Any:
     """The answer (a stream's is only opened and closed)."""
-    path = path.replace(T, scene.table).replace(A, scene.audit)
+    path = path.replace(T, scene.table).replace(A, scene.audit).replace(R, scene.report)
     path = path.replace(W, scene.webhook).replace(D, scene.delivery)
     if path.endswith("/stream"):
         headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
@@ -452,7 +458,7 @@ def _tenant_status(name: str, caller: str) -> int | None:
         return expected["other_table"]
     if caller == "regulator":
         return 422 if name in REGULATOR_NAMES_THE_TENANT else expected["auditor"]
-    if T in path or A in path or W in path:
+    if T in path or A in path or W in path or R in path:
         return None
     return expected["operator" if caller == "other_operator" else "auditor"]
 
@@ -474,7 +480,7 @@ def test_authorization_across_tenants(casino_b: As, endpoint: str, caller: str):
     if expected is not None:
         _check(answer, expected)
         return
-    scene.table, scene.audit = "no-such-table", "0" * 24
+    scene.table, scene.audit, scene.report = "no-such-table", "0" * 24, "0" * 24
     scene.webhook, scene.delivery = "wh_nowhere", "msg_nowhere"
     nowhere = _ask(casino_b, scene, method, path, body, token)
     assert answer.status_code == nowhere.status_code and answer.status_code >= 400, answer.text

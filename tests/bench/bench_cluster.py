@@ -1,0 +1,72 @@
+"""Command throughput on a real 3-master Redis Cluster against one redis-server, in one run.
+Run on purpose:
+
+    .venv/bin/python -m tests.bench.bench_cluster [--hands 600]
+
+Commands go through `Tables.execute` (the path every API command takes under HTTP: decide on
+the cached state, one conditional append script, snapshots, the due index) from `--threads`
+threads on 24 three-seat tables (deal, three declarations, resolve per hand). Each store as
+production builds it: the single Redis through the store's bypass of redis-py's pool
+(`redis_py_bypass`), the cluster through redis-py's `RedisCluster` (the bypass speaks to one
+node). Rounds alternate single, cluster, single, cluster; medians reported, and the single
+Redis without the bypass as a second baseline. Goal: cluster >= 0.8x the single Redis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import redis
+from redis.cluster import RedisCluster
+
+from service.eventlog.redis_store import RedisEventStore
+from service.redis_server import RedisServer
+from service.tables import Tables
+from tests.cluster import LocalCluster
+from tests.playing import new_table, play
+
+TABLES = 24
+
+
+def round_(client: redis.Redis, bypass: bool, hands: int, threads: int) -> float:
+    """Commands per second of `hands` hands on each of the tables."""
+    if isinstance(client, RedisCluster):
+        client.flushall(target_nodes=RedisCluster.PRIMARIES)
+    else:
+        client.flushall()
+    tables = Tables(RedisEventStore(client, bypass_redis_py=bypass))
+    ids = [f"bench-{n}" for n in range(TABLES)]
+    for table_id in ids:
+        new_table(tables, table_id, players=3)
+    per = hands // TABLES
+    started = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda t: play(tables, t, per), ids))
+    took = time.perf_counter() - started
+    return per * TABLES * 5 / took  # deal, three declarations, resolve
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hands", type=int, default=2400)
+    parser.add_argument("--threads", type=int, default=4)
+    args = parser.parse_args()
+    with RedisServer() as server, LocalCluster() as cluster:
+        single = redis.Redis.from_url(server.url)
+        clustered = RedisCluster.from_url(cluster.url)
+        found: dict[str, list[float]] = {"single": [], "single, no bypass": [], "cluster": []}
+        for _ in range(2):
+            found["single"].append(round_(single, True, args.hands, args.threads))
+            found["cluster"].append(round_(clustered, False, args.hands, args.threads))  # type: ignore[arg-type]
+            found["single, no bypass"].append(round_(single, False, args.hands, args.threads))
+            print({k: round(v[-1]) for k, v in found.items()}, flush=True)
+        medians = {k: statistics.median(v) for k, v in found.items()}
+        for name, rate in medians.items():
+            print(f"{name}: {rate:,.0f} commands/s ({rate / medians['single']:.2f}x single)")
+
+
+if __name__ == "__main__":
+    main()
