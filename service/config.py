@@ -51,6 +51,7 @@ class Settings:
     webhook_timeout_s: float = 10.0
     database_url: str | None = None
     archive_keep_events: int = 100
+    follow_lease_s: float = 10.0
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -81,4 +82,5 @@ class Settings:
             webhook_timeout_s=float(env.get("GUTS_WEBHOOK_TIMEOUT_S", 10)),
             database_url=env.get("GUTS_DATABASE_URL") or None,
             archive_keep_events=int(env.get("GUTS_ARCHIVE_KEEP_EVENTS", 100)),
+            follow_lease_s=float(env.get("GUTS_FOLLOW_LEASE_S", 10)),
         )

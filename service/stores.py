@@ -32,7 +32,7 @@ def event_store(
         client,
         prefix=settings.key_prefix,
         idempotency_ttl_s=settings.idempotency_ttl_s,
-        bypass_redis_py=bypass_redis_py and not settings.redis_cluster,  # (one node only)
+        bypass_redis_py=bypass_redis_py,
         archive=archive,
         keep=settings.archive_keep_events,
     )

@@ -1,7 +1,8 @@
 """On a real 3-master Redis Cluster: every script touches one hash tag, so a table's commands,
 its due index and list records, and the projections (ledger, webhooks) all work through
 redis-py's cluster client (the event store's contract suite runs there too:
-tests/eventlog/conftest.py)."""
+tests/eventlog/conftest.py); the event store's shortcut (each hot command straight to its
+slot's master) follows a table whose slot moves to another master."""
 
 from __future__ import annotations
 
@@ -50,6 +51,60 @@ def test_tables_indexes_and_projections_run_on_a_cluster(cluster_client):
     delivered, _ = hooks.deliveries("casino-a", hook["webhook_id"], 0, 1000)
     assert len(delivered) == 6 * 3  # three seatings a table
     assert follower.sweep() == 0
+
+
+def _move_slot(cluster_client, slot: int, target) -> None:
+    """Move `slot` to the master `target` as `redis-cli --cluster reshard` does: IMPORTING
+    and MIGRATING, its keys MIGRATEd, then the slot given to `target` on every master."""
+    source = cluster_client.nodes_manager.slots_cache[slot][0]
+    if source.name == target.name:
+        return
+    src = cluster_client.get_redis_connection(source)
+    dst = cluster_client.get_redis_connection(target)
+    src_id, dst_id = src.execute_command("CLUSTER MYID"), dst.execute_command("CLUSTER MYID")
+    dst.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", src_id)
+    src.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", dst_id)
+    while keys := src.execute_command("CLUSTER GETKEYSINSLOT", slot, 100):
+        src.execute_command("MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *keys)
+    for node in cluster_client.get_primaries():
+        cluster_client.get_redis_connection(node).execute_command(
+            "CLUSTER SETSLOT", slot, "NODE", dst_id
+        )
+
+
+def _evalshas(cluster_client, node) -> int:
+    """How many EVALSHAs `node` was sent, run or refused (a MOVED reply is a refusal)."""
+    stats = cluster_client.get_redis_connection(node).info("commandstats")
+    evalsha = stats.get("cmdstat_evalsha", {})
+    return int(evalsha.get("calls", 0)) + int(evalsha.get("rejected_calls", 0))
+
+
+def test_the_shortcut_follows_a_table_whose_slot_moves_to_another_master(cluster_client):
+    store = RedisEventStore(cluster_client)  # with the shortcut around redis-py
+    tables = Tables(store)
+    rules = resolve_ruleset("three-card")
+    tables.execute(
+        "moving",
+        lambda s, n: commands.create_table("moving", rules, n, b"s" * 32, "casino-a"),
+        _ok,
+        create=True,
+    )
+    slot = cluster_client.keyslot(store.meta_key("moving"))
+    source = cluster_client.nodes_manager.slots_cache[slot][0]
+    target = next(n for n in cluster_client.get_primaries() if n.name != source.name)
+    try:
+        _move_slot(cluster_client, slot, target)
+        for i in range(3):  # the first goes to the old master, is MOVED, and sent again
+            tables.execute("moving", lambda s, n, i=i: commands.seat_player(s, f"p{i}", 50, n), _ok)
+        before = _evalshas(cluster_client, source), _evalshas(cluster_client, target)
+        tables.execute("moving", lambda s, n: commands.deal(s, b"d" * 32, n), _ok)
+        tables.execute("moving", lambda s, n: commands.void_hand(s, "test", n), _ok)
+        after = _evalshas(cluster_client, source), _evalshas(cluster_client, target)
+        assert (after[0] - before[0], after[1] - before[1]) == (0, 2)  # straight to the new one
+        assert store.load("moving").version == 6
+        assert [e.version for e in store.read("moving", 0)] == [1, 2, 3, 4, 5, 6]
+    finally:
+        _move_slot(cluster_client, slot, source)
 
 
 def test_guts_serve_on_a_cluster_with_rq_on_a_plain_redis(

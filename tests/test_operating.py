@@ -236,8 +236,10 @@ def test_worker_and_dispatcher_run_alone_log_the_same_way(
         if dispatcher.poll() is None:
             dispatcher.kill()
             dispatcher.wait()
-    (line,) = _lines(stderr_path.read_text())
+    lines = _lines(stderr_path.read_text())
+    (line,) = [entry for entry in lines if entry["msg"] == "dispatcher started"]
     assert line["logger"] == "guts.dispatcher" and line["prefix"] == "guts", line
+    assert {entry["logger"] for entry in lines} <= {"guts.dispatcher", "guts.lease"}, lines
 
 
 # --- waiting for Redis --------------------------------------------------------------------

@@ -35,6 +35,7 @@ from service.eventlog.due_index import DueIndex
 from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
 from service.follow import Follower, Projection
+from service.lease import Lease, run_while_holding
 from service.ledger_store import LedgerStore
 from service.redis_clients import queue_client, store_client
 from service.stores import archiver, event_store, open_archive
@@ -256,22 +257,36 @@ def run_dispatcher(settings: Settings) -> int:
             migrate(conn)
         archive = open_archive(settings, size=2)
     # The projections are followed beside the clock, in a thread of their own: a slow
-    # projection never delays a deadline; the archive in another.
+    # projection never delays a deadline; the archive in another. One dispatcher at a time
+    # follows (a lease: the others are its hot spares, see service.lease).
     follower, notices = build_follower(settings, client, archive)
-    following = threading.Thread(
-        target=follower.run,
-        args=(client, notices, stop),
-        name="follower",
-        daemon=True,
-    )
-    threads = [following] if follower.projections else []
+    followers = [follower] if follower.projections else []
     if archive is not None:
-        archiving = build_archiver(settings, client, archive)
-        threads.append(
-            threading.Thread(
-                target=archiving.run, args=(client, notices, stop), name="archiver", daemon=True
-            )
+        followers.append(build_archiver(settings, client, archive))
+
+    def follow(term: threading.Event) -> None:
+        running = [
+            threading.Thread(target=each.run, args=(client, notices, term), daemon=True)
+            for each in followers
+        ]
+        for thread in running:
+            thread.start()
+        for thread in running:
+            thread.join()
+
+    # (A dispatcher killed with -9 is replaced as the follower within the lease's time to
+    # live; one stopped cleanly, at once.)
+    ttl_s = settings.follow_lease_s
+    lease = Lease(client, "followers", prefix=settings.key_prefix, ttl_s=ttl_s)
+    threads = [
+        threading.Thread(
+            target=run_while_holding,
+            args=(lease, follow, stop),
+            kwargs={"renew_s": ttl_s / 5},
+            name="followers",
+            daemon=True,
         )
+    ]
     threads.append(
         threading.Thread(
             target=queue_webhooks,

@@ -49,7 +49,7 @@ from urllib.parse import quote, unquote
 
 import redis
 
-from service.eventlog.redis_py_bypass import DirectCommands
+from service.eventlog.redis_py_bypass import direct_commands
 from service.eventlog.store import (
     AppendResult,
     CorruptLog,
@@ -127,7 +127,7 @@ class RedisEventStore:
         self._trim_script = client.register_script(_TRIM_LUA)
         # The hot commands (a load's HMGET, an append's EVALSHA) go through redis-py's
         # public `execute_command`, or around its pool (measured worth it: see the module).
-        self._call = DirectCommands(client).call if bypass_redis_py else client.execute_command
+        self._call = direct_commands(client) if bypass_redis_py else client.execute_command
 
     # -- keys --------------------------------------------------------------------------
 

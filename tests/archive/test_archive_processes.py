@@ -34,6 +34,7 @@ def _dispatch(redis_url: str, database_url: str, log: Path) -> subprocess.Popen[
         "REDIS_URL": redis_url,
         "GUTS_DATABASE_URL": database_url,
         "GUTS_ARCHIVE_KEEP_EVENTS": "8",
+        "GUTS_FOLLOW_LEASE_S": "1",  # (one killed with -9 is replaced within it)
         "GUTS_LOG_LEVEL": "warning",
     }
     with open(log, "ab") as out:

@@ -10,8 +10,8 @@ beside its ledger and webhook followers and its deadline loop). Hands are played
 
 1. Bounded Redis. One 6-seat table plays `--hands` hands with `guts dispatch` archiving. Every
    1,000 hands: the bytes of the table's own keys (MEMORY USAGE of each, exact), Redis'
-   `used_memory`, and the bytes of the ledger's keys (the ledger projection keeps every entry
-   in Redis; it is not archived). Goals: the table's keys under 64 KiB at the end;
+   `used_memory`, and the bytes of the ledger's keys (none are expected: with the archive the
+   ledger's entries live in PostgreSQL). Goals: the table's keys under 64 KiB at the end;
    `used_memory` flat from hand 2,000 on.
 2. Throughput. A backlog of hands (10 tables of 6 seats) in Redis, then archived by one
    archiver (one thread: `Follower.sweep` with the archive projection, as the dispatcher's

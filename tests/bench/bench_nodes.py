@@ -52,20 +52,36 @@ def _tree(root: int) -> list[int]:
     return found
 
 
-def _cpu_s(pids: list[int]) -> float:
-    total = 0
+def _cpu_s(pids: list[int]) -> dict[str, float]:
+    """CPU seconds each kind of process has used (named by its command line)."""
+    used: dict[str, float] = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            name = _role(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime + stime
-    return total / TICKS
+        used[name] = used.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / TICKS
+    return used
 
 
-def round_(count: int, redis_url: str, database_url: str, seconds: float) -> dict[str, float]:
+def _role(cmdline: str) -> str:
+    for word in ("gunicorn", "dispatch", "worker", "serve"):
+        if word in cmdline:
+            return word
+    return "other"
+
+
+def round_(
+    count: int, web: int, redis_url: str, database_url: str, seconds: float
+) -> dict[str, float]:
     redis.Redis.from_url(redis_url).flushall()
-    env = _env(REDIS_URL=redis_url, GUTS_DATABASE_URL=database_url, GUTS_AUDITOR_KEYS=AUDITOR_KEY)
+    env = _env(
+        REDIS_URL=redis_url,
+        GUTS_DATABASE_URL=database_url,
+        GUTS_AUDITOR_KEYS=AUDITOR_KEY,
+        GUTS_WEB_WORKERS=str(web),
+    )
     env["GUTS_LOG_LEVEL"] = "warning"
     with tempfile.TemporaryDirectory() as tmp:
         nodes = [Served(Path(tmp) / f"n{n}", Path(tmp), env) for n in range(count)]
@@ -86,7 +102,8 @@ def round_(count: int, redis_url: str, database_url: str, seconds: float) -> dic
             with ThreadPoolExecutor(CLIENTS) as pool:
                 list(pool.map(client, range(CLIENTS)))
             took = time.monotonic() - started
-            cpu = _cpu_s(pids) - before
+            after = _cpu_s(pids)
+            cpu = {role: after[role] - before.get(role, 0.0) for role in after}
         finally:
             for node in nodes:
                 node.kill()
@@ -97,32 +114,49 @@ def round_(count: int, redis_url: str, database_url: str, seconds: float) -> dic
         "refused": sum(load.refused.values()) / done,
         "p50": lat[done // 2] * 1000,
         "p99": lat[int(done * 0.99)] * 1000,
-        "cpu_per_1000": cpu / done * 1000,
+        "cpu_per_1000": sum(cpu.values()) / done * 1000,
+        **{f"{role} cpu_per_1000": used / done * 1000 for role, used in sorted(cpu.items())},
     }
+
+
+CONFIGS = {
+    "one node, 2 web workers": (1, 2),
+    "two nodes, 1 web worker each": (2, 1),
+    "two nodes, 2 web workers each": (2, 2),
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of each configuration")
     args = parser.parse_args()
-    results: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in CONFIGS}
     with RedisServer() as server, fresh_database() as database_url:
-        for count in (1, 2, 1, 2):
-            got = round_(count, server.url, database_url, args.seconds)
-            results[count].append(got)
-            print(
-                f"{count} node(s): {got['rate']:.0f} commands/s, {got['refused']:.0%} refused "
-                f"(409), p50 {got['p50']:.1f} ms, p99 {got['p99']:.1f} ms, "
-                f"{got['cpu_per_1000']:.2f} CPU s per 1,000 commands",
-                flush=True,
-            )
-    one = {k: statistics.median(r[k] for r in results[1]) for k in results[1][0]}
-    two = {k: statistics.median(r[k] for r in results[2]) for k in results[2][0]}
-    print(
-        f"two nodes / one (medians): throughput {two['rate'] / one['rate']:.2f}x, "
-        f"p99 {two['p99'] / one['p99']:.2f}x, CPU per command "
-        f"{two['cpu_per_1000'] / one['cpu_per_1000']:.2f}x"
-    )
+        for _ in range(args.rounds):
+            for name, (count, web) in CONFIGS.items():
+                got = round_(count, web, server.url, database_url, args.seconds)
+                results[name].append(got)
+                roles = ", ".join(
+                    f"{k.split()[0]} {v:.2f}" for k, v in got.items() if k.endswith(" cpu_per_1000")
+                )
+                print(
+                    f"{name}: {got['rate']:.0f} commands/s, {got['refused']:.0%} refused (409),"
+                    f" p50 {got['p50']:.1f} ms, p99 {got['p99']:.1f} ms, "
+                    f"{got['cpu_per_1000']:.2f} CPU s per 1,000 commands ({roles})",
+                    flush=True,
+                )
+    medians = {
+        name: {k: statistics.median(r.get(k, 0.0) for r in rounds) for k in rounds[0]}
+        for name, rounds in results.items()
+    }
+    one = medians["one node, 2 web workers"]
+    for name, got in list(medians.items())[1:]:
+        print(
+            f"{name} / one node (medians): throughput {got['rate'] / one['rate']:.2f}x, "
+            f"p99 {got['p99'] / one['p99']:.2f}x, CPU per command "
+            f"{got['cpu_per_1000'] / one['cpu_per_1000']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

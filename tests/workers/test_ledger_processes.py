@@ -1,9 +1,11 @@
 """A real `guts dispatch` process keeps the ledger; killed with -9 while projecting, the one
-that replaces it finishes the work and every entry is there exactly once."""
+that replaces it finishes the work and every entry is there exactly once. Of two dispatchers
+one follows (it holds the lease), and the other takes over when it is killed."""
 
 from __future__ import annotations
 
 import signal
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -52,3 +54,35 @@ def test_a_dispatcher_killed_with_minus_9_mid_projection_leaves_every_entry_once
         stored = projection.table_entries("default", table)[1]
         assert stored == _derived(store, table)
         assert len({e["tx_id"] for e in stored}) == len(stored)
+
+
+def test_of_two_dispatchers_one_follows_and_the_other_takes_over_when_it_is_killed(
+    api: Api,
+    redis_client,
+    redis_url: str,
+    start: Start,  # noqa: F811
+):
+    lease = b"guts:{%lease}:followers"
+    first = start("dispatch", redis_url)
+    assert _wait_for(lambda: redis_client.exists(lease), 20)
+    holder = redis_client.get(lease)
+    start("dispatch", redis_url)
+    store = RedisEventStore(redis_client)
+    projection = LedgerStore(redis_client)
+
+    def caught_up(tables: list[str]) -> bool:
+        versions = [store.load(t).version for t in tables]
+        return projection.positions([("default", t) for t in tables]) == versions
+
+    tables = [_play(api, hands=2)]
+    assert _wait_for(lambda: caught_up(tables), 20)
+    time.sleep(1)  # the second has looked at the lease since (every 0.4 s)
+    assert redis_client.get(lease) == holder  # the first still follows alone
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    tables.append(_play(api, hands=2))
+    assert _wait_for(lambda: caught_up(tables), 20)  # the second, once the lease expired
+    assert redis_client.get(lease) not in (None, holder)
+    for table in tables:
+        stored = projection.table_entries("default", table)[1]
+        assert stored == _derived(store, table)

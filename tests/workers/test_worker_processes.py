@@ -24,11 +24,12 @@ Start = Callable[..., subprocess.Popen]
 
 @pytest.fixture
 def start(tmp_path: Path) -> Iterator[Start]:
-    """Start `guts <command>` against a Redis URL; every one still running is stopped."""
+    """Start `guts <command>` against a Redis URL (the followers' lease lasting 2 s, so a
+    dispatcher killed with -9 is replaced soon); every one still running is stopped."""
     started: list[subprocess.Popen] = []
 
     def run(command: str, redis_url: str) -> subprocess.Popen:
-        env = {**os.environ, "REDIS_URL": redis_url}
+        env = {**os.environ, "REDIS_URL": redis_url, "GUTS_FOLLOW_LEASE_S": "2"}
         log = open(tmp_path / f"{command}-{len(started)}.log", "wb")  # noqa: SIM115
         process = subprocess.Popen(
             [sys.executable, "-m", "service.cli", command], env=env, stdout=log, stderr=log

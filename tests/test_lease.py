@@ -1,0 +1,85 @@
+"""The lease that lets one process at a time do a duty (service/lease.py), on a real Redis."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from service.lease import Lease, run_while_holding
+
+
+def test_one_holder_at_a_time_until_it_releases_or_its_lease_expires(redis_client):
+    a = Lease(redis_client, "duty", ttl_s=0.3)
+    b = Lease(redis_client, "duty", ttl_s=0.3)
+    assert a.hold() and a.hold()  # taken, then renewed
+    assert not b.hold()
+    b.release()  # not b's: nothing happens
+    assert not b.hold()
+    a.release()
+    assert b.hold() and not a.hold()
+    time.sleep(0.4)  # b did not renew it
+    assert a.hold() and not b.hold()
+
+
+def test_a_renewed_lease_outlives_its_time_to_live(redis_client):
+    a = Lease(redis_client, "duty", ttl_s=0.3)
+    b = Lease(redis_client, "duty", ttl_s=0.3)
+    assert a.hold()
+    for _ in range(4):
+        time.sleep(0.15)
+        assert a.hold()
+    assert not b.hold()
+
+
+def test_a_lease_needs_a_positive_time_to_live(redis_client):
+    with pytest.raises(ValueError, match="at least"):
+        Lease(redis_client, "duty", ttl_s=0)
+
+
+class Duty:
+    """Records which runners are doing the duty."""
+
+    def __init__(self) -> None:
+        self.active: set[str] = set()
+
+    def of(self, name: str):
+        def duty(term: threading.Event) -> None:
+            self.active.add(name)
+            term.wait()
+            self.active.discard(name)
+
+        return duty
+
+
+def test_a_runner_stopped_cleanly_hands_the_duty_over_at_once(redis_client):
+    duty = Duty()
+    stops = {name: threading.Event() for name in ("a", "b")}
+    runners = {}
+    for name in ("a", "b"):  # a first: it takes the lease
+        lease = Lease(redis_client, "duty", ttl_s=30.0)
+        runners[name] = threading.Thread(
+            target=run_while_holding,
+            args=(lease, duty.of(name), stops[name]),
+            kwargs={"renew_s": 0.05},
+        )
+        runners[name].start()
+        deadline = time.monotonic() + 5
+        while name == "a" and duty.active != {"a"}:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    try:
+        time.sleep(0.3)  # b has looked at the lease several times
+        assert duty.active == {"a"}
+        stops["a"].set()
+        runners["a"].join(5)
+        deadline = time.monotonic() + 2  # well inside the 30 s the lease would last
+        while duty.active != {"b"}:
+            assert time.monotonic() < deadline, duty.active
+            time.sleep(0.01)
+    finally:
+        for name in stops:
+            stops[name].set()
+            runners[name].join(5)
+    assert duty.active == set()
