@@ -58,7 +58,9 @@ def serve(
     try:
         with contextlib.ExitStack() as stack:  # unwinds children, metrics dir, Redis last
             redis_url, described, embedded = stack.enter_context(_redis(settings, data_dir))
-            database_url, described["postgres"] = stack.enter_context(_postgres(settings, data_dir))
+            database_url, described["postgres"], postgres = stack.enter_context(
+                _postgres(settings, data_dir)
+            )
             first_contact = _FirstContact(redis_url, None if embedded else redis_wait_s)
             first_contact.tick()  # says so before anything starts if it does not answer
             metrics_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="guts-metrics-"))
@@ -81,10 +83,11 @@ def serve(
                 described["redis"],
                 extra={"url": where, "web_workers": workers, **described},
             )
-            keeper = _RedisKeeper(embedded)
+            keepers = [_Keeper("Redis", embedded), _Keeper("PostgreSQL", postgres)]
 
             def look() -> None:
-                keeper.tick()
+                for keeper in keepers:
+                    keeper.tick()
                 first_contact.tick()
 
             supervisor.run(stop, also=look)
@@ -142,11 +145,13 @@ class _FirstContact:
         self.next_probe = now + REDIS_PROBE_S
 
 
-class _RedisKeeper:
-    """Restarts the embedded redis-server when it dies (on its port, with its append-only
-    file), as the supervisor restarts the other children; at most once a second."""
+class _Keeper:
+    """Restarts an embedded server (Redis on its port with its append-only file, PostgreSQL on
+    its data) when it dies, as the supervisor restarts the other children; at most once a
+    second."""
 
-    def __init__(self, server: RedisServer | None) -> None:
+    def __init__(self, name: str, server: RedisServer | EmbeddedPostgres | None) -> None:
+        self.name = name
         self.server = server
         self.next_try = 0.0
 
@@ -155,13 +160,13 @@ class _RedisKeeper:
         if server is None or server.running or time.monotonic() < self.next_try:
             return
         self.next_try = time.monotonic() + 1.0
-        log.warning("the embedded Redis (port %d) died; restarting it", server.port)
+        log.warning("the embedded %s died; restarting it", self.name)
         try:
             server.restart()
-        except RedisServerError as error:
-            log.error("the embedded Redis did not restart (%s); trying again", error)
+        except Exception as error:  # noqa: BLE001 - tried again a second later
+            log.error("the embedded %s did not restart (%s); trying again", self.name, error)
             return
-        log.info("the embedded Redis restarted (pid %d)", server.pid)
+        log.info("the embedded %s restarted", self.name)
 
 
 def redis_answers(redis_url: str) -> bool:
@@ -265,11 +270,14 @@ def _redis(
 
 
 @contextlib.contextmanager
-def _postgres(settings: Settings, data_dir: Path) -> Iterator[tuple[str, str]]:
-    """Yield the archive's database URL and how to describe it: GUTS_DATABASE_URL, or an
-    embedded PostgreSQL with its data under ``<data_dir>/postgres`` (stopped when the block
-    exits). The schema is migrated first (a database that does not answer yet is left to
-    the dispatcher, which migrates it when it starts)."""
+def _postgres(
+    settings: Settings, data_dir: Path
+) -> Iterator[tuple[str, str, EmbeddedPostgres | None]]:
+    """Yield the archive's database URL, how to describe it, and the embedded server, if any:
+    GUTS_DATABASE_URL, or an embedded PostgreSQL with its data under ``<data_dir>/postgres``
+    (stopped when the block exits). The schema is migrated first (a database that does not
+    answer yet is left to the dispatcher, which migrates it when it starts)."""
+    embedded = None
     if settings.database_url:
         url, described = (
             settings.database_url,
@@ -285,9 +293,9 @@ def _postgres(settings: Settings, data_dir: Path) -> Iterator[tuple[str, str]]:
                 migrate(conn)
         except ArchiveUnavailable as error:
             log.warning("the archive's PostgreSQL does not answer yet (%s)", error)
-        yield url, described
+        yield url, described, embedded
     finally:
-        if not settings.database_url:
+        if embedded is not None:
             embedded.stop()
 
 

@@ -391,6 +391,57 @@ def test_serve_restarts_a_killed_child_and_hands_still_close_by_themselves(
     assert served.terminate() == 0, served.output()
 
 
+def test_serve_restarts_its_embedded_postgres_killed_with_minus_9(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    """The embedded PostgreSQL (not a child: pg_ctl runs it on its own) killed with -9 is
+    started again on its data, and the archive goes on: a hand played afterwards is found
+    by GET /v1/hands, and the hands from before are still there."""
+    data = tmp_path / "data"
+    served = Served(data, tmp_path, _env(GUTS_DATABASE_URL=None, GUTS_AUDITOR_KEYS=AUDITOR_KEY))
+    serve.append(served)
+    served.wait_healthy()
+    table, tokens = _seated_table(served)
+    _play_hand(served, table, tokens)
+    listed = lambda: served.call("GET", f"/v1/hands?table_id={table}")  # noqa: E731
+    assert [h["hand"] for h in listed().json()["hands"]] == [1]
+    postmaster = int((data / "postgres" / "postmaster.pid").read_text().split()[0])
+    os.kill(postmaster, signal.SIGKILL)
+    restarted = lambda: "the embedded PostgreSQL restarted" in served.output()  # noqa: E731
+    assert _eventually(restarted, 30), served.output()
+    _play_hand(served, table, tokens)
+
+    def both() -> bool:
+        answer = listed()
+        return answer.status_code == 200 and len(answer.json()["hands"]) == 2
+
+    assert _eventually(both, 30), listed().text
+    assert served.terminate() == 0, served.output()
+
+
+def _seated_table(served: Served) -> tuple[str, list[str]]:
+    """A three-seat table: its id and its players' tokens."""
+    created = served.call("POST", "/v1/tables", {"preset": "three-card"})
+    assert created.status_code == 201, created.text
+    table = created.json()["table_id"]
+    tokens = []
+    for seat in range(3):
+        body = {"player_id": f"p{seat}", "buy_in": 500}
+        seated = served.call("POST", f"/v1/tables/{table}/players", body)
+        assert seated.status_code == 201, seated.text
+        tokens.append(seated.json()["token"])
+    return table, tokens
+
+
+def _play_hand(served: Served, table: str, tokens: list[str]) -> None:
+    """Deal a hand, everyone in, resolve it."""
+    assert served.call("POST", f"/v1/tables/{table}/deal", {}).status_code == 201
+    for token in tokens:
+        declared = served.call("POST", f"/v1/tables/{table}/declare", {"decision": "in"}, token)
+        assert declared.status_code == 200, declared.text
+    assert served.call("POST", f"/v1/tables/{table}/resolve", {}).status_code == 200
+
+
 def test_worker_alone_waits_for_redis_and_works_once_it_is_back(tmp_path: Path) -> None:
     """`guts worker` started before its Redis, and Redis stopped under it: the worker says so
     and keeps trying, and runs jobs each time Redis is back; SIGTERM stops it (code 0)."""

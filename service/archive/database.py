@@ -106,6 +106,19 @@ class EmbeddedPostgres:
         self._server = server
         return str(server.get_uri())
 
+    @property
+    def running(self) -> bool:
+        """Whether its postmaster is running (True before `start` and after `stop`)."""
+        server = self._server
+        return server is None or bool(server.get_postmaster_info().is_running())  # type: ignore[attr-defined]
+
+    def restart(self) -> None:
+        """Start it again on its data (after it died: PostgreSQL recovers from its WAL); at
+        the same URL (its socket is in its data directory's)."""
+        server = self._server
+        if server is not None:
+            server.ensure_postgres_running()  # type: ignore[attr-defined]
+
     def stop(self) -> None:
         server, self._server = self._server, None
         if server is not None:

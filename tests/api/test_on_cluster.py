@@ -14,10 +14,16 @@ import pytest
 
 from service.config import Settings
 
-# The tests that run here again (imported names are collected in this module).
+# The tests that run here again (imported names are collected in this module): every API
+# module that plays through a server (test_bodies and test_observability run in-process or
+# without Redis; the rest of test_stream tampers with the plain Redis).
+from tests.api.test_authorization import *  # noqa: F403
+from tests.api.test_betting import *  # noqa: F403
+from tests.api.test_client_seeds import *  # noqa: F403
 from tests.api.test_commands import *  # noqa: F403
 from tests.api.test_end_table import *  # noqa: F403
 from tests.api.test_games import *  # noqa: F403
+from tests.api.test_leaks import *  # noqa: F403
 from tests.api.test_ledger import *  # noqa: F403
 from tests.api.test_limits import *  # noqa: F403
 from tests.api.test_stream import (  # noqa: F401
@@ -27,6 +33,8 @@ from tests.api.test_stream import (  # noqa: F401
     test_the_table_list_pages_newest_first,
 )
 from tests.api.test_tenants import *  # noqa: F403
+from tests.api.test_validation import *  # noqa: F403
+from tests.api.test_variant_games import *  # noqa: F403
 from tests.apiclient import (
     AUDITOR,
     AUDITOR_A,
@@ -39,13 +47,15 @@ from tests.apiclient import (
 )
 
 
-def _cluster_settings(cluster: Any, queues: str, database: str, **keys: Any) -> Settings:
+def _cluster_settings(
+    cluster: Any, queues: str, database: str, sandbox: bool = True, **keys: Any
+) -> Settings:
     return Settings(
         redis_url=cluster.url,
         redis_cluster=True,
         queue_redis_url=queues,
         database_url=database,
-        sandbox=True,
+        sandbox=sandbox,
         token_secret="test-token-secret",
         key_prefix="guts",
         **keys,
@@ -60,6 +70,15 @@ def sandbox_url(
     yield from _serve(
         _cluster_settings(redis_cluster, redis_url, database_url, **keys), pytestconfig
     )
+
+
+@pytest.fixture(scope="module")
+def production_url(
+    redis_cluster: Any, redis_url: str, database_url: str, pytestconfig: pytest.Config
+) -> Iterator[str]:
+    keys = {"operator_keys": (OPERATOR,), "auditor_keys": (AUDITOR,)}
+    settings = _cluster_settings(redis_cluster, redis_url, database_url, sandbox=False, **keys)
+    yield from _serve(settings, pytestconfig)
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,16 @@
 """Command throughput on a real 3-master Redis Cluster against one redis-server, in one run.
 Run on purpose:
 
-    .venv/bin/python -m tests.bench.bench_cluster [--hands 600]
+    .venv/bin/python -m tests.bench.bench_cluster [--hands 7200] [--threads 4] [--rounds 3]
 
 Commands go through `Tables.execute` (the path every API command takes under HTTP: decide on
 the cached state, one conditional append script, snapshots, the due index) from `--threads`
 threads on 24 three-seat tables (deal, three declarations, resolve per hand). Each store as
 production builds it: through the store's shortcut around redis-py's pool (`redis_py_bypass`;
 on the cluster each hot command goes to its slot's master directly, the rest through redis-py's
-`RedisCluster`). Two rounds of each, alternating (single, cluster, and both through redis-py
-only: a second pair); medians reported. Goal: cluster >= 0.8x the single Redis.
+`RedisCluster`). After a warm-up, `--rounds` rounds of each, alternating (single, cluster,
+and both through redis-py only: a second pair); medians reported. Goal: cluster >= 0.8x the
+single Redis.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ def round_(client: redis.Redis, bypass: bool, hands: int, threads: int) -> float
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--hands", type=int, default=2400)
+    parser.add_argument("--hands", type=int, default=7200)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with RedisServer() as server, LocalCluster() as cluster:
         single = redis.Redis.from_url(server.url)
@@ -63,7 +65,9 @@ def main() -> None:
             "single, redis-py only": [],
             "cluster, redis-py only": [],
         }
-        for _ in range(2):
+        for client in (single, clustered):  # warm up: connections made, scripts loaded
+            round_(client, True, 480, args.threads)  # type: ignore[arg-type]
+        for _ in range(args.rounds):
             for name, client in (("single", single), ("cluster", clustered)):
                 found[name].append(round_(client, True, args.hands, args.threads))  # type: ignore[arg-type]
                 found[f"{name}, redis-py only"].append(

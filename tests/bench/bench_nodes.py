@@ -1,16 +1,18 @@
 """One API node against two, on the same machine, one Redis and one PostgreSQL. Run on purpose:
 
-    .venv/bin/python -m tests.bench.bench_nodes [--seconds 20]
+    .venv/bin/python -m tests.bench.bench_nodes [--seconds 20] [--rounds 2]
 
-Each round runs `guts serve` node(s) (2 web workers each, their dispatcher and worker), sets
-up 8 tables, and lets 16 clients send random commands (deal, declare, resolve, top-up; each
-with its own Idempotency-Key) to random nodes for a fixed time (the load of
-`tests/test_nodes.py`). Reported per round: commands/s, the game's refusals (409: wrong phase,
-already declared), p50/p99, and the CPU seconds every process of the node(s) used per 1,000
-commands (read from /proc before and after), whose ratio two nodes / one node is the
-per-request cost of a second node. The machine has 2 cores: two nodes cannot be faster, the
-point is that they are correct (tests/test_nodes.py) and cost no more per request. Rounds
-alternate one, two, one, two.
+Each round runs `guts serve` node(s) (web workers, dispatcher and RQ worker each), sets up 8
+tables, and lets 16 clients send random commands (deal, declare, resolve, top-up; each with
+its own Idempotency-Key) to random nodes for a fixed time (the load of `tests/test_nodes.py`).
+Reported per round: commands/s, the game's refusals (409: wrong phase, already declared),
+p50/p99, and the CPU seconds the node(s)' processes used per 1,000 commands (read from /proc
+before and after), in all and by kind (gunicorn, dispatch, worker, serve). The configurations
+take turns: one node with 2 web workers (the baseline), two nodes with 1 each (the same web
+capacity: what a second node itself costs), two nodes with 2 each, and one node with 4 (to
+tell what more web workers cost on 2 cores from what a second node costs). The machine has 2
+cores: two nodes cannot be faster; the point is that they are correct (tests/test_nodes.py)
+and cost no more per request.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 import redis
 
 from service.redis_server import RedisServer
+from tests.bench.bench_http import CpuTimes
 from tests.postgres import fresh_database
 from tests.test_cli import AUDITOR_KEY, Served, _env
 from tests.test_nodes import Load, set_up
@@ -72,6 +75,25 @@ def _role(cmdline: str) -> str:
     return "other"
 
 
+def _booted(nodes: list[Served], web: int) -> list[int]:
+    """The processes of `nodes` once each has its gunicorn master and `web` workers."""
+    deadline = time.monotonic() + 30
+    while True:
+        pids = [pid for node in nodes for pid in _tree(node.process.pid)]
+        names = []
+        for pid in pids:
+            try:
+                names.append(_role(Path(f"/proc/{pid}/cmdline").read_text()))
+            except OSError:
+                continue  # (gone)
+        if names.count("gunicorn") >= len(nodes) * (web + 1):
+            time.sleep(1)  # (its app imported)
+            return pids
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"gunicorn did not start {web} workers in 30 s")
+        time.sleep(0.1)
+
+
 def round_(
     count: int, web: int, redis_url: str, database_url: str, seconds: float
 ) -> dict[str, float]:
@@ -89,8 +111,9 @@ def round_(
             for node in nodes:
                 node.wait_healthy(said=False)
             load = Load(set_up(nodes, TABLES))
-            pids = [pid for node in nodes for pid in _tree(node.process.pid)]
+            pids = _booted(nodes, web)  # (gunicorn forks its workers a moment apart)
             before = _cpu_s(pids)
+            machine = CpuTimes.now()
             deadline = time.monotonic() + seconds
             started = time.monotonic()
 
@@ -103,6 +126,7 @@ def round_(
                 list(pool.map(client, range(CLIENTS)))
             took = time.monotonic() - started
             after = _cpu_s(pids)
+            stolen = CpuTimes.now()
             cpu = {role: after[role] - before.get(role, 0.0) for role in after}
         finally:
             for node in nodes:
@@ -115,6 +139,9 @@ def round_(
         "p50": lat[done // 2] * 1000,
         "p99": lat[int(done * 0.99)] * 1000,
         "cpu_per_1000": sum(cpu.values()) / done * 1000,
+        "steal": (stolen - machine).steal_s / (took * (os.cpu_count() or 1))
+        if stolen and machine
+        else 0.0,
         **{f"{role} cpu_per_1000": used / done * 1000 for role, used in sorted(cpu.items())},
     }
 
@@ -123,6 +150,7 @@ CONFIGS = {
     "one node, 2 web workers": (1, 2),
     "two nodes, 1 web worker each": (2, 1),
     "two nodes, 2 web workers each": (2, 2),
+    "one node, 4 web workers": (1, 4),
 }
 
 
@@ -143,7 +171,8 @@ def main() -> None:
                 print(
                     f"{name}: {got['rate']:.0f} commands/s, {got['refused']:.0%} refused (409),"
                     f" p50 {got['p50']:.1f} ms, p99 {got['p99']:.1f} ms, "
-                    f"{got['cpu_per_1000']:.2f} CPU s per 1,000 commands ({roles})",
+                    f"{got['cpu_per_1000']:.2f} CPU s per 1,000 commands ({roles}); the host "
+                    f"took {got['steal']:.0%} of the CPU",
                     flush=True,
                 )
     medians = {
