@@ -111,6 +111,9 @@ class Tables:
     """Where the tables' due moments are indexed for the dispatchers (None: nowhere)."""
     listing: TableList | None = None
     """The list of tables, newest first, for `GET /v1/tables` (None: none kept)."""
+    on_conflict: Callable[[], None] | None = None
+    """Called each time a command's append loses the race (another command, here or on
+    another node, moved the table on first; the command is then decided again): a metric."""
 
     def check_exists(self, table_id: str) -> None:
         """TableNotFound unless the table exists. Nothing is decoded or checked, so that an
@@ -215,6 +218,8 @@ class Tables:
                     table_id, current.version, encoded, snapshot, record, epoch
                 )
             except VersionConflict as conflict:
+                if self.on_conflict is not None:
+                    self.on_conflict()
                 if if_match is not None:
                     raise PreconditionFailed(
                         f"the table moved on to version {conflict.actual}"

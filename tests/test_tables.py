@@ -33,6 +33,21 @@ def test_a_process_with_a_stale_snapshot_decides_again_on_the_current_one():
     assert store.load("t").version == first.load("t").version
 
 
+def test_each_append_that_loses_the_race_is_reported_once():
+    store = InMemoryEventStore()
+    lost: list[str] = []
+    first = Tables(store, on_conflict=lambda: lost.append("first"))
+    second = Tables(store, on_conflict=lambda: lost.append("second"))
+    rules = resolve_ruleset("three-card")
+    first.execute("t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True)
+    first.execute("t", lambda s, n: commands.seat_player(s, "p0", 10, n), _ok)
+    assert lost == []
+    second.execute("t", lambda s, n: commands.seat_player(s, "p1", 10, n), _ok)  # loads first
+    assert lost == []
+    first.execute("t", lambda s, n: commands.seat_player(s, "p2", 10, n), _ok)  # its cache: v2
+    assert lost == ["first"]
+
+
 def test_a_refusal_is_decided_on_the_current_snapshot():
     store = InMemoryEventStore()
     first, second = Tables(store), Tables(store)

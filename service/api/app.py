@@ -93,6 +93,11 @@ class _Metrics:
             ["command", "outcome"],
             registry=self.registry,
         )
+        self.conflicts = Counter(
+            "guts_version_conflicts",
+            "Appends that lost the race to another command on the same table (decided again)",
+            registry=self.registry,
+        )
         self.latency = Histogram(
             "guts_request_seconds",
             "Request latency by endpoint",
@@ -322,6 +327,7 @@ def create_app(
     services = Services(settings, redis_client, tables, auth, usecases, feed)
     app.extensions["guts"] = services
     metrics = _Metrics()
+    tables.on_conflict = metrics.conflicts.inc
     app.extensions["guts_metrics"] = metrics
     errors.install(app)
     app.register_blueprint(v1)

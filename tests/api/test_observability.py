@@ -42,6 +42,8 @@ def test_commands_are_counted_by_type_and_outcome_and_timed_by_route(api: Api):
     assert _metric(api, "guts_request_seconds_count", endpoint=route) == before["timed"] + 2
     statuses = _metric(api, "guts_requests_total", endpoint=route, method="POST", status="409")
     assert statuses == before["409"] + 1
+    exposed = api.get("/metrics", token=None).text
+    assert re.search(r"^guts_version_conflicts_total \d", exposed, re.MULTILINE), exposed
 
 
 def test_every_request_logs_one_line_with_its_route_table_and_command(api: Api, capsys):

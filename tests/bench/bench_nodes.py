@@ -6,8 +6,10 @@ Each round runs `guts serve` node(s) (web workers, dispatcher and RQ worker each
 tables, and lets 16 clients send random commands (deal, declare, resolve, top-up; each with
 its own Idempotency-Key) to random nodes for a fixed time (the load of `tests/test_nodes.py`).
 Reported per round: commands/s, the game's refusals (409: wrong phase, already declared),
-p50/p99, and the CPU seconds the node(s)' processes used per 1,000 commands (read from /proc
-before and after), in all and by kind (gunicorn, dispatch, worker, serve). The configurations
+the version conflicts (appends that lost the race to a command on another node or worker and
+were decided again: ``guts_version_conflicts_total``), p50/p99, and the CPU seconds the
+node(s)' processes used per 1,000 commands (read from /proc before and after), in all and by
+kind (gunicorn, dispatch, worker, serve), and the CPU the host took (steal). The configurations
 take turns: one node with 2 web workers (the baseline), two nodes with 1 each (the same web
 capacity: what a second node itself costs), two nodes with 2 each, and one node with 4 (to
 tell what more web workers cost on 2 cores from what a second node costs). The machine has 2
@@ -26,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import redis
+import requests
 
 from service.redis_server import RedisServer
 from tests.bench.bench_http import CpuTimes
@@ -75,6 +78,18 @@ def _role(cmdline: str) -> str:
     return "other"
 
 
+def _conflicts(nodes: list[Served]) -> float:
+    """The appends that lost the race to another command, over all the nodes' web workers
+    (``guts_version_conflicts_total`` on /metrics)."""
+    total = 0.0
+    for node in nodes:
+        text = requests.get(node.base + "/metrics", timeout=10).text
+        for line in text.splitlines():
+            if line.startswith("guts_version_conflicts_total "):
+                total += float(line.split()[1])
+    return total
+
+
 def _booted(nodes: list[Served], web: int) -> list[int]:
     """The processes of `nodes` once each has its gunicorn master and `web` workers."""
     deadline = time.monotonic() + 30
@@ -114,6 +129,7 @@ def round_(
             pids = _booted(nodes, web)  # (gunicorn forks its workers a moment apart)
             before = _cpu_s(pids)
             machine = CpuTimes.now()
+            lost = _conflicts(nodes)
             deadline = time.monotonic() + seconds
             started = time.monotonic()
 
@@ -127,6 +143,7 @@ def round_(
             took = time.monotonic() - started
             after = _cpu_s(pids)
             stolen = CpuTimes.now()
+            lost = _conflicts(nodes) - lost
             cpu = {role: after[role] - before.get(role, 0.0) for role in after}
         finally:
             for node in nodes:
@@ -136,6 +153,7 @@ def round_(
     return {
         "rate": done / took,
         "refused": sum(load.refused.values()) / done,
+        "conflicts": lost / done,
         "p50": lat[done // 2] * 1000,
         "p99": lat[int(done * 0.99)] * 1000,
         "cpu_per_1000": sum(cpu.values()) / done * 1000,
@@ -170,6 +188,7 @@ def main() -> None:
                 )
                 print(
                     f"{name}: {got['rate']:.0f} commands/s, {got['refused']:.0%} refused (409),"
+                    f" {got['conflicts']:.1%} lost a race and were decided again,"
                     f" p50 {got['p50']:.1f} ms, p99 {got['p99']:.1f} ms, "
                     f"{got['cpu_per_1000']:.2f} CPU s per 1,000 commands ({roles}); the host "
                     f"took {got['steal']:.0%} of the CPU",
