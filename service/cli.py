@@ -120,13 +120,10 @@ def _run_worker(args: argparse.Namespace, settings: Settings) -> int:
         )
     import redis
 
-    from service.redis_clients import QueueNeedsPlainRedis, queue_url
+    from service.redis_clients import queue_url
     from workers.worker import run_worker
 
-    try:
-        queues = queue_url(settings)  # RQ's (GUTS_QUEUE_REDIS_URL, else REDIS_URL)
-    except QueueNeedsPlainRedis as error:
-        return fail(str(error))
+    queues = queue_url(settings)  # RQ's (GUTS_QUEUE_REDIS_URL, else REDIS_URL)
     if not args.burst:
         return _work_until_stopped(queues, args.log_level)
     try:

@@ -54,6 +54,13 @@ class Settings:
     follow_lease_s: float = 10.0
     extra: Mapping[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.redis_cluster and not self.queue_redis_url:
+            raise ValueError(
+                "GUTS_REDIS_CLUSTER is set: RQ needs a plain Redis for its queues "
+                "(set GUTS_QUEUE_REDIS_URL)"
+            )
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Settings from `env` (default: the process environment)."""

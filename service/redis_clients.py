@@ -17,10 +17,6 @@ CONNECTIONS = 32
 """Connections a process opens to Redis at most (per node of a cluster)."""
 
 
-class QueueNeedsPlainRedis(ValueError):
-    """RQ's queues were left on a Redis Cluster."""
-
-
 def store_client(
     settings: Settings, *, connections: int = CONNECTIONS, wait_s: float = 10.0
 ) -> redis.Redis:
@@ -34,20 +30,15 @@ def store_client(
 
 
 def queue_url(settings: Settings) -> str:
-    """Where RQ's queues are: ``GUTS_QUEUE_REDIS_URL``, else the store's (not a cluster)."""
-    if settings.queue_redis_url:
-        return settings.queue_redis_url
-    if settings.redis_cluster:
-        raise QueueNeedsPlainRedis(
-            "GUTS_REDIS_CLUSTER is set: RQ needs a plain Redis for its queues "
-            "(set GUTS_QUEUE_REDIS_URL)"
-        )
-    return _required(settings.redis_url)
+    """Where RQ's queues are: ``GUTS_QUEUE_REDIS_URL``, else the store's Redis (`Settings`
+    refuses a cluster without the former)."""
+    return settings.queue_redis_url or _required(settings.redis_url)
 
 
-def queue_client(settings: Settings) -> redis.Redis:
-    """A client of the queues' Redis."""
-    return redis.Redis.from_url(queue_url(settings))
+def queue_client(settings: Settings, store: redis.Redis) -> redis.Redis:
+    """A client of the queues' Redis: its own with ``GUTS_QUEUE_REDIS_URL``, else `store`
+    (the store's client, shared)."""
+    return redis.Redis.from_url(settings.queue_redis_url) if settings.queue_redis_url else store
 
 
 def _required(url: str | None) -> str:

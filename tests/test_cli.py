@@ -205,6 +205,21 @@ def test_serve_refuses_zero_web_workers() -> None:
     assert "--workers" in result.stderr
 
 
+@pytest.mark.parametrize("command", ["serve", "dispatch", "worker"])
+def test_a_cluster_without_a_plain_redis_for_rq_is_refused(command: str) -> None:
+    env = _env(REDIS_URL="redis://127.0.0.1:1/0", GUTS_REDIS_CLUSTER="1")
+    result = subprocess.run(
+        [sys.executable, "-m", "service.cli", command],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "set GUTS_QUEUE_REDIS_URL" in result.stderr
+
+
 def test_worker_without_redis_url_exits_with_a_clear_message() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "service.cli", "worker"],

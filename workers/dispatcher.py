@@ -250,7 +250,7 @@ def run_dispatcher(settings: Settings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     client = store_client(settings)
-    queues = queue_client(settings) if settings.queue_redis_url else client
+    queues = queue_client(settings, client)
     archive = None
     if settings.database_url:
         with connect(settings.database_url) as conn:  # the schema first: we write it

@@ -285,9 +285,7 @@ def create_app(
         # Under gevent workers hundreds of requests and streams may want a connection at once:
         # they wait for one (redis-py's default pool refused them with "Too many connections").
         redis_client = store_client(settings, connections=REDIS_CONNECTIONS, wait_s=REDIS_WAIT_S)
-    # RQ's queues (audits) on a plain Redis of their own when given one (a cluster needs one).
-    separate = settings.queue_redis_url or settings.redis_cluster
-    queue = queue_client(settings) if separate else redis_client
+    queue = queue_client(settings, redis_client)  # RQ's (audits, reports)
     # The events trimmed from Redis are read from the archive, when there is one.
     archive = open_archive(settings)
     store = event_store(settings, redis_client, archive, bypass_redis_py=redis_py_bypass)

@@ -39,6 +39,12 @@ class Caller:
         return Viewer(self.role, self.seat, self.joined or 0)
 
 
+def tenant_scope(caller: Caller) -> str | None:
+    """The tenant whose tables, hands and reports an operator or auditor reads (None: every
+    tenant's, a regulator's)."""
+    return None if caller.tenant == ALL_TENANTS else (caller.tenant or DEFAULT_TENANT)
+
+
 def require_tenant(caller: Caller, state: TableState) -> None:
     """An operator or auditor of another tenant learns nothing of the table: it is not found,
     exactly as a table that does not exist (a regulator sees every tenant's; a player's token

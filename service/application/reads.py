@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,7 +14,8 @@ from redis import Redis
 
 from service import audits
 from service.archive.archive import Archive
-from service.eventlog.store import ArchiveUnavailable
+from service.eventlog.codec import decode_event
+from service.eventlog.store import ArchiveUnavailable, StoredEvent
 from service.follow import Follower
 from service.rules import events as ev
 from service.rules.history import hand_history
@@ -23,12 +25,12 @@ from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_sta
 from service.tables import LogUnreadable, TableNotFound, Tables
 
 from .access import (
-    ALL_TENANTS,
     DEFAULT_TENANT,
     Caller,
     may_view,
     require,
     require_tenant_of,
+    tenant_scope,
 )
 from .values import (
     NO_CONDITIONS,
@@ -74,7 +76,7 @@ class TableReads:
         regulator's page has every tenant's)."""
         require(caller, OPERATOR, AUDITOR)
         listing = self.tables.listing
-        tenant = None if caller.tenant == ALL_TENANTS else (caller.tenant or DEFAULT_TENANT)
+        tenant = tenant_scope(caller)
         ids, cursor = listing.page(after, limit, tenant) if listing is not None else ([], None)
         rows = []
         for table_id in ids:
@@ -146,7 +148,7 @@ class TableReads:
             states[table_id] = state
             if self.archiver is not None:
                 self.archiver.safely_catch_up(table_id)
-        tenant = None if caller.tenant == ALL_TENANTS else (caller.tenant or DEFAULT_TENANT)
+        tenant = tenant_scope(caller)
         rows, cursor = self.archive.hands(
             tenant=tenant,
             player_id=player_id,
@@ -156,15 +158,13 @@ class TableReads:
             after=after,
             limit=limit,
         )
+        stored = self.archive.hand_events([(row.table_id, row.hand) for row in rows])
         bodies = []
         for row in rows:
             if row.table_id not in states:
                 states[row.table_id] = self.tables.load(row.table_id)
             state = states[row.table_id]
-            read = self.tables.events(
-                row.table_id, row.first_version - 1, row.last_version - row.first_version + 1
-            )
-            found = [(v, e) for v, e in read if getattr(e, "hand", None) == row.hand]
+            found = _of_hand(stored.get((row.table_id, row.hand), []), row.hand)
             bodies.append(hand_history(state, row.hand, found, may_view(caller, state)))
         return Outcome(200, {"hands": bodies, "next_after": cursor})
 
@@ -174,13 +174,12 @@ class TableReads:
         Where the archive has the hand, one read of its versions; otherwise (no archive, or
         not archived yet) a scan of the log in pages.
         """
+        if self.archive is not None:
+            archived = self.archive.hand_events([(table_id, hand)]).get((table_id, hand))
+            if archived:
+                return _of_hand(archived, hand)
         found: list[tuple[int, ev.Event]] = []
         after = 0
-        versions = None if self.archive is None else self.archive.hand_versions(table_id, hand)
-        if versions is not None:
-            first, last = versions
-            read = self.tables.events(table_id, first - 1, last - first + 1)
-            return [(v, e) for v, e in read if getattr(e, "hand", None) == hand]
         while True:
             page = self.tables.events(table_id, after, 1000)
             if not page:
@@ -211,7 +210,7 @@ class TableReads:
         record = {
             "report_id": report_id,
             "kind": "collusion",
-            "tenant": None if caller.tenant == ALL_TENANTS else (caller.tenant or DEFAULT_TENANT),
+            "tenant": tenant_scope(caller),
             "from": iso(start) if start else None,
             "to": iso(end) if end else None,
             "min_hands": min_hands,
@@ -229,10 +228,7 @@ class TableReads:
         known = None
         if report_id.isalnum():
             known = audits.load_record(self.redis, audits.report_key(self.key_prefix, report_id))
-        mine = caller.tenant == ALL_TENANTS or (
-            known is not None and known["tenant"] == (caller.tenant or DEFAULT_TENANT)
-        )
-        if known is None or not mine:
+        if known is None or tenant_scope(caller) not in (None, known["tenant"]):
             raise ReportNotFound(f"no report {report_id!r}"[:80])
         queue = self.queue or self.redis
         if known["status"] in ("queued", "running") and audits.job_failed(
@@ -297,3 +293,9 @@ class TableReads:
             return self.tables.tenant_of(table_id)
         except LogUnreadable:
             return DEFAULT_TENANT
+
+
+def _of_hand(stored: Sequence[StoredEvent], hand: int) -> list[tuple[int, ev.Event]]:
+    """The events of hand `hand` among `stored` (a hand's span of the log), decoded."""
+    decoded = ((s.version, decode_event(s.data)) for s in stored)
+    return [(version, event) for version, event in decoded if getattr(event, "hand", None) == hand]

@@ -14,8 +14,8 @@ few events). A crash between the commit and the trim leaves a few more events in
 the next batch trims them.
 
 Readers get one history: `RedisEventStore.read` takes what was trimmed from here
-(`read`), and the hand rows answer `GET /v1/hands` (`hands`) and find a hand's events
-(`hand_versions`).
+(`read`), and the hand rows answer `GET /v1/hands` (`hands`) and find hands' events
+(`hand_events`).
 """
 
 from __future__ import annotations
@@ -271,15 +271,27 @@ class Archive:
     # -- hands -----------------------------------------------------------------------------
 
     @reachable
-    def hand_versions(self, table_id: str, hand: int) -> tuple[int, int] | None:
-        """The first and last versions of archived hand `hand`, None if it is not archived."""
+    def hand_events(
+        self, hands: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], list[StoredEvent]]:
+        """The stored events from the deal to the end of each archived hand of `hands`
+        ((table id, hand) pairs), in one read; a hand not archived (yet) is absent."""
+        if not hands:
+            return {}
         with self._conn() as conn:
-            row = conn.execute(
-                "SELECT first_version, last_version FROM archive_hands"
-                " WHERE table_id = %s AND hand = %s",
-                (table_id, hand),
-            ).fetchone()
-        return None if row is None else (row[0], row[1])
+            rows = conn.execute(
+                "SELECT h.table_id, h.hand, e.version, e.data"
+                " FROM unnest(%s::text[], %s::int[]) AS k(table_id, hand)"
+                " JOIN archive_hands h USING (table_id, hand)"
+                " JOIN archive_events e ON e.table_id = h.table_id"
+                " AND e.version BETWEEN h.first_version AND h.last_version"
+                " ORDER BY h.table_id, h.hand, e.version",
+                ([table_id for table_id, _ in hands], [hand for _, hand in hands]),
+            ).fetchall()
+        found: dict[tuple[str, int], list[StoredEvent]] = {}
+        for table_id, hand, version, data in rows:
+            found.setdefault((table_id, hand), []).append(StoredEvent(version, bytes(data)))
+        return found
 
     @reachable
     def hands(
