@@ -36,8 +36,8 @@ from importlib import metadata
 from pathlib import Path
 
 from service.config import Settings
-from service.logs import LEVELS, configure_logging
-from service.serve import fail, redact_url, redis_answers, serve
+from service.logs import LEVELS, configure_logging, fail, redact_url
+from service.preflight import missing_dependency
 from service.supervisor import Backoff, StopSignal
 
 WORKER_BACKOFF = Backoff(first_s=0.5, cap_s=10.0, stable_s=30.0)
@@ -101,6 +101,11 @@ def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
         return fail("--workers must be at least 1", code=2)
     if args.redis_wait < 0:
         return fail("--redis-wait must be 0 (for ever) or more seconds", code=2)
+    missing = missing_dependency()
+    if missing is not None:
+        return fail(missing)
+    from service.serve import serve
+
     return serve(
         settings,
         host=args.host,
@@ -235,6 +240,7 @@ def _work_until_stopped(
     import redis
     from rq.exceptions import StopRequested
 
+    from service.serve import redis_answers
     from workers.worker import run_worker
 
     stops = {signal.SIGTERM, signal.SIGINT}

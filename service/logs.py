@@ -23,6 +23,7 @@ import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, TextIO
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
@@ -120,3 +121,19 @@ def _log_uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
         args.thread.name if args.thread else "?",
         exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
     )
+
+
+def fail(message: str, code: int = 1) -> int:
+    """Log `message` as the error that ends the command; `code`."""
+    logging.getLogger("guts").error(message)
+    return code
+
+
+def redact_url(url: str) -> str:
+    """`url` with its password, if any, replaced by ``***`` (safe to print)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))

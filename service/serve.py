@@ -23,11 +23,11 @@ import time
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from service.archive.database import EmbeddedPostgres, connect, migrate
 from service.config import Settings
 from service.eventlog.store import ArchiveUnavailable
+from service.logs import fail, redact_url
 from service.redis_server import RedisServer, RedisServerError
 from service.supervisor import ChildSpec, StopSignal, Supervisor
 
@@ -337,19 +337,3 @@ def _gunicorn_version() -> tuple[int, int]:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
-def fail(message: str, code: int = 1) -> int:
-    """Log `message` as the error that ends the command; `code`."""
-    logging.getLogger("guts").error(message)
-    return code
-
-
-def redact_url(url: str) -> str:
-    """`url` with its password, if any, replaced by ``***`` (safe to print)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))

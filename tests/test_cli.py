@@ -220,6 +220,36 @@ def test_a_cluster_without_a_plain_redis_for_rq_is_refused(command: str) -> None
     assert "set GUTS_QUEUE_REDIS_URL" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("missing", "named"),
+    [("packaging", "'packaging'"), ("psycopg", "'psycopg'"), ("yaml", "'pyyaml'")],
+)
+def test_serve_names_a_missing_dependency_in_one_line_before_starting_anything(
+    tmp_path: Path, missing: str, named: str
+) -> None:
+    # A package that fails to import as an uninstalled one does, first on the path: what a
+    # plain install that lacked it would give (gunicorn's gevent worker imports packaging).
+    stub = tmp_path / "stubs" / missing
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text(
+        f"raise ModuleNotFoundError(\"No module named '{missing}'\", name={missing!r})\n"
+    )
+    data_dir = tmp_path / "data"
+    result = subprocess.run(
+        [sys.executable, "-m", "service.cli", "serve", "--data-dir", str(data_dir)],
+        cwd=REPO,
+        env=_env(PYTHONPATH=str(tmp_path / "stubs")),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if '"level":"error"' in line]
+    assert len(errors) == 1, result.stderr
+    assert f"needs the Python distribution {named}" in errors[0]
+    assert not data_dir.exists()  # neither Redis nor PostgreSQL was started
+
+
 def test_worker_without_redis_url_exits_with_a_clear_message() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "service.cli", "worker"],

@@ -49,14 +49,8 @@ from .routes import v1
 from .services import Services
 
 
-def _spec_path() -> Path:
-    """openapi.yaml beside the package (a checkout or an editable install), else in the
-    working directory (a container that copied the repository to its WORKDIR)."""
-    beside = Path(__file__).resolve().parents[2] / "openapi.yaml"
-    return beside if beside.exists() else Path.cwd() / "openapi.yaml"
-
-
-SPEC_PATH = _spec_path()
+SPEC_PATH = Path(__file__).parent / "openapi.yaml"
+"""The contract, installed with the package (in a checkout, a link to the top's openapi.yaml)."""
 
 
 def _token_secret(settings: Settings, client: redis.Redis) -> bytes | Callable[[], bytes]:
