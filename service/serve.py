@@ -33,6 +33,9 @@ from service.supervisor import ChildSpec, StopSignal, Supervisor
 
 WSGI_APP = "service.wsgi:app"
 START_TIMEOUT_S = 30.0
+DISPATCHERS = 2
+"""Dispatchers ``guts serve`` runs: they share the clock's work safely (each claims what is due
+with a short lease), so one killed leaves the other acting on deadlines while it restarts."""
 REDIS_PROBE_S = 1.0
 """How often a REDIS_URL that has not answered yet is asked again."""
 
@@ -200,8 +203,8 @@ def serve_children(
 ) -> list[ChildSpec]:
     """What `guts serve` runs, all on `redis_url` (and the archive at `database_url`) and
     logging at `log_level`: gunicorn (metrics in multiprocess mode), one `guts worker`
-    (audits) and one `guts dispatch` (deadlines, projections, the archive). One line per
-    child."""
+    (audits, webhooks) and ``DISPATCHERS`` `guts dispatch` (deadlines; one of them at a time
+    follows the logs for the projections and the archive). One line per child."""
     env = {**os.environ, "REDIS_URL": redis_url, "GUTS_LOG_LEVEL": log_level}
     if database_url:
         env["GUTS_DATABASE_URL"] = database_url
@@ -210,7 +213,10 @@ def serve_children(
     return [
         ChildSpec("gunicorn", tuple(gunicorn_command(host, port, workers, log_level)), web_env),
         ChildSpec("worker", _guts("worker", *level), env),
-        ChildSpec("dispatcher", _guts("dispatch", *level), env),
+        *(
+            ChildSpec(f"dispatcher-{n}", _guts("dispatch", *level), env)
+            for n in range(1, DISPATCHERS + 1)
+        ),
     ]
 
 

@@ -52,7 +52,10 @@ class Backoff:
 
     first_s: float = 0.5
     cap_s: float = 10.0
-    stable_s: float = 30.0
+    stable_s: float = 5.0
+    """Long enough to have started and done work: a child killed after that is a fault of
+    its own, not the crash loop its earlier deaths were (which would otherwise leave it down
+    for up to `cap_s`)."""
 
     def failures_after(self, failures: int, uptime_s: float) -> int:
         """Deaths in a row once a child that had `failures` before dies after `uptime_s`."""
