@@ -117,16 +117,29 @@ def test_the_sweep_finds_what_no_notice_announced_and_skips_a_broken_log(redis_c
     assert counts.applied("default", "c") == {v: 1 for v in range(1, 5)}
 
 
+class SweptOnce(Follower):
+    """A follower that says when its first sweep (the one after it subscribes) is over."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.swept = threading.Event()
+
+    def sweep(self) -> int:
+        applied = super().sweep()
+        self.swept.set()
+        return applied
+
+
 def test_a_running_follower_applies_appends_as_they_happen(redis_client):
     store = RedisEventStore(redis_client)
     tables = Tables(store)
     counts = EventCounts(redis_client)
-    follower = Follower(store, [counts], sweep_s=3600.0)  # notices only, after the first sweep
+    follower = SweptOnce(store, [counts], sweep_s=3600.0)  # notices only, after that sweep
     stop = threading.Event()
     thread = threading.Thread(target=follower.run, args=(redis_client, store.notices, stop))
     thread.start()
     try:
-        time.sleep(0.2)  # subscribed (a notice before that is the sweep's, which ran already)
+        assert follower.swept.wait(10)  # subscribed, then swept: what follows is noticed
         _table(tables, "live")
         deadline = time.monotonic() + 10
         while counts.applied("default", "live") != {v: 1 for v in range(1, 5)}:

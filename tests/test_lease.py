@@ -10,6 +10,13 @@ import pytest
 from service.lease import Lease, run_while_holding
 
 
+def _wait_until(predicate, within_s: float = 10.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not predicate():
+        assert time.monotonic() < deadline, "not within the deadline"
+        time.sleep(0.01)
+
+
 def test_one_holder_at_a_time_until_it_releases_or_its_lease_expires(redis_client):
     a = Lease(redis_client, "duty", ttl_s=0.3)
     b = Lease(redis_client, "duty", ttl_s=0.3)
@@ -19,23 +26,35 @@ def test_one_holder_at_a_time_until_it_releases_or_its_lease_expires(redis_clien
     assert not b.hold()
     a.release()
     assert b.hold() and not a.hold()
-    time.sleep(0.4)  # b did not renew it
+    _wait_until(lambda: not redis_client.exists(b.key))  # b did not renew it: it expired
     assert a.hold() and not b.hold()
 
 
 def test_a_renewed_lease_outlives_its_time_to_live(redis_client):
-    a = Lease(redis_client, "duty", ttl_s=0.3)
-    b = Lease(redis_client, "duty", ttl_s=0.3)
+    a = Lease(redis_client, "duty", ttl_s=1.0)
+    b = Lease(redis_client, "duty", ttl_s=1.0)
     assert a.hold()
-    for _ in range(4):
-        time.sleep(0.15)
+    taken = time.monotonic()
+    while time.monotonic() - taken < 2.5:  # well past its time to live
+        _wait_until(lambda: redis_client.pttl(a.key) < 500)  # half of it gone
         assert a.hold()
-    assert not b.hold()
+        assert redis_client.pttl(a.key) > 500  # renewed: a whole time to live again
+        assert not b.hold()
 
 
 def test_a_lease_needs_a_positive_time_to_live(redis_client):
     with pytest.raises(ValueError, match="at least"):
         Lease(redis_client, "duty", ttl_s=0)
+
+
+class CountedLease(Lease):
+    """A lease that counts how often its runner has tried to take or renew it."""
+
+    looks = 0
+
+    def hold(self) -> bool:
+        self.looks += 1
+        return super().hold()
 
 
 class Duty:
@@ -57,8 +76,9 @@ def test_a_runner_stopped_cleanly_hands_the_duty_over_at_once(redis_client):
     duty = Duty()
     stops = {name: threading.Event() for name in ("a", "b")}
     runners = {}
+    leases = {}
     for name in ("a", "b"):  # a first: it takes the lease
-        lease = Lease(redis_client, "duty", ttl_s=30.0)
+        lease = leases[name] = CountedLease(redis_client, "duty", ttl_s=30.0)
         runners[name] = threading.Thread(
             target=run_while_holding,
             args=(lease, duty.of(name), stops[name]),
@@ -70,7 +90,7 @@ def test_a_runner_stopped_cleanly_hands_the_duty_over_at_once(redis_client):
             assert time.monotonic() < deadline
             time.sleep(0.01)
     try:
-        time.sleep(0.3)  # b has looked at the lease several times
+        _wait_until(lambda: leases["b"].looks >= 5)  # b has looked at the lease several times
         assert duty.active == {"a"}
         stops["a"].set()
         runners["a"].join(5)

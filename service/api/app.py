@@ -48,7 +48,6 @@ from .play import play
 from .routes import v1
 from .services import Services
 
-
 SPEC_PATH = Path(__file__).parent / "openapi.yaml"
 """The contract, installed with the package (in a checkout, a link to the top's openapi.yaml)."""
 

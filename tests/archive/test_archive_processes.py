@@ -163,6 +163,16 @@ def test_an_archiver_killed_mid_batch_loses_nothing_and_archives_nothing_twice(
     _audit_all(redis_client, empty_archive, sorted(logs))
 
 
+def _outages(log: Path) -> int:
+    """How often the dispatcher's archiver has said it cannot reach PostgreSQL."""
+    return log.read_text(errors="replace").count("cannot reach its stores")
+
+
+def _played_on(store: RedisEventStore, versions: dict[str, int], events: int) -> bool:
+    """Whether every table has `events` more events than `versions`."""
+    return all(store.load(t).version >= v + events for t, v in versions.items())
+
+
 def test_postgres_killed_while_hands_are_played_loses_nothing(
     redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
@@ -194,7 +204,8 @@ def test_postgres_killed_while_hands_are_played_loses_nothing(
             failures.append(error)
 
     player = threading.Thread(target=keep_playing)
-    dispatcher = _dispatch(redis_url, url, tmp_path / "dispatch.log")
+    log = tmp_path / "dispatch.log"
+    dispatcher = _dispatch(redis_url, url, log)
     player.start()
     try:
         try:
@@ -202,14 +213,19 @@ def test_postgres_killed_while_hands_are_played_loses_nothing(
             _eventually(lambda: len(_archived(url)) == 3, 30, "every table archived")
             postmaster = int((data / "postmaster.pid").read_text().split()[0])
             os.kill(postmaster, signal.SIGKILL)
-            time.sleep(0.5)  # (a trim under way when it died has finished)
+            # The archiver has found PostgreSQL gone (a batch under way when it died failed:
+            # no trim of its is still to come).
+            _eventually(lambda: _outages(log) >= 1, 30, "the archiver saw PostgreSQL go")
             held = {t: store.trimmed(t) for t in ("k0", "k1", "k2")}
-            time.sleep(3)  # hands go on in Redis; the archiver waits, and trims nothing
+            versions = {t: store.load(t).version for t in held}
+            # Hands go on in Redis while the archiver tries twice more, and trims nothing.
+            _eventually(lambda: _outages(log) >= 3, 30, "the archiver tried again")
+            _eventually(lambda: _played_on(store, versions, 20), 30, "hands went on")
             assert {t: store.trimmed(t) for t in held} == held
-            assert all(store.load(t).version > held[t] for t in held)
             server.ensure_postgres_running()  # started again, on the same data
             url = str(server.get_uri())
-            time.sleep(2)
+            versions = {t: store.load(t).version for t in held}
+            _eventually(lambda: _played_on(store, versions, 20), 30, "hands went on after")
         finally:
             stop.set()
             player.join()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from service.eventlog.codec import decode_event
@@ -31,6 +32,20 @@ def _play(api: Api, hands: int) -> str:
 def _derived(store: RedisEventStore, table: str) -> list[dict[str, Any]]:
     read = [(s.version, decode_event(s.data)) for s in store.read(table, 0, 10_000)]
     return [asdict(e) for e in ledger.fold(read)[1]]
+
+
+def _renewed(client: Any, lease: bytes, times: int, holder: bytes, within_s: float = 20) -> bool:
+    """Whether `holder` renewed `lease` `times` times (its time to live went up) within
+    `within_s`, holding it throughout."""
+    deadline = time.monotonic() + within_s
+    renewals, last = 0, client.pttl(lease)
+    while renewals < times:
+        if time.monotonic() > deadline or client.get(lease) != holder:
+            return False
+        now = client.pttl(lease)
+        renewals, last = renewals + (now > last), now
+        time.sleep(0.02)
+    return True
 
 
 def test_a_dispatcher_killed_with_minus_9_mid_projection_leaves_every_entry_once(
@@ -61,12 +76,15 @@ def test_of_two_dispatchers_one_follows_and_the_other_takes_over_when_it_is_kill
     redis_client,
     redis_url: str,
     start: Start,  # noqa: F811
+    tmp_path: Path,
 ):
     lease = b"guts:{%lease}:followers"
     first = start("dispatch", redis_url)
     assert _wait_for(lambda: redis_client.exists(lease), 20)
     holder = redis_client.get(lease)
     start("dispatch", redis_url)
+    second_log = tmp_path / "dispatch-1.log"
+    assert _wait_for(lambda: b"dispatcher started" in second_log.read_bytes(), 20)
     store = RedisEventStore(redis_client)
     projection = LedgerStore(redis_client)
 
@@ -76,7 +94,9 @@ def test_of_two_dispatchers_one_follows_and_the_other_takes_over_when_it_is_kill
 
     tables = [_play(api, hands=2)]
     assert _wait_for(lambda: caught_up(tables), 20)
-    time.sleep(1)  # the second has looked at the lease since (every 0.4 s)
+    # The first renews the lease every 0.4 s, as often as the second looks at it: three
+    # renewals since the second started, and the second has looked at least twice.
+    assert _renewed(redis_client, lease, times=3, holder=holder)
     assert redis_client.get(lease) == holder  # the first still follows alone
     first.send_signal(signal.SIGKILL)
     first.wait()
