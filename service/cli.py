@@ -38,7 +38,7 @@ from pathlib import Path
 from service.config import Settings
 from service.logs import LEVELS, configure_logging, fail, redact_url
 from service.preflight import missing_dependency
-from service.supervisor import Backoff, StopSignal
+from service.supervisor import HEARTBEAT_ENV, Backoff, Heartbeat, StopSignal
 
 WORKER_BACKOFF = Backoff(first_s=0.5, cap_s=10.0, stable_s=30.0)
 log = logging.getLogger("guts.worker")
@@ -146,7 +146,7 @@ def _run_dispatch(args: argparse.Namespace, settings: Settings) -> int:
         )
     from workers.dispatcher import run_dispatcher
 
-    return run_dispatcher(settings)
+    return run_dispatcher(settings, Heartbeat(os.environ.get(HEARTBEAT_ENV)))
 
 
 def _run_migrate(args: argparse.Namespace, settings: Settings) -> int:
@@ -246,6 +246,7 @@ def _work_until_stopped(
     stops = {signal.SIGTERM, signal.SIGINT}
     originals = {signum: signal.getsignal(signum) for signum in stops}
     stop = StopSignal()
+    beats = Heartbeat(os.environ.get(HEARTBEAT_ENV), every_s=0.0)  # (a beat each attempt)
     failures = 0
     with _caught_signals() as caught:
         try:
@@ -253,8 +254,9 @@ def _work_until_stopped(
                 for signum, handler in originals.items():  # RQ's handlers: a warm shutdown
                     signal.signal(signum, handler)
                 started = time.monotonic()
+                beats.beat()
                 try:
-                    run_worker(redis_url, log_level=log_level)
+                    run_worker(redis_url, log_level=log_level, beats=beats)
                     trouble = None if redis_answers(redis_url) else "Redis does not answer"
                 except (redis.ConnectionError, redis.TimeoutError) as error:
                     trouble = f"{type(error).__name__}: {error}"

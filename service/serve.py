@@ -29,13 +29,19 @@ from service.config import Settings
 from service.eventlog.store import ArchiveUnavailable
 from service.logs import fail, redact_url
 from service.redis_server import RedisServer, RedisServerError
-from service.supervisor import ChildSpec, StopSignal, Supervisor
+from service.supervisor import ChildSpec, ServerSpec, StopSignal, Supervisor
 
 WSGI_APP = "service.wsgi:app"
 START_TIMEOUT_S = 30.0
 DISPATCHERS = 2
 """Dispatchers ``guts serve`` runs: they share the clock's work safely (each claims what is due
 with a short lease), so one killed leaves the other acting on deadlines while it restarts."""
+DISPATCHER_HANG_S = 30.0
+"""A dispatcher beats at every look at the index (every 20 ms) and before each wait for Redis
+(10 s at most): still for this long, it is hung, and replaced."""
+WORKER_HANG_S = 120.0
+"""The RQ worker beats with RQ's own heartbeat (every 45 s idle, 30 s in a job: its
+``worker_ttl`` is 60 s, see ``workers.worker``) and between its attempts to reach Redis."""
 REDIS_PROBE_S = 1.0
 """How often a REDIS_URL that has not answered yet is asked again."""
 
@@ -72,7 +78,12 @@ def serve(
             specs = serve_children(
                 host, port, workers, redis_url, metrics_dir, log_level, database_url
             )
-            supervisor = stack.enter_context(Supervisor(specs))
+            servers = [
+                ServerSpec(name, server)
+                for name, server in (("Redis", embedded), ("PostgreSQL", postgres))
+                if server is not None
+            ]
+            supervisor = stack.enter_context(Supervisor(specs, servers=servers))
             supervisor.start()
             listening = functools.partial(_listening, host, port)
             if not supervisor.wait_ready(listening, stop, START_TIMEOUT_S):
@@ -86,14 +97,7 @@ def serve(
                 described["redis"],
                 extra={"url": where, "web_workers": workers, **described},
             )
-            keepers = [_Keeper("Redis", embedded), _Keeper("PostgreSQL", postgres)]
-
-            def look() -> None:
-                for keeper in keepers:
-                    keeper.tick()
-                first_contact.tick()
-
-            supervisor.run(stop, also=look)
+            supervisor.run(stop, also=first_contact.tick)
             log.info("stopping")
             return 0 if supervisor.stop() else 1
     except (RedisServerError, DataDirBusy, RedisNeverAnswered) as error:
@@ -148,30 +152,6 @@ class _FirstContact:
         self.next_probe = now + REDIS_PROBE_S
 
 
-class _Keeper:
-    """Restarts an embedded server (Redis on its port with its append-only file, PostgreSQL on
-    its data) when it dies, as the supervisor restarts the other children; at most once a
-    second."""
-
-    def __init__(self, name: str, server: RedisServer | EmbeddedPostgres | None) -> None:
-        self.name = name
-        self.server = server
-        self.next_try = 0.0
-
-    def tick(self) -> None:
-        server = self.server
-        if server is None or server.running or time.monotonic() < self.next_try:
-            return
-        self.next_try = time.monotonic() + 1.0
-        log.warning("the embedded %s died; restarting it", self.name)
-        try:
-            server.restart()
-        except Exception as error:  # noqa: BLE001 - tried again a second later
-            log.error("the embedded %s did not restart (%s); trying again", self.name, error)
-            return
-        log.info("the embedded %s restarted", self.name)
-
-
 def redis_answers(redis_url: str) -> bool:
     """Whether the Redis at `redis_url` answers a PING within a second."""
     return redis_trouble(redis_url) is None
@@ -212,9 +192,9 @@ def serve_children(
     level = ("--log-level", log_level)
     return [
         ChildSpec("gunicorn", tuple(gunicorn_command(host, port, workers, log_level)), web_env),
-        ChildSpec("worker", _guts("worker", *level), env),
+        ChildSpec("worker", _guts("worker", *level), env, hang_s=WORKER_HANG_S),
         *(
-            ChildSpec(f"dispatcher-{n}", _guts("dispatch", *level), env)
+            ChildSpec(f"dispatcher-{n}", _guts("dispatch", *level), env, hang_s=DISPATCHER_HANG_S)
             for n in range(1, DISPATCHERS + 1)
         ),
     ]

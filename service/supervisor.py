@@ -1,9 +1,17 @@
-"""Keep a few child processes running until a signal, after gunicorn's ``Arbiter``.
+"""Keep a few child processes and embedded servers running until a signal, after gunicorn's
+``Arbiter``: the one restart mechanism of ``guts serve``.
 
 The parent starts each child (a :class:`ChildSpec`), reaps one that dies and starts a
 replacement after a delay that doubles with each quick death (:class:`Backoff`), and stops
 them all only when SIGTERM or SIGINT comes (:class:`StopSignal`): SIGTERM to each, a wait,
 then SIGKILL to the process groups of those still running.
+
+A child given a ``hang_s`` beats a heartbeat (:class:`Heartbeat`: it touches a file the
+supervisor names in its environment, as gunicorn's workers touch theirs); one whose
+heartbeat stops for ``hang_s`` is hung, and is killed and replaced (gunicorn's
+``murder_workers``). An embedded server (a :class:`ServerSpec`: the embedded Redis, the
+embedded PostgreSQL, which are not our children) found not running is restarted with the
+same backoff.
 
 Each child runs in a process group of its own, so a Ctrl-C in a terminal reaches only the
 parent, which then stops the children in the graceful way (gunicorn reads SIGINT as "quit
@@ -22,12 +30,24 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
-__all__ = ["Backoff", "ChildSpec", "StopSignal", "Supervisor", "describe_exit"]
+__all__ = [
+    "HEARTBEAT_ENV",
+    "Backoff",
+    "ChildSpec",
+    "Heartbeat",
+    "ServerSpec",
+    "StopSignal",
+    "Supervisor",
+    "describe_exit",
+]
 
 STOP_TIMEOUT_S = 35.0  # above gunicorn's default graceful timeout (30 s)
 _PR_SET_PDEATHSIG = 1
@@ -42,6 +62,49 @@ class ChildSpec:
     name: str
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(hash=False)
+    hang_s: float | None = None
+    """When set, the child beats a :class:`Heartbeat` (the file named by ``HEARTBEAT_ENV`` in
+    its environment) at least this often, and one that stops is killed and replaced."""
+
+
+HEARTBEAT_ENV = "GUTS_HEARTBEAT_FILE"
+"""The environment variable that names a supervised child's heartbeat file."""
+
+
+class Heartbeat:
+    """A child's side of the heartbeat: :meth:`beat` touches the file at `path` (at most once
+    every `every_s`; nothing without a path: a child run alone)."""
+
+    def __init__(self, path: str | None, every_s: float = 0.5) -> None:
+        self.path = path
+        self.every_s = every_s
+        self._next = 0.0
+
+    def beat(self) -> None:
+        """Say "alive"; call it from the loop that must not hang, not from a thread of its
+        own (which would go on beating while the loop is stuck)."""
+        if self.path is None or time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + self.every_s
+        with contextlib.suppress(OSError):  # the supervisor's directory gone: it is stopping
+            os.utime(self.path)
+
+
+class Restartable(Protocol):
+    """An embedded server the supervisor keeps running (not a child of ours: it is asked)."""
+
+    @property
+    def running(self) -> bool: ...
+
+    def restart(self) -> object: ...
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """An embedded server to keep running: its name (in logs) and the server."""
+
+    name: str
+    server: Restartable = field(hash=False)
 
 
 @dataclass(frozen=True)
@@ -117,12 +180,40 @@ class StopSignal:
 class _Child:
     """A spec and its current process (None while it waits for its restart)."""
 
-    def __init__(self, spec: ChildSpec) -> None:
+    def __init__(self, spec: ChildSpec, heartbeat: Path | None) -> None:
         self.spec = spec
+        self.heartbeat = heartbeat
         self.process: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
         self.failures = 0
         self.restart_at: float | None = None
+        self.beat_seen: int | None = None  # the heartbeat file's last modification seen
+        self.beat_at = 0.0  # when it was seen to change
+        self.hang_killed = False  # killed as hung, not reaped yet
+
+    def hung(self, now: float) -> float | None:
+        """How long its heartbeat has been still, when that is longer than its `hang_s`."""
+        if self.heartbeat is None or self.spec.hang_s is None or self.hang_killed:
+            return None
+        try:
+            beat = self.heartbeat.stat().st_mtime_ns
+        except OSError:
+            beat = None
+        if beat != self.beat_seen:
+            self.beat_seen, self.beat_at = beat, now
+            return None
+        still = now - self.beat_at
+        return still if still > self.spec.hang_s else None
+
+
+class _Server:
+    """An embedded server and its restart schedule."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.failures = 0
+        self.restart_at: float | None = None
+        self.started_at = 0.0
 
 
 class Supervisor:
@@ -134,6 +225,7 @@ class Supervisor:
         self,
         specs: Sequence[ChildSpec],
         *,
+        servers: Sequence[ServerSpec] = (),
         backoff: Backoff = DEFAULT_BACKOFF,
         stop_timeout_s: float = STOP_TIMEOUT_S,
         poll_s: float = 0.1,
@@ -148,7 +240,16 @@ class Supervisor:
         self.poll_s = poll_s
         self.clock = clock
         self.log = log
-        self._children = [_Child(spec) for spec in specs]
+        self._beats = (
+            Path(tempfile.mkdtemp(prefix="guts-heartbeats-"))
+            if any(spec.hang_s for spec in specs)
+            else None
+        )
+        self._children = [
+            _Child(spec, self._beats / spec.name if self._beats and spec.hang_s else None)
+            for spec in specs
+        ]
+        self._servers = [_Server(spec) for spec in servers]
 
     def start(self) -> None:
         """Start every child."""
@@ -201,8 +302,21 @@ class Supervisor:
         """Reap the children that died (each logged with its restart delay) and restart those
         whose delay has passed."""
         now = self.clock()
+        self._keep_servers(now)
         for child in self._children:
             if child.process is not None:
+                still = child.hung(now)
+                if still is not None:
+                    self.log.warning(
+                        "%s (pid %d) hung: no heartbeat for %.1f s; killing it",
+                        child.spec.name,
+                        child.process.pid,
+                        still,
+                        extra={"child": child.spec.name, "pid": child.process.pid},
+                    )
+                    child.hang_killed = True
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(child.process.pid, signal.SIGKILL)
                 code = _reap(child.process)
                 if code is not None:
                     pid, uptime = child.process.pid, now - child.started_at
@@ -244,6 +358,12 @@ class Supervisor:
                 code = process.wait()
             child.process = None
             clean = clean and code in (0, -signal.SIGTERM)
+        if self._beats is not None:
+            for child in self._children:
+                if child.heartbeat is not None:
+                    child.heartbeat.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self._beats.rmdir()
         return clean
 
     def __enter__(self) -> Supervisor:
@@ -256,10 +376,14 @@ class Supervisor:
         """Start `child` in a process group of its own (see the module docstring)."""
         child.restart_at = None
         spec = child.spec
+        env = dict(spec.env)
+        if child.heartbeat is not None:
+            child.heartbeat.touch()
+            env[HEARTBEAT_ENV] = str(child.heartbeat)
         try:
             child.process = subprocess.Popen(
                 list(spec.argv),
-                env=dict(spec.env),
+                env=env,
                 stdin=subprocess.DEVNULL,
                 process_group=0,
                 preexec_fn=_die_with_parent,  # safe: this process starts no threads
@@ -267,7 +391,30 @@ class Supervisor:
         except OSError as error:
             self._schedule_restart(child, f"could not start ({error})", self.clock(), 0.0)
             return
-        child.started_at = self.clock()
+        child.started_at = child.beat_at = self.clock()
+        child.beat_seen, child.hang_killed = None, False
+
+    def _keep_servers(self, now: float) -> None:
+        """Restart the embedded servers found not running, with the children's backoff."""
+        for kept in self._servers:
+            name = kept.spec.name
+            if kept.restart_at is None:
+                if kept.spec.server.running:
+                    continue
+                uptime = now - kept.started_at
+                kept.failures = self.backoff.failures_after(kept.failures, uptime)
+                delay = self.backoff.delay(kept.failures)
+                kept.restart_at = now + delay
+                self.log.warning("the embedded %s died; restarting it in %.1f s", name, delay)
+            elif now >= kept.restart_at:
+                kept.restart_at = None
+                kept.started_at = now
+                try:
+                    kept.spec.server.restart()
+                except Exception as error:  # noqa: BLE001 - tried again after the backoff
+                    self.log.error("the embedded %s did not restart (%s)", name, error)
+                    continue
+                self.log.info("the embedded %s restarted", name)
 
     def _schedule_restart(self, child: _Child, what: str, now: float, uptime_s: float) -> None:
         """Log that `child` died (`what`) and when it will be started again."""

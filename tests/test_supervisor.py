@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from service.supervisor import Backoff, ChildSpec, Supervisor, describe_exit
+from service.redis_server import RedisServer
+from service.supervisor import (
+    HEARTBEAT_ENV,
+    Backoff,
+    ChildSpec,
+    ServerSpec,
+    Supervisor,
+    describe_exit,
+)
 
 BOUND_S = 10.0  # for things that must happen soon; never a measure of speed
 
@@ -90,13 +98,15 @@ class Lines(logging.Handler):
 def supervised() -> Iterator[Callable[..., tuple[Supervisor, Clock, list[str]]]]:
     made: list[Supervisor] = []
 
-    def make(*specs: ChildSpec) -> tuple[Supervisor, Clock, list[str]]:
+    def make(
+        *specs: ChildSpec, servers: tuple[ServerSpec, ...] = ()
+    ) -> tuple[Supervisor, Clock, list[str]]:
         clock, caught = Clock(), Lines()
         log = logging.getLogger(f"tests.supervisor.{next(_LOGGERS)}")
         log.addHandler(caught)
         log.propagate = False
         log.setLevel(logging.INFO)
-        supervisor = Supervisor(specs, clock=clock, log=log, stop_timeout_s=5.0)
+        supervisor = Supervisor(specs, servers=servers, clock=clock, log=log, stop_timeout_s=5.0)
         made.append(supervisor)
         supervisor.start()
         return supervisor, clock, caught.lines
@@ -158,3 +168,73 @@ def test_what_a_dead_child_left_in_its_process_group_is_killed(supervised, tmp_p
     os.kill(supervisor.pids()["parent"], signal.SIGKILL)  # the grandchild is left behind
     assert _eventually(lambda: bool(lines), supervisor.tick)
     assert _eventually(lambda: not _alive(grandchild))
+
+
+def _beating(name: str, hang_s: float, beats: bool) -> ChildSpec:
+    """A child that touches its heartbeat file every 20 ms (`beats`) or never."""
+    code = (
+        "import os, time\n"
+        f"path = os.environ[{HEARTBEAT_ENV!r}]\n"
+        "while True:\n"
+        f"    {'os.utime(path)' if beats else 'pass'}\n"
+        "    time.sleep(0.02)\n"
+    )
+    return ChildSpec(name, (sys.executable, "-c", code), dict(os.environ), hang_s=hang_s)
+
+
+def _beat_of(supervisor: Supervisor, name: str) -> Path:
+    (child,) = [c for c in supervisor._children if c.spec.name == name]
+    assert child.heartbeat is not None
+    return child.heartbeat
+
+
+def test_a_child_whose_heartbeat_stops_is_killed_as_hung_and_replaced(supervised) -> None:
+    supervisor, clock, lines = supervised(_beating("stuck", hang_s=30.0, beats=False))
+    first = supervisor.pids()["stuck"]
+    supervisor.tick()
+    clock.now += 29.0
+    supervisor.tick()
+    assert lines == [] and _alive(first)  # still within its hang_s
+    clock.now += 2.0
+    assert _eventually(lambda: len(lines) >= 2, supervisor.tick)
+    assert lines[0] == f"stuck (pid {first}) hung: no heartbeat for 31.0 s; killing it"
+    assert lines[1].startswith(f"stuck (pid {first}) was killed by SIGKILL after 31.0 s")
+    assert not _alive(first)
+    clock.now += 10.0
+    supervisor.tick()
+    assert supervisor.pids()["stuck"] not in (None, first)
+
+
+def test_a_child_that_beats_is_left_alone_however_long_it_runs(supervised) -> None:
+    supervisor, clock, lines = supervised(_beating("busy", hang_s=1.0, beats=True))
+    pid = supervisor.pids()["busy"]
+    beat = _beat_of(supervisor, "busy")
+    for _ in range(5):  # five times its hang_s, each step after a beat the supervisor saw
+        seen = beat.stat().st_mtime_ns
+        assert _eventually(lambda: beat.stat().st_mtime_ns != seen)  # noqa: B023
+        supervisor.tick()
+        clock.now += 0.9
+        supervisor.tick()
+    assert lines == [] and supervisor.pids()["busy"] == pid
+
+
+def test_an_embedded_server_that_dies_is_restarted_with_the_backoff(
+    supervised, tmp_path: Path
+) -> None:
+    import redis
+
+    with RedisServer(data_dir=tmp_path / "redis", appendonly=True) as server:
+        client = redis.Redis.from_url(server.url)
+        client.set("kept", "yes")
+        supervisor, clock, lines = supervised(servers=(ServerSpec("Redis", server),))
+        supervisor.tick()
+        assert lines == []
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGKILL)
+        assert _eventually(lambda: bool(lines), supervisor.tick)
+        assert lines == ["the embedded Redis died; restarting it in 0.5 s"]
+        clock.now += 0.5
+        supervisor.tick()
+        assert lines[1] == "the embedded Redis restarted"
+        assert server.running and client.get("kept") == b"yes"  # on its port, with its data
+        client.close()

@@ -39,7 +39,7 @@ from service.lease import Lease, run_while_holding
 from service.ledger_store import LedgerStore
 from service.redis_clients import queue_client, store_client
 from service.stores import archiver, event_store, open_archive
-from service.supervisor import Backoff
+from service.supervisor import Backoff, Heartbeat
 from service.tables import Tables
 from service.webhooks import Schedule, WebhookStore
 
@@ -144,11 +144,13 @@ class Dispatcher:
             log.warning("listed %d tables the table list lacked", listed, extra={"tables": listed})
         return fixed
 
-    def run(self, stop: threading.Event) -> None:
-        """Dispatch until `stop` is set, surviving Redis going away and coming back."""
+    def run(self, stop: threading.Event, beat: Callable[[], None] = lambda: None) -> None:
+        """Dispatch until `stop` is set, surviving Redis going away and coming back; `beat`
+        at every look at the index and before every wait (the supervisor's heartbeat)."""
         failures = 0  # Redis failures in a row
         next_repair = 0.0  # at once: dues a crash kept from the index come first
         while not stop.is_set():
+            beat()
             try:
                 if time.monotonic() >= next_repair:
                     self.repair()
@@ -244,8 +246,9 @@ def build_archiver(settings: Settings, client: redis.Redis, archive: Archive) ->
     )
 
 
-def run_dispatcher(settings: Settings) -> int:
-    """Entry point of `guts dispatch`: dispatch until SIGTERM or SIGINT; the exit code."""
+def run_dispatcher(settings: Settings, heartbeat: Heartbeat | None = None) -> int:
+    """Entry point of `guts dispatch`: dispatch until SIGTERM or SIGINT, beating `heartbeat`
+    (under ``guts serve``'s supervisor); the exit code."""
     if not settings.redis_url:
         log.error("REDIS_URL is not set: the dispatcher needs the Redis that the API uses")
         return 1
@@ -307,7 +310,8 @@ def run_dispatcher(settings: Settings) -> int:
         log.info("dispatcher started", extra={"prefix": settings.key_prefix})
         for thread in threads:
             thread.start()
-        build_dispatcher(settings, client, archive).run(stop)
+        beat = heartbeat.beat if heartbeat is not None else (lambda: None)
+        build_dispatcher(settings, client, archive).run(stop, beat)
     finally:
         stop.set()
         for thread in threads:

@@ -11,7 +11,10 @@ import socket
 import uuid
 
 from redis import Redis
+from redis.client import Pipeline
 from rq import Worker
+
+from service.supervisor import Heartbeat
 
 from .queues import QUEUES, SERIALIZER
 
@@ -21,22 +24,52 @@ def worker_name() -> str:
     return f"guts-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
 
-def build_worker(connection: Redis, *, name: str | None = None) -> Worker:
+WORKER_TTL_S = 60
+"""RQ's ``worker_ttl``: an idle worker beats every 45 s (its dequeue timeout, the TTL less 15 s),
+one in a job every 30 s (RQ's job monitoring interval)."""
+
+
+class BeatingWorker(Worker):
+    """RQ's worker, whose own heartbeat (its public ``heartbeat`` method, called from its
+    loop) also beats the supervisor's (``service.supervisor.Heartbeat``)."""
+
+    beats: Heartbeat | None = None
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Pipeline | None = None) -> None:
+        if self.beats is not None:
+            self.beats.beat()
+        super().heartbeat(timeout, pipeline)
+
+
+def build_worker(
+    connection: Redis, *, name: str | None = None, beats: Heartbeat | None = None
+) -> Worker:
     """An RQ worker listening on every queue in `QUEUES`, most urgent first."""
-    return Worker(
+    worker = BeatingWorker(
         list(QUEUES),
         name=name or worker_name(),
         connection=connection,
         serializer=SERIALIZER,
+        worker_ttl=WORKER_TTL_S,
     )
+    worker.beats = beats
+    return worker
 
 
-def run_worker(redis_url: str, *, burst: bool = False, log_level: str = "info") -> bool:
+def run_worker(
+    redis_url: str,
+    *,
+    burst: bool = False,
+    log_level: str = "info",
+    beats: Heartbeat | None = None,
+) -> bool:
     """Run a worker against `redis_url` until it is stopped (with `burst`, run the jobs that
     are queued and return), logging at `log_level` (through the handlers the entry point set
-    up: RQ adds its own only where there are none). Returns whether the worker ran any job."""
+    up: RQ adds its own only where there are none), beating `beats`. Returns whether the
+    worker ran any job."""
     connection = Redis.from_url(redis_url)
     try:
-        return build_worker(connection).work(burst=burst, logging_level=log_level.upper())
+        worker = build_worker(connection, beats=beats)
+        return worker.work(burst=burst, logging_level=log_level.upper())
     finally:
         connection.close()
