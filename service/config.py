@@ -37,6 +37,7 @@ class Settings:
     token_secret: str | None = None
     key_prefix: str = "guts"
     max_body_bytes: int = 64 * 1024
+    body_timeout_s: float = 10.0
     idempotency_ttl_s: int = 24 * 3600
     host: str = "127.0.0.1"
     port: int = 8000
@@ -75,6 +76,7 @@ class Settings:
             token_secret=env.get("GUTS_TOKEN_SECRET") or None,
             key_prefix=env.get("GUTS_KEY_PREFIX", "guts"),
             max_body_bytes=int(env.get("GUTS_MAX_BODY_BYTES", 64 * 1024)),
+            body_timeout_s=float(env.get("GUTS_BODY_TIMEOUT_S", 10)),
             idempotency_ttl_s=int(env.get("GUTS_IDEMPOTENCY_TTL_S", 24 * 3600)),
             host=env.get("GUTS_HOST", "127.0.0.1"),
             port=int(env.get("GUTS_PORT", 8000)),

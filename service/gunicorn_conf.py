@@ -52,7 +52,9 @@ order they came (service/api/admission.py has the measurement behind it)."""
 
 
 def post_worker_init(worker: Any) -> None:
-    """In each worker: requests other than streams are served first come, first served
+    """In each worker: a request's body is read whole, within ``GUTS_BODY_TIMEOUT_S``, before
+    anything else (`service.gunicorn_bodies`: a malformed, truncated or endless body is
+    refused in problem+json); requests other than streams are served first come, first served
     (`service.api.admission`). And when gunicorn tells the worker to stop (``worker.alive``
     goes false), its live streams end at once with a closing comment, instead of holding the
     worker for the graceful timeout (clients reconnect, to another worker, with
@@ -60,8 +62,12 @@ def post_worker_init(worker: Any) -> None:
 
     from service.api.admission import Admission
     from service.api.feed import close_all
+    from service.config import Settings
+    from service.gunicorn_bodies import WholeBodies
 
-    worker.wsgi = Admission(worker.wsgi, ADMIT_AT_ONCE)
+    settings = Settings.from_env()
+    admitted = Admission(worker.wsgi, ADMIT_AT_ONCE)
+    worker.wsgi = WholeBodies(admitted, settings.max_body_bytes, settings.body_timeout_s)
 
     def watch() -> None:
         while worker.alive:

@@ -13,8 +13,10 @@ takes a subclass of its workers), which overrides the one method where a worker 
 a request, ``handle_error``, and writes the problem itself, with gunicorn's own socket
 helper. The status follows the refusal: 414 for the request line, 431 for the header fields
 (both naming the limit), 501 for a transfer coding gunicorn does not know, 417 for an
-``Expect`` it cannot meet, 400 for anything else malformed, 500 (logged with its traceback,
-as gunicorn does) for what is not the client's fault.
+``Expect`` it cannot meet, 400 for a malformed chunked body (saying what was wrong with it)
+and anything else malformed, the status `service.gunicorn_bodies` chose for a body it refused
+(400, 408, 413), 500 (logged with its traceback, as gunicorn does) for what is not the
+client's fault.
 
 **The logger.** gunicorn's ``logger_class`` setting takes a subclass of its logger; this one
 lets gunicorn set up its handlers (stderr, a file, syslog, ``--access-logfile``) and gives each
@@ -27,13 +29,17 @@ from __future__ import annotations
 
 import socket
 import ssl
+import time
 from typing import Any
 
 from gunicorn import util  # type: ignore[import-untyped]
 from gunicorn.glogging import Logger  # type: ignore[import-untyped]
 from gunicorn.http.errors import (  # type: ignore[import-untyped]
+    ChunkMissingTerminator,
     ExpectationFailed,
     ForbiddenProxyRequest,
+    InvalidChunkExtension,
+    InvalidChunkSize,
     InvalidResponseHeader,
     InvalidResponseHeaderName,
     LimitRequestHeaders,
@@ -45,6 +51,7 @@ from gunicorn.workers.ggevent import GeventWorker  # type: ignore[import-untyped
 from gunicorn.workers.sync import SyncWorker  # type: ignore[import-untyped]
 
 from service.api.errors import PROBLEM, problem_body
+from service.gunicorn_bodies import BodyRefused
 from service.logs import JsonLines
 
 
@@ -58,14 +65,17 @@ class JsonLogger(Logger):  # type: ignore[misc]
                 handler.setFormatter(JsonLines())
 
 
-def _linger(client: socket.socket, most: int = 1 << 20, wait_s: float = 1.0) -> None:
+def _linger(
+    client: socket.socket, most: int = 1 << 20, wait_s: float = 1.0, most_s: float = 3.0
+) -> None:
     """Close our side for writing, then read and drop what the client is still sending (at
-    most `most` bytes, for at most `wait_s` between reads): closing a socket with unread
+    most `most` bytes, for at most `wait_s` between reads and `most_s` in all, so a client
+    that trickles a body for ever does not keep the connection): closing a socket with unread
     input resets the connection, and the client would lose the answer before reading it."""
     client.shutdown(socket.SHUT_WR)
     client.settimeout(wait_s)
-    drained = 0
-    while drained < most:
+    drained, until = 0, time.monotonic() + most_s
+    while drained < most and time.monotonic() < until:
         chunk = client.recv(65536)
         if not chunk:
             return
@@ -108,6 +118,11 @@ class ProblemAnswers:
         the client's fault. The details never echo the request (it is the client's own, but
         may be large)."""
         cfg = self.cfg
+        if isinstance(exc, BodyRefused):  # service.gunicorn_bodies
+            return exc.status, exc.title, exc.detail
+        for chunk_error, meaning in _CHUNKS.items():
+            if isinstance(exc, chunk_error):
+                return 400, "Bad Request", f"the body's chunked encoding is malformed: {meaning}"
         if isinstance(exc, InvalidResponseHeader | InvalidResponseHeaderName):
             return None  # a header the app sent
         if isinstance(exc, LimitRequestLine):
@@ -135,6 +150,14 @@ class ProblemAnswers:
         if isinstance(exc, ParseException):
             return 400, "Bad Request", f"the request is not valid HTTP ({type(exc).__name__})"
         return None
+
+
+_CHUNKS = {
+    InvalidChunkSize: "a chunk's size is not a hexadecimal number (or its line is too long)",
+    InvalidChunkExtension: "a chunk extension is not valid",
+    ChunkMissingTerminator: "a chunk does not end with CRLF, or the body has no last chunk",
+}
+"""What each of gunicorn's chunked-body refusals means, for the problem's detail."""
 
 
 class ProblemSyncWorker(ProblemAnswers, SyncWorker):  # type: ignore[misc]

@@ -369,6 +369,16 @@ def _blank_body(case: Any) -> bool:
     return isinstance(case.body, bytes | str) and not case.body.strip()
 
 
+def _repeated_member_taken(api: Api) -> bool:
+    headers = {"Content-Type": "application/json"}
+    body = b'{"preset": "three-card", "preset": "three-card"}'
+    return api.call("POST", "/v1/tables", headers=headers, data=body).status_code == 201
+
+
+def _options_without_allow(api: Api) -> bool:
+    return "Allow" not in api.call("OPTIONS", "/no/such/path", token=None).headers
+
+
 BUGS: dict[str, Bug] = {
     "list_item_error_500": Bug(
         "A refused list item in a body (POST /deal stacked_deck card that is not a string of "
@@ -428,6 +438,15 @@ BUGS: dict[str, Bug] = {
     "bearer_scheme_case_sensitive": Bug(
         "Authorization: bearer <key> is 401: the auth scheme is case-insensitive (RFC 9110)",
         _bearer_case_sensitive,
+    ),
+    "repeated_member_last_wins": Bug(
+        'A body that repeats a member ({"buy_in": 1, "buy_in": 100000000}) is taken, the last '
+        "copy winning (orjson keeps it)",
+        _repeated_member_taken,
+    ),
+    "options_without_allow": Bug(
+        "OPTIONS on a path the API does not serve answers without Allow",
+        _options_without_allow,
     ),
     "unnamed_option_without_errors": Bug(
         'A 422 for rules {"": 1} has no `errors` (the field name is empty, so falsy)',

@@ -138,6 +138,26 @@ def test_a_request_line_at_the_limit_reaches_the_app(served: Served) -> None:
     assert json.loads(body)["detail"].startswith("no table")
 
 
+@pytest.mark.parametrize(
+    ("target", "status", "allowed"),
+    [
+        ("/v1/tables", 204, {"GET", "HEAD", "OPTIONS", "POST"}),
+        ("/healthz", 204, {"GET", "HEAD", "OPTIONS"}),
+        ("*", 204, {"DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"}),
+        ("/no/such/path", 404, set()),
+    ],
+)
+def test_options_answers_with_allow_on_any_target(
+    served: Served, target: str, status: int, allowed: set[str]
+) -> None:
+    request = f"OPTIONS {target} HTTP/1.1\r\nHost: guts\r\nConnection: close\r\n\r\n"
+    answered, headers, body = _raw(served.port, request.encode())
+    assert answered == status, body
+    assert {m.strip() for m in headers["allow"].split(",") if m.strip()} == allowed
+    if status == 404:
+        assert headers["content-type"] == "application/problem+json"
+
+
 # --- logs ---------------------------------------------------------------------------------
 
 

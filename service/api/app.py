@@ -39,7 +39,7 @@ from service.webhooks import WebhookStore
 
 from . import errors
 from .auth import Authenticator
-from .edges import cors, not_modified
+from .edges import allow_on_options, cors, no_content_options, not_modified
 from .feed import Feed
 from .flask_request_bypass import CurrentEnviron
 from .http import COMMAND, OUTCOME, SERVICES
@@ -192,6 +192,14 @@ class _NoSessions(SessionInterface):
         """Nothing to save."""
 
 
+class _Guts(Flask):
+    """Flask, answering OPTIONS on a route with 204 (`service.api.edges.no_content_options`)
+    through the method Flask offers for it."""
+
+    def make_default_options_response(self) -> Response:
+        return no_content_options(super().make_default_options_response().allow)
+
+
 class _Observed:
     """WSGI middleware around the Flask app: times every request, then counts it in the
     metrics and writes its access-log line. It reads what Flask found (the URL rule and its
@@ -282,7 +290,7 @@ def create_app(
     # The events trimmed from Redis are read from the archive, when there is one.
     archive = open_archive(settings)
     store = event_store(settings, redis_client, archive, bypass_redis_py=redis_py_bypass)
-    app = Flask("guts")
+    app = _Guts("guts")
     app.session_interface = _NoSessions()
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     auth = Authenticator(
@@ -328,6 +336,7 @@ def create_app(
     app.after_request(not_modified)
     if settings.cors_origins:
         app.after_request(cors(settings.cors_origins))
+    app.after_request(allow_on_options(app))  # (after_request functions run last first)
     if request_shortcuts:
         app.wsgi_app = CurrentEnviron(  # type: ignore[method-assign]
             app.wsgi_app, {SERVICES: services}, settings.max_body_bytes

@@ -1,14 +1,15 @@
-"""HTTP conveniences around every response: conditional GETs (`If-None-Match` -> 304) and
-CORS for the browser origins an operator lists (`GUTS_CORS_ORIGINS`; none by default).
+"""HTTP conveniences around every response: conditional GETs (`If-None-Match` -> 304), CORS
+for the browser origins an operator lists (`GUTS_CORS_ORIGINS`; none by default), and `Allow`
+on every answer to OPTIONS.
 
-Both are Flask `after_request` functions: they look at the finished response and add to it.
+All are Flask `after_request` functions: they look at the finished response and add to it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from flask import Response, request
+from flask import Flask, Response, request
 
 ALLOWED_HEADERS = (
     "Authorization, Content-Type, If-Match, If-None-Match, Idempotency-Key, Last-Event-ID"
@@ -61,3 +62,34 @@ def cors(origins: Iterable[str]) -> Callable[[Response], Response]:
         return response
 
     return add_cors
+
+
+def no_content_options(allowed: Iterable[str]) -> Response:
+    """The answer to OPTIONS on a path the API serves: 204, no body, and `Allow` naming the
+    methods of the path (Flask's own answer is a 200 with an empty text/html body)."""
+    response = Response(status=204)
+    response.allow.update(allowed)
+    del response.headers["Content-Type"]
+    return response
+
+
+def allow_on_options(app: Flask) -> Callable[[Response], Response]:
+    """An `after_request` function that makes every answer to OPTIONS carry `Allow`: on a path
+    the API serves it is there already (`no_content_options`); on ``*`` (the server as a
+    whole) the answer is 204 naming every method the API serves anywhere; on a path it does
+    not serve the answer stays 404 (problem+json) with an empty `Allow` (RFC 9110 10.2.1: the
+    resource allows no method)."""
+    everywhere: list[str] = []
+
+    def add_allow(response: Response) -> Response:
+        if request.method != "OPTIONS" or "Allow" in response.headers:
+            return response
+        if request.environ.get("RAW_URI", request.environ.get("REQUEST_URI")) == "*":
+            if not everywhere:
+                methods = {m for rule in app.url_map.iter_rules() for m in rule.methods or ()}
+                everywhere.extend(sorted(methods))
+            return no_content_options(everywhere)
+        response.headers["Allow"] = ""
+        return response
+
+    return add_allow

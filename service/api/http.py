@@ -20,7 +20,7 @@ from service.application import Caller, Conditions, Outcome
 from . import flask_request_bypass as bypass
 from . import marshmallow_bypass
 from .errors import BadRequest
-from .json import dumps, loads
+from .json import RefusedJson, dumps, loads
 from .services import Services
 
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x2b\x2d-\x7e]{1,128}$")
@@ -149,6 +149,8 @@ def load_body(schema: Schema) -> dict[str, Any]:
     if raw:
         try:
             data = loads(raw)
+        except RefusedJson as refused:  # valid JSON, but a name repeated in an object
+            raise BadRequest(str(refused)) from None
         except ValueError:
             raise BadRequest("the body is not valid JSON") from None
     if not isinstance(data, dict):
