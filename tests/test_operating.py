@@ -33,7 +33,7 @@ from tests.test_cli import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-LIMIT_REQUEST_LINE = 4094  # service/gunicorn_conf.py, README "Limits", openapi.yaml
+LIMIT_REQUEST_LINE = 4094  # service/gunicorn_conf.py, docs/operations.md "Limits", openapi.yaml
 ISO_MS_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -294,7 +294,7 @@ def test_redis_going_away_after_the_start_is_waited_out_past_redis_wait(
 
 def test_the_dockerfile_installs_the_locked_dependencies_before_it_copies_the_code() -> None:
     """No Docker daemon or registry where this suite runs, so the order is read: a change to
-    the code must not invalidate the dependency layer (README "Docker")."""
+    the code must not invalidate the dependency layer (docs/operations.md "Docker")."""
     text = re.sub(r"\\\n", " ", (REPO / "Dockerfile").read_text())  # continued lines joined
     steps = [
         line.split(None, 1)
