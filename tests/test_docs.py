@@ -441,3 +441,23 @@ def test_every_flag_of_every_guts_command_is_documented():
         flags |= {(name, f) for f in parser._option_string_actions if f.startswith("--")}
     flags -= {(name, "--help") for name in _parsers()}
     assert flags == documented, (sorted(flags - documented), sorted(documented - flags))
+
+
+def test_the_limits_table_is_what_gunicorn_and_the_settings_enforce():
+    from service.config import Settings
+
+    conf = (ROOT / "service" / "gunicorn_conf.py").read_text()  # importing it patches gevent
+    limit = {k: v for k, v in re.findall(r"^(limit_request_\w+) = (\d+)", conf, re.M)}
+    rows = re.findall(
+        r"^\| ([^|]+?) \| ([^|]+?) \| (\d{3}) \|$", _section(OPERATIONS, "Limits"), re.M
+    )
+    table = {what: (size, status) for what, size, status in rows}
+    assert table == {
+        "request line (method, target and version)": (
+            f"{limit['limit_request_line']} bytes",
+            "414",
+        ),
+        "header fields in one request": (limit["limit_request_fields"], "431"),
+        "one header field (name and value)": (f"{limit['limit_request_field_size']} bytes", "431"),
+        "request body": (f"`GUTS_MAX_BODY_BYTES` ({Settings().max_body_bytes} bytes)", "413"),
+    }
