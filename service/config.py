@@ -1,4 +1,4 @@
-"""Settings, read from the environment once at start-up (see the README's configuration table)."""
+"""Settings, read from the environment once at start-up (docs/operations.md lists each)."""
 
 from __future__ import annotations
 

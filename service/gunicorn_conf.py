@@ -3,7 +3,7 @@
 The limits below bound what gunicorn reads of a request before the app sees it (so a client
 cannot make a worker buffer an unbounded request line or header block); a request over them
 is answered by ``service.gunicorn_overrides`` in problem+json (414, 431). Command-line options
-(``GUNICORN_CMD_ARGS``) override them. README "Limits" and openapi.yaml name them.
+(``GUNICORN_CMD_ARGS``) override them. docs/operations.md ("Limits") and openapi.yaml name them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from service.snapshots import share_between_workers  # noqa: E402
 
 worker_class = "service.gunicorn_overrides.ProblemGeventWorker"
 """gevent workers: each request is a greenlet, so the live streams a worker holds open cost a
-greenlet each, not a worker (README "Live feed" has the measurement behind the choice)."""
+greenlet each, not a worker (docs/benchmarks.md, bench_http, has the measurement behind the
+choice)."""
 worker_connections = 2000
 """Connections (open streams included) one worker holds at most."""
 

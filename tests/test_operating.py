@@ -34,7 +34,7 @@ from tests.test_cli import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-LIMIT_REQUEST_LINE = 4094  # service/gunicorn_conf.py, README "Limits", openapi.yaml
+LIMIT_REQUEST_LINE = 4094  # service/gunicorn_conf.py, docs/operations.md "Limits", openapi.yaml
 ISO_MS_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 LEVELS = ("debug", "info", "warning", "error", "critical")
 

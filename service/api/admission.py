@@ -16,7 +16,8 @@ A request's body is read before it waits for a place and its answer is written a
 it, so a client that sends or reads slowly holds no place.
 
 Streams (`.../stream`) are not gated: they wait for events for minutes, and cost a greenlet
-each, which is why the workers are gevent workers (README "Live feed").
+each, which is why the workers are gevent workers (docs/architecture.md, "The live feed and
+the serving model").
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The collusion report: pairs of players who shared tables, scored on what two players
-working together in Guts would leave behind (seed 004: "two players who consistently in/out
-together can manipulate the pot"). Read from the archive's hand rows; run as an RQ job.
+working together in Guts would leave behind (docs/rules.md, "Collusion": two players who
+consistently go in and out together can steer the pot). Read from the archive's hand rows;
+run as an RQ job.
 
 The method, for every pair of players dealt into at least `min_hands` of the same resolved
 hands (voided hands are left out):

@@ -1,4 +1,4 @@
-"""The betting round of seed 000's draw guts (option `betting_round`), after the draw.
+"""The betting round of draw guts (option `betting_round`; docs/rules.md), after the draw.
 
 The in-players act in turn from the button's left, fixed limit: `check` (nothing owed),
 `bet` (`bet_size`, when nobody has bet), `call` (put in what is owed), `raise` (by `bet_size`,

@@ -1,4 +1,4 @@
-"""Ending a table (RULES.md "Ending a table"): never during a hand. The chips left in the pot,
+"""Ending a table (docs/rules.md, "Ending a table"): never during a hand. The chips left in the pot,
 low pot, reserve and side pot go back to the players of the current game in proportion to what
 each paid into them during that game (antes, matches, wimp penalties, bets), rounded down, the
 chips left over one each in seat order from the button's left; then every seated player is

@@ -237,7 +237,7 @@ class CardsDrawn(Event):
 
 @dataclass(frozen=True)
 class BetMade(Event):
-    """The betting round (seed 000's draw guts): `seat` acted with `action` ("check", "bet",
+    """The betting round (draw guts, `betting_round`): `seat` acted with `action` ("check", "bet",
     "call", "raise", "fold") and put `amount` chips into the pot (0 for a check or a fold).
     `bet_to` is what every player still in must have put in after this action, `raises` the
     raises made so far. `by` is "player" or "platform" (the deadline passed: a check when

@@ -38,7 +38,8 @@ REFUND = "refund"
 CASH_OUT = "cash_out"
 KINDS = (BUY_IN, TOP_UP, ANTE, MATCH, WIMP, BET, WIN, RAKE, REFUND, CASH_OUT)
 PAID_IN = (ANTE, MATCH, WIMP, BET)
-"""What a player pays into the pots: their net loss counts it (RULES.md, responsible gaming)."""
+"""What a player pays into the pots: their net loss counts it (docs/rules.md, responsible
+gaming)."""
 PAID_OUT = (WIN, REFUND)
 """What the pots pay a player back: their net loss counts it against what they paid in."""
 HOUSE = "house"

@@ -2,7 +2,7 @@
 
 The rules never read the ledger or the clock: the use cases pass each player's `Allowance`
 (their limit and their 24 h net loss, from the ledger) into `declare` and `deal`, and the
-exclusion's end into `seat_player`. RULES.md, "Responsible gaming".
+exclusion's end into `seat_player`. docs/rules.md, "Responsible gaming".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rulesets: every house rule in RULES.md as one option, the named presets, and validation.
+"""Rulesets: every house rule of docs/rules.md as one option, the named presets, and validation.
 
 A `Ruleset` is fully resolved: every option has a value. `resolve_ruleset(preset, overrides)`
 builds one from a preset plus overrides and refuses, with an `InvalidRules` naming the option,
@@ -32,7 +32,7 @@ MAX_CHIPS = 10**12  # a sanity bound on any single amount, far above any real ta
 
 @dataclass(frozen=True)
 class Ruleset:
-    """One table's complete, validated set of house rules (see RULES.md for each option)."""
+    """One table's complete, validated set of house rules (docs/rules.md describes each option)."""
 
     preset: str = "three-card"
     cards: int = 3
@@ -195,8 +195,8 @@ PRESETS: dict[str, Ruleset] = {
     ),
     "kitty": _preset(preset="kitty", cards=5, kitty=True),
 }
-# Seed 002's tables cap the match at 25x-50x the ante; the presets take the top of that range
-# unless the table says otherwise.
+# Casino tables of these games cap the match at 25x-50x the ante; the presets take the top of
+# that range unless the table says otherwise (docs/rules.md, "Presets").
 PRESET_CAP_MULTIPLE = {"monte-carlo": 50, "survivor": 50}
 
 
@@ -250,7 +250,7 @@ def resolve_ruleset(
     if rules.cap is None and preset in PRESET_CAP_MULTIPLE and "cap_mode" not in overrides:
         rules = replace(rules, cap=PRESET_CAP_MULTIPLE[preset] * rules.ante)
     if rules.betting_round and rules.bet_size is None:
-        rules = replace(rules, bet_size=rules.ante)  # seed 000 bets in antes
+        rules = replace(rules, bet_size=rules.ante)  # bets are in antes unless said
     validate(rules)
     return rules
 
@@ -344,7 +344,7 @@ def _validate_variants(rules: Ruleset) -> None:
 
 
 def _validate_betting(rules: Ruleset) -> None:
-    """Seed 000's betting round follows the draw; its options mean nothing without it."""
+    """The betting round follows the draw; its options mean nothing without it."""
     if not rules.betting_round:
         for name, unset in (("bet_size", None), ("max_raises", 3), ("match_basis", "declared")):
             if getattr(rules, name) != unset:
@@ -352,7 +352,7 @@ def _validate_betting(rules: Ruleset) -> None:
         return
     if not rules.draw:
         raise InvalidRules(
-            "betting_round needs draw: the betting round follows the draw (seed 000)",
+            "betting_round needs draw: the betting round follows the draw",
             field="betting_round",
         )
     if rules.bet_size is None:

@@ -24,7 +24,7 @@ LEFT = "left"  # gone, cashed out
 PASSING = "passing"
 DECLARING = "declaring"
 DRAWING = "drawing"
-BETTING = "betting"  # seed 000's betting round, after the draw
+BETTING = "betting"  # the betting round of draw guts, after the draw
 SHOWDOWN = "showdown"
 TIMED_PHASES = (PASSING, DECLARING, DRAWING, BETTING)  # phases that wait for players
 

@@ -27,7 +27,7 @@ WAIT_MS = 15_000  # how long the page may take to show what is asked (a bound, n
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """`guts serve` with its own embedded Redis, as the README runs it."""
+    """`guts serve` with its own embedded Redis, as the README's first command runs it."""
     where = tmp_path_factory.mktemp("play")
     env = _env(GUTS_OPERATOR_KEYS=OPERATOR, GUTS_AUDITOR_KEYS=AUDITOR)
     server = Served(where / "data", where, env=env)

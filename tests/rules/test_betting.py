@@ -1,5 +1,5 @@
-"""Seed 000's draw guts with a betting round: options, turns, fixed-limit actions, folds that
-still match, both match bases, deadlines, voids."""
+"""Draw guts with a betting round (docs/rules.md, `betting_round`): options, turns,
+fixed-limit actions, folds that still match, both match bases, deadlines, voids."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ending a table (RULES.md "Ending a table"): between hands only; the pots go back to the
+"""Ending a table (docs/rules.md "Ending a table"): between hands only; the pots go back to the
 players of the current game in proportion to what each paid in during it, rounded down, the
 leftover chips one each from the button's left; everyone is cashed out; nothing after."""
 

@@ -1,6 +1,6 @@
-"""Rake (RULES.md "Rake"): the house's share of a pot won at a showdown of two or more
-in-players, from the whole pot before it is split, rounded down, at most `rake_cap` per pot;
-with hi-lo, from each pot. Chip conservation counts it."""
+"""Rake (docs/rules.md, `rake_percent`): the house's share of a pot won at a showdown of two
+or more in-players, from the whole pot before it is split, rounded down, at most `rake_cap` per
+pot; with hi-lo, from each pot. Chip conservation counts it."""
 
 from __future__ import annotations
 

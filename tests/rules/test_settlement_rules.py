@@ -1,4 +1,4 @@
-"""Settlement rules from RULES.md and the seeds' worked examples, one test per rule."""
+"""Settlement rules from docs/rules.md and its worked examples, one test per rule."""
 
 from __future__ import annotations
 
@@ -179,7 +179,8 @@ def test_all_in_players_tied_empties_the_pot_and_ends_the_game():
 
 
 def test_cap_limits_what_a_winner_takes_and_a_loser_pays():
-    # Seed 000: a 6 pot, three in, cap 5: the winner takes 5, the two losers pay 5 each.
+    # docs/rules.md, the `cap_mode` example: a 6 pot, three in, cap 5: the winner takes 5, the
+    # two losers pay 5 each.
     t = Table(players=6, cap_mode="cap", cap=5)
     result = t.play(
         {1: TRIPS, 2: PAIR_K, 3: PAIR_Q}, {s: "in" if s in (1, 2, 3) else "out" for s in range(6)}
