@@ -26,8 +26,8 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import orjson
 
@@ -120,8 +120,7 @@ class ArchivePositions(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(NamedTuple):
     """One entry of the log as stored: its id, the version the id says (None: an id of no
     version), its data (None: none)."""
 
@@ -135,7 +134,6 @@ class _Replay:
     state: TableState
     head: str = GENESIS
     checked: int = 0
-    types: list[str] = field(default_factory=list)
 
 
 def _check_deal(state: TableState, event: ev.HandDealt) -> None:
@@ -168,10 +166,25 @@ def _check_deal(state: TableState, event: ev.HandDealt) -> None:
         raise ValueError("the dealt cards are not the deck derived from the seed")
 
 
-def _redeal(state: TableState, event: ev.HandDealt) -> None:
-    """The deal is the one the rules make at that moment (who is dealt in, in which order,
-    the antes they pay, their stacks, the seeds), its cards checked above. Players whose loss
-    limit kept them out are kept out again (the limits are not in the log)."""
+def _check_dealt(state: TableState, event: ev.HandDealt) -> None:
+    """The deal is the one the rules make at that moment from the committed seed: its cards,
+    who is dealt in and in which order, the antes they pay, their stacks, the seeds mixed in.
+    When it is not, `_check_deal` names a seed, commitment or card problem first (the deck is
+    derived once on an honest log)."""
+    try:
+        expected = _redeal(state, event)
+    except Exception:
+        _check_deal(state, event)
+        raise
+    if expected != event:
+        _check_deal(state, event)
+        _require_same(expected, event, "deal")
+
+
+def _redeal(state: TableState, event: ev.HandDealt) -> ev.HandDealt:
+    """The rules' deal with `event`'s seed, time and next seed (and for a sandbox deal, its
+    stacked cards). Players whose loss limit kept them out are kept out again (the limits are
+    not in the log)."""
     dealt_in = set(event.order)
     kept_out = {
         seat.player_id: Allowance(limit=-1, net_loss=0)
@@ -195,7 +208,7 @@ def _redeal(state: TableState, event: ev.HandDealt) -> None:
     assert isinstance(expected, ev.HandDealt)
     if event.stacked:  # (the stacked "next" cards are not recorded as such)
         expected = replace(expected, deck=event.deck)
-    _require_same(expected, event, "deal")
+    return expected
 
 
 def _check_decision(state: TableState, event: ev.DecisionMade) -> None:
@@ -315,8 +328,7 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> ev.Event:
         event = event_from_data(upcast(record))
         kind = "rules"
         if isinstance(event, ev.HandDealt):
-            _check_deal(replay.state, event)
-            _redeal(replay.state, event)
+            _check_dealt(replay.state, event)
         elif isinstance(event, ev.DecisionMade):
             _check_decision(replay.state, event)
         elif isinstance(event, ev.HandResolved):
@@ -343,7 +355,6 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> ev.Event:
         raise Discrepancy(version, event_type, "chips are not conserved after this event", "chips")
     replay.head = record["hash"]
     replay.checked += 1
-    replay.types.append(event_type)
     return event
 
 
@@ -359,28 +370,38 @@ def _entries(store: EventStore, table_id: str) -> Iterator[_Entry]:
                 return
             after = page[-1].version
     trimmed = store.trimmed(table_id)
-    if trimmed and store.archive is None:
-        raise StoreError(f"events up to {trimmed} are archived, and the audit has no archive")
-    after = 0
-    while after < trimmed:
-        page = _archived_page(store.archive, table_id, after, trimmed)
+    yield from _from_archive(store, table_id, 0, trimmed)
+    start, following = (f"({trimmed}-0".encode() if trimmed else b"-"), trimmed + 1
+    while True:
+        raw = store.stream_entries(table_id, start, PAGE)
+        first = _version_of(raw[0][0]) if raw else None
+        if first is not None and first > following and store.trimmed(table_id) >= first - 1:
+            # Trimmed while the audit read the stream: the archive holds those events.
+            yield from _from_archive(store, table_id, following - 1, first - 1)
+        for entry_id, data in raw:
+            version = _version_of(entry_id)
+            yield _Entry(entry_id.decode(errors="replace"), version, data)
+            following = following if version is None else version + 1
+        if len(raw) < PAGE:
+            return
+        start = b"(" + raw[-1][0]
+
+
+def _from_archive(store: RawStream, table_id: str, after: int, upto: int) -> Iterator[_Entry]:
+    """The archived events after `after` up to `upto` (trimmed from the stream)."""
+    if upto > after and store.archive is None:
+        raise StoreError(f"events up to {upto} are archived, and the audit has no archive")
+    while after < upto:
+        page = _archived_page(store.archive, table_id, after, upto)
         yield from (_Entry(f"{s.version}-0", s.version, s.data) for s in page)
-        if not page or page[-1].version < min(trimmed, after + PAGE):
+        if not page or page[-1].version < min(upto, after + PAGE):
             version = after + len(page) + 1
             problem = (
-                f"version {version} is missing: the stream was trimmed up to {trimmed}, and "
+                f"version {version} is missing: the stream was trimmed up to {upto}, and "
                 "the archive does not hold it"
             )
             raise Discrepancy(version, "?", problem, "missing")
         after = page[-1].version
-    start = f"({trimmed}-0".encode() if trimmed else b"-"
-    while True:
-        raw = store.stream_entries(table_id, start, PAGE)
-        for entry_id, data in raw:
-            yield _Entry(entry_id.decode(errors="replace"), _version_of(entry_id), data)
-        if len(raw) < PAGE:
-            return
-        start = b"(" + raw[-1][0]
 
 
 def _archived_page(archive: Any, table_id: str, after: int, upto: int) -> list[StoredEvent]:
@@ -447,12 +468,15 @@ def audit_table(
     replay = _Replay(TableState())
     discrepancy: Discrepancy | None = None
     loaded: Loaded | None = None
-    with contextlib.suppress(StoreError):  # (the replay below finds what cannot be read)
-        loaded = store.load(table_id)
     books: LedgerCheck | None = None
     try:
-        archived = _ArchivedCopies(store, table_id)
+        archived = _ArchivedCopies(store, table_id)  # (first: it never holds more than a load)
+        with contextlib.suppress(StoreError):  # (the replay below finds what cannot be read)
+            loaded = store.load(table_id)
         for entry in _entries(store, table_id):
+            if loaded is not None and replay.state.version == loaded.version:
+                _check_beyond(store, table_id, loaded, entry)
+                break  # (the audit covers the table as it was loaded)
             data = _next_entry(replay, entry)
             version = replay.state.version + 1
             event = _apply(replay, version, data)
@@ -497,9 +521,26 @@ def audit_table(
     }
 
 
+def _check_beyond(store: EventStore, table_id: str, loaded: Loaded, entry: _Entry) -> None:
+    """`entry` follows the table's version as the audit loaded it: an event appended since
+    (the table is live), unless the table is still at that version."""
+    with contextlib.suppress(StoreError):
+        if store.load(table_id).version > loaded.version:
+            return
+    event_type = "?"
+    with contextlib.suppress(ValueError, AttributeError, TypeError):
+        event_type = str(orjson.loads(entry.data or b"").get("type", "?"))
+    after = loaded.version + 1
+    problem = (
+        f"the stream goes on after the table's version {loaded.version} (entry {entry.id}): "
+        f"version {after} and after are not the table's (appended outside the service?)"
+    )
+    raise Discrepancy(after, event_type, problem, "unexpected")
+
+
 def _check_length(replay: _Replay, loaded: Loaded | None, archived: int) -> None:
     """The log must reach the table's version (its meta hash) and as far as the archive holds
-    it, and go no further than the table's version."""
+    it (the log beyond the table's version: `_check_beyond`)."""
     end = replay.state.version
     known = [] if loaded is None else [(loaded.version, "the table is at version")]
     known.append((archived, "the archive holds it up to version"))
@@ -510,13 +551,6 @@ def _check_length(replay: _Replay, loaded: Loaded | None, archived: int) -> None
             )
             problem = f"the log ends at version {end}, but {what} {upto}: {missing} missing"
             raise Discrepancy(end + 1, "?", f"{problem} (truncated?)", "missing")
-    if loaded is not None and end > loaded.version:
-        after = loaded.version + 1
-        problem = (
-            f"the log goes on to version {end}, but the table is at version {loaded.version}: "
-            f"version {after} and after are not the table's (appended outside the service?)"
-        )
-        raise Discrepancy(after, replay.types[after - 1], problem, "unexpected")
 
 
 def _compare_snapshot(replay: _Replay, loaded: Loaded) -> None:

@@ -462,3 +462,67 @@ def test_the_kinds_of_discrepancy_are_the_ones_the_api_documents():
     spec = yaml.safe_load((Path(__file__).parents[2] / "openapi.yaml").read_text())
     found = spec["components"]["schemas"]["AuditReport"]["properties"]["first_discrepancy"]
     assert found["oneOf"][0]["properties"]["kind"]["enum"] == list(KINDS)
+
+
+def test_an_event_appended_after_the_tables_version_is_named(api: Api, run_jobs, redis_client):
+    table, _ = _seeded_table(api)
+    key = f"guts:{{{table}}}:events"
+    last = redis_client.xrevrange(key, count=1)[0][1][b"data"]
+    redis_client.xadd(key, {"data": last}, id="19-0")  # the table's version stays 18
+    found = _audit(api, run_jobs, table)["first_discrepancy"]
+    assert (found["version"], found["kind"], found["event_type"]) == (
+        19,
+        "unexpected",
+        "hand_resolved",
+    ), found
+
+
+def test_events_appended_while_the_audit_runs_are_left_to_the_next_audit(api: Api, redis_client):
+    """The audit covers the table as it loaded it: a log that has grown since (the table is
+    live) is not a discrepancy."""
+    from dataclasses import replace
+
+    from service.audit import audit_table
+    from service.eventlog.redis_store import RedisEventStore
+
+    table, _ = _seeded_table(api)
+    store = RedisEventStore(redis_client)
+    now = store.load(table)
+    assert now.version == 18 and len(now.tail) >= 1
+    before = replace(now, version=17, tail=now.tail[:-1])  # as loaded before the last append
+    loads = iter([before])
+
+    class Live(RedisEventStore):
+        def load(self, table_id):
+            return next(loads, None) or super().load(table_id)
+
+    report = audit_table(Live(redis_client), table)
+    assert report["ok"], report["first_discrepancy"]
+    assert (report["events_checked"], report["version"]) == (17, 17)
+
+
+def test_events_trimmed_while_the_audit_reads_are_read_from_the_archive(
+    api: Api, redis_client, database_url
+):
+    from service.archive.archive import Archive
+    from service.audit import audit_table
+    from service.eventlog.redis_store import RedisEventStore
+
+    table, _ = _seeded_table(api)
+    assert _services(api).usecases.archiver.catch_up(table) == 18
+    archive = Archive.open(database_url, size=1)
+    trims = []
+
+    class Trimming(RedisEventStore):
+        def stream_entries(self, table_id, start, limit):
+            if not trims:  # the archiver trims between the audit's two reads
+                trims.append(self.trim(table_id, 18))
+            return super().stream_entries(table_id, start, limit)
+
+    try:
+        report = audit_table(Trimming(redis_client, archive=archive, keep=0), table)
+    finally:
+        archive.close()
+    assert trims[0] > 0  # (up to the snapshot)
+    assert report["ok"], report["first_discrepancy"]
+    assert report["events_checked"] == 18
