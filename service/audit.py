@@ -32,7 +32,14 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import orjson
 
 from service.eventlog.codec import GENESIS, CodecError, chain_hash, decode_current, upcast
-from service.eventlog.store import CorruptLog, EventStore, Loaded, StoredEvent, StoreError
+from service.eventlog.store import (
+    CorruptLog,
+    EventStore,
+    Loaded,
+    StoredEvent,
+    StoreError,
+    StoreUnavailable,
+)
 from service.ledger_check import LedgerCheck, LedgerMismatch, StoredLedger
 from service.rules import events as ev
 from service.rules.cards import hand_context, shuffled_deck
@@ -335,6 +342,11 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> ev.Event:
             _check_resolution(replay.state, event)
         elif isinstance(event, ev.BetMade):
             _check_bet(replay.state, event)
+        elif isinstance(event, ev.TableCreated):
+            if event.next_seed and (
+                hashlib.sha256(bytes.fromhex(event.next_seed)).hexdigest() != event.next_commitment
+            ):
+                raise ValueError("the first hand's commitment is not the SHA-256 of its seed")
         elif isinstance(event, ev.TableEnded):
             (expected,) = end_table(replay.state, parse_iso(event.at))
             _require_same(expected, event, "end of the table")
@@ -496,7 +508,9 @@ def audit_table(
         discrepancy = found
     except LedgerMismatch as found:
         discrepancy = Discrepancy(found.version, found.event_type, found.problem, "ledger")
-    except StoreError as exc:  # e.g. Redis or the archive unreachable
+    except StoreUnavailable as exc:  # Redis or the archive unreachable: no finding at all
+        return {"ok": False, "table_id": table_id, "error": f"the log cannot be read: {exc}"}
+    except StoreError as exc:
         discrepancy = Discrepancy(
             replay.state.version + 1, "?", f"the log cannot be read: {exc}", "unreadable"
         )

@@ -526,3 +526,38 @@ def test_events_trimmed_while_the_audit_reads_are_read_from_the_archive(
     assert trims[0] > 0  # (up to the snapshot)
     assert report["ok"], report["first_discrepancy"]
     assert report["events_checked"] == 18
+
+
+def test_an_archive_that_cannot_be_reached_is_an_error_not_a_finding(api: Api, redis_client):
+    import socket
+
+    from service.archive.archive import Archive
+    from service.audit import audit_table
+    from service.eventlog.redis_store import RedisEventStore
+
+    table, _ = _seeded_table(api)
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    archive = Archive.open(f"postgresql://guts@127.0.0.1:{port}/guts?connect_timeout=2", size=1)
+    try:
+        report = audit_table(RedisEventStore(redis_client, archive=archive), table)
+    finally:
+        archive.close()
+    assert report["ok"] is False and "first_discrepancy" not in report
+    assert report["error"].startswith("the log cannot be read"), report
+
+
+def test_a_first_seed_that_is_not_its_commitment_is_named_at_the_tables_creation(
+    api: Api, run_jobs, redis_client
+):
+    table, _ = _seeded_table(api)
+
+    def other_seed(records):
+        records[0]["data"]["next_seed"] = "22" * 32
+        return records
+
+    rewrite_log(redis_client, table, other_seed, rechain=True)
+    found = _audit(api, run_jobs, table)["first_discrepancy"]
+    assert (found["version"], found["event_type"], found["kind"]) == (1, "table_created", "rules")
+    assert "commitment" in found["problem"]
