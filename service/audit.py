@@ -44,13 +44,20 @@ from service.ledger_check import LedgerCheck, LedgerMismatch, StoredLedger
 from service.rules import events as ev
 from service.rules.cards import hand_context, shuffled_deck
 from service.rules.client_seeds import seeds_for_deal
-from service.rules.commands import bet, close_at_deadline, deal, deal_from, declare, end_table
+from service.rules.commands import (
+    bet,
+    close_at_deadline,
+    deal,
+    deal_from,
+    end_table,
+    verify_declare,
+)
 from service.rules.events import event_from_data
 from service.rules.limits import Allowance
 from service.rules.play import draw_from
 from service.rules.settlement import settle
 from service.rules.state import TableState, evolve
-from service.rules.times import parse_iso
+from service.rules.times import later, parse_iso
 from service.rules.views import AUDITOR, Viewer, table_view
 
 PAGE = 5000
@@ -227,8 +234,13 @@ def _check_decision(state: TableState, event: ev.DecisionMade) -> None:
         raise ValueError(f"there is no hand {event.hand} in play to declare in")
     now = parse_iso(event.at)
     if event.by == "player":
-        expected = declare(state, event.seat, event.decision, now)[0]
-    elif event.by == "platform":
+        verify_declare(state, event.seat, event.decision, now)
+        sequential = state.rules.declare == "sequential"  # (`declare`'s first event, unbuilt)
+        deadline = later(now, state.rules.decision_timeout_s) if sequential else None
+        if event.deadline != deadline:
+            raise ValueError(f"the decision's next deadline is not the rules' {deadline}")
+        return
+    if event.by == "platform":
         expected = close_at_deadline(state, now)[0]
     else:
         dealer = hand.order[-1]
