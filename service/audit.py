@@ -3,13 +3,16 @@
 For each event, in order: its version follows the previous one; the hash chain holds; it
 decodes; a deal's commitment is the SHA-256 of its seed, it mixed in exactly the client seeds
 its players chose for it, and its cards are the deck that seed and its context derive (or,
-for a carried-over deck, the rest of the previous deck); a resolution is exactly what the
-rules decide from the state before it, and so is every action of a betting round (its
-turn, price and the bet it leaves); it applies; chips are conserved after it (bets are chips
-in the pot; a void hands them back); and the table's stored ledger holds exactly the entries
-the event makes, its running sums the replayed stacks (`service.ledger_check`). At the end
-the rebuilt state must equal the stored snapshot, and the table views built from both must
-match. The report names the first discrepancy: its version, and its `kind` (`KINDS`).
+for a carried-over deck, the rest of the previous deck), and the whole deal (who is dealt
+in, the antes, the stacks) is the one the rules make then; a player's decision is one the
+rules accept then (a hand in play, on turn, in time), the platform's what they decide at the
+deadline; a resolution is exactly what the rules decide from the state before it, and so is
+every action of a betting round (its turn, price and the bet it leaves); it applies; chips
+are conserved after it (bets are chips in the pot; a void hands them back); and the table's
+stored ledger holds exactly the entries the event makes, its running sums the replayed
+stacks (`service.ledger_check`). At the end the rebuilt state must equal the stored snapshot,
+and the table views built from both must match. The report names the first discrepancy: its
+version, and its `kind` (`KINDS`).
 
 The log is read as stored, not through the store's checked read: a stream entry whose id is
 not the next version (an event deleted, one inserted under an id of its own) is named at the
