@@ -42,3 +42,20 @@ def unloadable(client: Any, table: str) -> None:
         return records
 
     rewrite_log(client, table, change, rechain=True)
+
+
+def rewrite_entries(
+    client: Any,
+    table: str,
+    change: Callable[[list[tuple[str, dict[str, Any]]]], list[tuple[str, dict[str, Any]]]],
+    prefix: str = "guts",
+) -> None:
+    """Rewrite the table's stream with ids of the attacker's choosing: `change` gets and
+    returns its (stream id, record) pairs (ids ascending, as a stream keeps them); nothing is
+    renumbered or rechained."""
+    key = f"{prefix}:{{{table}}}:events"
+    entries = [(i.decode(), orjson.loads(f[b"data"])) for i, f in client.xrange(key)]
+    entries = change(entries)
+    client.delete(key)
+    for entry_id, record in entries:
+        client.xadd(key, {"data": orjson.dumps(record)}, id=entry_id)

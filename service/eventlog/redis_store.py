@@ -276,6 +276,20 @@ class RedisEventStore:
         with _redis_errors():
             return int(self.client.hget(self.meta_key(table_id), "trimmed") or 0)
 
+    def stream_entries(
+        self, table_id: str, start: bytes, limit: int
+    ) -> list[tuple[bytes, bytes | None]]:
+        """The stream's entries from id `start` on (``(<id>``: after it), at most `limit`, as
+        stored: each id and its "data" field (None when absent), neither checked. For audits,
+        which name what is wrong with a log rather than fail to read it."""
+        with _redis_errors():
+            entries = self.client.xrange(self.events_key(table_id), start, "+", count=limit)
+        found: list[tuple[bytes, bytes | None]] = []
+        for entry_id, fields in entries or []:
+            data = (fields or {}).get(b"data")
+            found.append((_bytes(entry_id), None if data is None else _bytes(data)))
+        return found
+
     def trim(self, table_id: str, archived: int) -> int:
         """Drop from the table's stream the events up to `archived` (which the archive holds
         and has verified), except the snapshot's tail and the latest `keep`; the version the

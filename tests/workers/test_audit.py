@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from tests.apiclient import AUDITOR, Api
-from tests.tampering import rewrite_log
+from tests.tampering import rewrite_entries, rewrite_log
 
 
 def _played_table(api: Api) -> str:
@@ -210,7 +210,13 @@ def test_an_audit_starts_on_a_log_with_a_missing_event_and_reports_it(
     table = _played_table(api)
     redis_client.xdel(f"guts:{{{table}}}:events", "20-0")  # a gap among the events
     report = _audit(api, run_jobs, table)
-    assert not report["ok"] and "cannot be read" in report["first_discrepancy"]["problem"]
+    assert not report["ok"] and report["events_checked"] == 19
+    assert report["first_discrepancy"] == {
+        "version": 20,
+        "event_type": "?",
+        "kind": "missing",
+        "problem": "version 20 is missing: the log goes from version 19 to 21 (deleted?)",
+    }
 
 
 def _seeded_table(api: Api) -> tuple[str, list[str]]:
@@ -275,3 +281,283 @@ def test_a_deal_that_did_not_mix_in_the_chosen_seeds_is_caught(
     assert not report["ok"]
     assert report["first_discrepancy"]["version"] == _find(original, "hand_dealt") + 1
     assert "client seeds" in report["first_discrepancy"]["problem"]
+
+
+# --- Every kind of tampering is named at its first bad version ------------------------------
+#
+# On `_seeded_table`'s log (18 events: the table, three seats, two players' seeds, then two
+# hands of deal, three decisions, reveal and resolve), each tampering starts at version 7, the
+# first hand's deal, and the audit must name exactly version 7 and the kind of problem:
+# without the chain recomputed, the chain (or the stream's ids) gives it away at 7; with the
+# chain recomputed, the rules do, since what is at 7 then is not what they decide there.
+
+AT = 7
+
+
+def _card(records):
+    data = records[AT - 1]["data"]
+    seat = next(iter(data["cards"]))
+    data["cards"][seat][0], data["deck"][0] = data["deck"][0], data["cards"][seat][0]
+    return records
+
+
+def _ante(records):
+    antes = records[AT - 1]["data"]["antes"]
+    seat = next(iter(antes))
+    antes[seat] += 1  # (the chips stay on the table: only the rules see it)
+    return records
+
+
+def _seed(records):
+    records[AT - 1]["data"]["seed"] = "00" * 32
+    return records
+
+
+def _hash(records):
+    records[AT - 1]["hash"] = "ab" * 32
+    return records
+
+
+def _delete(records):
+    del records[AT - 1]
+    return records
+
+
+def _reorder(records):
+    records[AT - 1], records[AT] = records[AT], records[AT - 1]
+    return records
+
+
+def _insert(records):
+    """A copy of the second hand's deal, replayed before the first's."""
+    again = records[_find(records, "hand_dealt", 1)]
+    records.insert(AT - 1, {**again, "data": {**again["data"]}})
+    return records
+
+
+def _xdel(client, table):
+    assert client.xdel(f"guts:{{{table}}}:events", f"{AT}-0") == 1
+
+
+def _under_an_id_of_its_own(client, table):
+    """An event added between versions 6 and 7 under the stream id `6-1`: the stream keeps its
+    ids, nothing is renumbered."""
+
+    def change(entries):
+        at, record = entries[AT - 2]
+        return [*entries[: AT - 1], (f"{AT - 1}-1", dict(record)), *entries[AT - 1 :]]
+
+    rewrite_entries(client, table, change)
+
+
+def _truncate(client, table):
+    key = f"guts:{{{table}}}:events"
+    for version in range(AT, client.xlen(key) + 1):
+        client.xdel(key, f"{version}-0")
+
+
+def _rewritten(tamper, rechain):
+    return lambda client, table: rewrite_log(client, table, tamper, rechain)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "kind", "problem"),
+    [
+        pytest.param(_rewritten(_card, False), "chain", "hash chain", id="card"),
+        pytest.param(_rewritten(_card, True), "rules", "not the deck", id="card-rechained"),
+        pytest.param(_rewritten(_ante, False), "chain", "hash chain", id="chips"),
+        pytest.param(_rewritten(_ante, True), "rules", "in: antes", id="chips-rechained"),
+        pytest.param(_rewritten(_seed, False), "chain", "hash chain", id="seed"),
+        pytest.param(_rewritten(_seed, True), "rules", "commitment", id="seed-rechained"),
+        pytest.param(_rewritten(_hash, False), "chain", "hash chain", id="hash"),
+        pytest.param(_xdel, "missing", "version 7 is missing", id="delete-xdel"),
+        pytest.param(_rewritten(_delete, False), "chain", "hash chain", id="delete-renumbered"),
+        pytest.param(
+            _rewritten(_delete, True), "rules", "no hand 1 in play", id="delete-rechained"
+        ),
+        pytest.param(_rewritten(_reorder, False), "chain", "hash chain", id="reorder"),
+        pytest.param(_rewritten(_reorder, True), "rules", "no hand 1", id="reorder-rechained"),
+        pytest.param(_under_an_id_of_its_own, "unexpected", "id 6-1", id="insert-own-id"),
+        pytest.param(_rewritten(_insert, False), "chain", "hash chain", id="insert-renumbered"),
+        pytest.param(_rewritten(_insert, True), "rules", "committed", id="insert-rechained"),
+        pytest.param(_truncate, "missing", "versions 7 to 18 are missing", id="truncate"),
+    ],
+)
+def test_every_kind_of_tampering_is_named_at_its_first_bad_version(
+    api: Api, run_jobs, redis_client, tamper, kind, problem
+):
+    table, _ = _seeded_table(api)
+    key = f"guts:{{{table}}}:events"
+    original = [orjson.loads(f[b"data"]) for _, f in redis_client.xrange(key)]
+    assert len(original) == 18 and original[AT - 1]["type"] == "hand_dealt"
+    assert _audit(api, run_jobs, table)["ok"]
+    tamper(redis_client, table)
+    report = _audit(api, run_jobs, table)
+    found = report["first_discrepancy"]
+    assert not report["ok"] and report["events_checked"] == AT - 1, found
+    assert (found["version"], found["kind"]) == (AT, kind), found
+    assert problem in found["problem"], found
+    if kind in ("missing", "unexpected"):
+        assert found["event_type"] == "?"
+    else:
+        assert found["event_type"] != "?"
+
+
+def _services(api: Api) -> Any:
+    from tests.apiclient import SERVED
+
+    return SERVED[api.base].extensions["guts"]
+
+
+def test_a_log_truncated_with_its_meta_is_caught_by_the_archive(api: Api, run_jobs, redis_client):
+    """Truncating the stream and rewriting the table's version and snapshot to match leaves a
+    consistent table in Redis; the archive, which held the events before, still names the
+    first one missing."""
+    from service.eventlog.codec import decode_event, encode_snapshot
+    from service.rules.state import TableState, evolve
+
+    table, _ = _seeded_table(api)
+    assert _services(api).usecases.archiver.catch_up(table) == 18
+    key, meta = f"guts:{{{table}}}:events", f"guts:{{{table}}}:meta"
+    kept = [f[b"data"] for _, f in redis_client.xrange(key)][: AT - 1]
+    state = TableState()
+    for raw in kept:
+        evolve(state, decode_event(raw))
+    _truncate(redis_client, table)
+    snapshot = encode_snapshot(state, orjson.loads(kept[-1])["hash"])
+    redis_client.hset(meta, mapping={"version": AT - 1, "snapshot": snapshot})
+    redis_client.hdel(meta, "snapshot_version")
+    found = _audit(api, run_jobs, table)["first_discrepancy"]
+    assert (found["version"], found["kind"]) == (AT, "missing"), found
+    assert "the archive holds it up to version 18" in found["problem"]
+
+
+def test_an_archived_event_rewritten_in_redis_is_named_by_the_archive(
+    api: Api, run_jobs, redis_client
+):
+    """An edit the rules cannot see (a decision's time moved by a millisecond), with the chain
+    recomputed: the archive's copy of the event still differs."""
+    table, _ = _seeded_table(api)
+    assert _services(api).usecases.archiver.catch_up(table) == 18
+    decision = AT + 2
+
+    def later(records):
+        at = records[decision - 1]["data"]["at"]
+        records[decision - 1]["data"]["at"] = at[:-4] + f"{(int(at[-4:-1]) + 1) % 1000:03d}Z"
+        return records
+
+    rewrite_log(redis_client, table, later, rechain=True)
+    found = _audit(api, run_jobs, table)["first_discrepancy"]
+    assert (found["version"], found["kind"]) == (decision, "archive"), found
+    assert found["event_type"] == "decision_made"
+
+
+def test_the_kinds_of_discrepancy_are_the_ones_the_api_documents():
+    from pathlib import Path
+
+    import yaml
+
+    from service.audit import KINDS
+
+    spec = yaml.safe_load((Path(__file__).parents[2] / "openapi.yaml").read_text())
+    found = spec["components"]["schemas"]["AuditReport"]["properties"]["first_discrepancy"]
+    assert found["oneOf"][0]["properties"]["kind"]["enum"] == list(KINDS)
+
+
+def test_an_event_appended_after_the_tables_version_is_named(api: Api, run_jobs, redis_client):
+    table, _ = _seeded_table(api)
+    key = f"guts:{{{table}}}:events"
+    last = redis_client.xrevrange(key, count=1)[0][1][b"data"]
+    redis_client.xadd(key, {"data": last}, id="19-0")  # the table's version stays 18
+    found = _audit(api, run_jobs, table)["first_discrepancy"]
+    assert (found["version"], found["kind"], found["event_type"]) == (
+        19,
+        "unexpected",
+        "hand_resolved",
+    ), found
+
+
+def test_events_appended_while_the_audit_runs_are_left_to_the_next_audit(api: Api, redis_client):
+    """The audit covers the table as it loaded it: a log that has grown since (the table is
+    live) is not a discrepancy."""
+    from dataclasses import replace
+
+    from service.audit import audit_table
+    from service.eventlog.redis_store import RedisEventStore
+
+    table, _ = _seeded_table(api)
+    store = RedisEventStore(redis_client)
+    now = store.load(table)
+    assert now.version == 18 and len(now.tail) >= 1
+    before = replace(now, version=17, tail=now.tail[:-1])  # as loaded before the last append
+    loads = iter([before])
+
+    class Live(RedisEventStore):
+        def load(self, table_id):
+            return next(loads, None) or super().load(table_id)
+
+    report = audit_table(Live(redis_client), table)
+    assert report["ok"], report["first_discrepancy"]
+    assert (report["events_checked"], report["version"]) == (17, 17)
+
+
+def test_events_trimmed_while_the_audit_reads_are_read_from_the_archive(
+    api: Api, redis_client, database_url
+):
+    from service.archive.archive import Archive
+    from service.audit import audit_table
+    from service.eventlog.redis_store import RedisEventStore
+
+    table, _ = _seeded_table(api)
+    assert _services(api).usecases.archiver.catch_up(table) == 18
+    archive = Archive.open(database_url, size=1)
+    trims = []
+
+    class Trimming(RedisEventStore):
+        def stream_entries(self, table_id, start, limit):
+            if not trims:  # the archiver trims between the audit's two reads
+                trims.append(self.trim(table_id, 18))
+            return super().stream_entries(table_id, start, limit)
+
+    try:
+        report = audit_table(Trimming(redis_client, archive=archive, keep=0), table)
+    finally:
+        archive.close()
+    assert trims[0] > 0  # (up to the snapshot)
+    assert report["ok"], report["first_discrepancy"]
+    assert report["events_checked"] == 18
+
+
+def test_an_archive_that_cannot_be_reached_is_an_error_not_a_finding(api: Api, redis_client):
+    import socket
+
+    from service.archive.archive import Archive
+    from service.audit import audit_table
+    from service.eventlog.redis_store import RedisEventStore
+
+    table, _ = _seeded_table(api)
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    archive = Archive.open(f"postgresql://guts@127.0.0.1:{port}/guts?connect_timeout=2", size=1)
+    try:
+        report = audit_table(RedisEventStore(redis_client, archive=archive), table)
+    finally:
+        archive.close()
+    assert report["ok"] is False and "first_discrepancy" not in report
+    assert report["error"].startswith("the log cannot be read"), report
+
+
+def test_a_first_seed_that_is_not_its_commitment_is_named_at_the_tables_creation(
+    api: Api, run_jobs, redis_client
+):
+    table, _ = _seeded_table(api)
+
+    def other_seed(records):
+        records[0]["data"]["next_seed"] = "22" * 32
+        return records
+
+    rewrite_log(redis_client, table, other_seed, rechain=True)
+    found = _audit(api, run_jobs, table)["first_discrepancy"]
+    assert (found["version"], found["event_type"], found["kind"]) == (1, "table_created", "rules")
+    assert "commitment" in found["problem"]
