@@ -162,7 +162,10 @@ class TableReads:
         bodies = []
         for row in rows:
             if row.table_id not in states:
-                states[row.table_id] = self.tables.load(row.table_id)
+                try:
+                    states[row.table_id] = self.tables.load(row.table_id)
+                except LogUnreadable:
+                    continue  # a quarantined table's hands wait for its repair
             state = states[row.table_id]
             found = _of_hand(stored.get((row.table_id, row.hand), []), row.hand)
             bodies.append(hand_history(state, row.hand, found, may_view(caller, state)))

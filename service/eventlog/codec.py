@@ -104,6 +104,18 @@ def decode_following(raw: bytes, head: str) -> tuple[Event, str]:
         raise CodecError(f"not the next event: {exc}") from exc
 
 
+def stored_hash(raw: bytes) -> str:
+    """The hash an event's stored record carries (the head its next event chains from)."""
+    try:
+        record = orjson.loads(raw)
+        head = record["hash"] if isinstance(record, dict) else None
+    except (KeyError, orjson.JSONDecodeError) as exc:
+        raise CodecError(f"not an event: {exc}") from exc
+    if not isinstance(head, str):
+        raise CodecError("the event has no hash")
+    return head
+
+
 def decode_event(raw: bytes) -> Event:
     """The event from its stored bytes."""
     try:
