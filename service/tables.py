@@ -390,8 +390,8 @@ class Tables:
 
     def verify(self, table_id: str) -> None:
         """Read everything stored of the table that Redis holds, parsed and checked (its
-        meta fields, its snapshot and log, the chain of every event): CorruptLog or
-        LogUnreadable if something does not load. For a quarantined table's retry."""
+        meta fields, its snapshot and log, the chain of every event Redis holds): CorruptLog
+        or LogUnreadable if something does not load. For a quarantined table's retry."""
         (found,) = self.store.dues([table_id])
         if isinstance(found, CorruptLog):
             raise found
@@ -399,8 +399,9 @@ class Tables:
         if loaded.snapshot is not None:
             snapshot = loaded.snapshot
             _readable(table_id, lambda: decode_current(snapshot, loaded.tail))
-        stored = self.store.read(table_id, 0)
-        _readable(table_id, lambda: _chained(stored, 0))
+        trimmed = getattr(self.store, "trimmed", lambda _: 0)(table_id)  # (Redis' part)
+        stored = self.store.read(table_id, trimmed)
+        _readable(table_id, lambda: _chained(stored, trimmed + 1 if trimmed else 0))
 
     def _created_before(
         self, table_id: str, idempotency_key: str | None, request_hash: str

@@ -31,6 +31,7 @@ import pytest
 import redis
 
 from service.config import Settings
+from service.eventlog.due_index import DueIndex
 from service.lease import Lease, run_while_holding
 from service.ledger_store import LedgerStore
 from service.rules.times import parse_iso
@@ -270,8 +271,7 @@ def test_one_corrupt_value_sets_aside_its_table_and_nothing_else(
         health = _wait(
             lambda: (h := api.get("/healthz").json())["quarantined"] and h, 5, "quarantined"
         )
-        (entry,) = health["quarantined"]
-        assert entry["table_id"] == bad and entry["what"], entry
+        assert [entry["table_id"] for entry in health["quarantined"]] == [bad]
         _refused(api.get(f"/v1/tables/{bad}"))
         _refused(api.get(f"/v1/tables/{bad}/events"))
         _refused(api.get(f"/v1/tables/{bad}/hands/1"))
@@ -280,7 +280,66 @@ def test_one_corrupt_value_sets_aside_its_table_and_nothing_else(
         _refused(api.post(f"/v1/tables/{bad}/deal", headers={"Idempotency-Key": KEY}))
         assert "\nguts_quarantined_tables 1.0\n" in api.get("/metrics", token=None).text
         assert bad not in {t["table_id"] for t in api.get("/v1/tables").json()["tables"]}
+        (entry,) = api.get("/healthz").json()["quarantined"]
+        assert entry["what"] and entry["reason"], entry  # which key or field, and why
     else:
         assert api.get("/healthz").json()["quarantined"] == []
         assert api.get(f"/v1/tables/{bad}").status_code == 200
         assert api.get("/v1/tables").status_code == 200
+
+
+def test_a_table_still_corrupt_goes_back_into_quarantine_and_one_repaired_is_released(
+    plain_api: Any, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """The dispatchers' retry (every `quarantine_retry_s`) reads a quarantined table in full:
+    still corrupt, it is quarantined again; repaired by an operator, it is released, and its
+    deadline fires."""
+    api = plain_api
+    bad, _, deadline = _hand(api, timeout_s=1)
+    redis_client.hset(_meta(bad), "due", "garbage")
+    client = redis.Redis.from_url(redis_url, decode_responses=False)
+    dispatcher = build_dispatcher(Settings(redis_url=redis_url, key_prefix=PREFIX), client)
+    dispatcher.times = DispatchTimes(poll_s=0.01, repair_s=0.2, quarantine_retry_s=0.3)
+    stop = threading.Event()
+    thread = threading.Thread(target=dispatcher.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        first = _wait(lambda: api.get("/healthz").json()["quarantined"], 5, "quarantined")
+        assert [e["table_id"] for e in first] == [bad] and first[0]["what"] == "meta field due"
+
+        def again() -> bool:
+            (entry,) = api.get("/healthz").json()["quarantined"]
+            return bool(entry["at"] > first[0]["at"])
+
+        _wait(again, 5, "retried and quarantined again")
+        _refused(api.get(f"/v1/tables/{bad}"))
+        redis_client.hset(_meta(bad), "due", f"{deadline:.3f}")  # repaired as it was written
+        _wait(lambda: api.get("/healthz").json()["quarantined"] == [], 5, "released")
+        _wait(lambda: _closed_at(api, bad), 5, "its deadline fired once released")
+        _wait(lambda: api.get(f"/v1/tables/{bad}").status_code == 200, 2, "served again")
+    finally:
+        stop.set()
+        thread.join(10)
+        client.close()
+
+
+def test_guts_release_releases_only_a_repaired_table(
+    plain_api: Any, redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from service import cli
+
+    api = plain_api
+    bad, _, deadline = _hand(api, timeout_s=30)
+    written = redis_client.hget(_meta(bad), "snapshot_version")
+    redis_client.hset(_meta(bad), "snapshot_version", "-1")
+    _refused(api.get(f"/v1/tables/{bad}"))  # found by a read: quarantined
+    assert [e["table_id"] for e in api.get("/healthz").json()["quarantined"]] == [bad]
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.delenv("GUTS_DATABASE_URL", raising=False)
+    assert cli.main(["release", bad]) == 1  # still corrupt: it stays
+    _refused(api.get(f"/v1/tables/{bad}"))
+    redis_client.hset(_meta(bad), "snapshot_version", written)  # repaired
+    assert cli.main(["release", bad, "no-such-table"]) == 0
+    assert api.get("/healthz").json()["quarantined"] == []
+    _wait(lambda: api.get(f"/v1/tables/{bad}").status_code == 200, 2, "served again")
+    assert DueIndex(redis_client).due_at(bad) == pytest.approx(deadline, abs=0.001)

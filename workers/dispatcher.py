@@ -113,7 +113,7 @@ class Dispatcher:
     def _quarantine(self, table_id: str, error: Exception) -> None:
         """Set `table_id` aside: logged with what does not load, listed, retried later."""
         self._held.add(table_id)
-        self.index.quarantine_corrupt(error, table_id, self.times.quarantine_retry_s)
+        self.index.quarantine_corrupt(error, table_id, self.times.quarantine_retry_s, renew=True)
 
     def _retry(self, table_id: str) -> bool:
         """Read a quarantined table whose retry fell due in full: released when it all loads

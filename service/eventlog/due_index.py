@@ -102,30 +102,40 @@ class DueIndex:
         score = self.client.zscore(self.index_key, table_id)
         return None if score is None else float(score)
 
-    def quarantine(self, table_id: str, reason: str, retry_s: float, what: str = "log") -> None:
+    def quarantine(
+        self, table_id: str, reason: str, retry_s: float, what: str = "log", *, renew: bool = True
+    ) -> bool:
         """Set a table that cannot be read aside: listed with `reason` and `what` (the key or
         field that does not load or parse), answered 409 by the API, tried again by the
-        dispatchers only after `retry_s` (an operator may repair it meanwhile)."""
+        dispatchers only after `retry_s` (an operator may repair it meanwhile). Without
+        `renew` (a process that found it while reading, not a dispatcher's retry), a table
+        quarantined already is left as it is, its retry not put off. Whether it was set."""
         entry = orjson.dumps(
             {"reason": reason[:300], "what": what[:120], "at": round(time.time(), 3)}
         )
+        if not renew and not self.client.hsetnx(self.quarantine_key, table_id, entry):
+            return False
         with self.client.pipeline(transaction=True) as pipe:
-            pipe.hset(self.quarantine_key, table_id, entry)
+            if renew:
+                pipe.hset(self.quarantine_key, table_id, entry)
             pipe.zadd(self.index_key, {table_id: time.time() + retry_s})
             pipe.execute()
+        return True
 
-    def quarantine_corrupt(self, error: Exception, table_id: str, retry_s: float) -> None:
+    def quarantine_corrupt(
+        self, error: Exception, table_id: str, retry_s: float, *, renew: bool = False
+    ) -> None:
         """`quarantine` the table `error` is about, with a log line naming it and what (the
         `what` of the error or of what it was raised from; "log" when none says)."""
         what = what_failed(error)
-        log.error(
-            "table %s quarantined: %s does not load (%s)",
-            table_id,
-            what,
-            error,
-            extra={"table_id": table_id, "what": what, "error": type(error).__name__},
-        )
-        self.quarantine(table_id, str(error), retry_s, what)
+        if self.quarantine(table_id, str(error), retry_s, what, renew=renew):
+            log.error(
+                "table %s quarantined: %s does not load (%s)",
+                table_id,
+                what,
+                error,
+                extra={"table_id": table_id, "what": what, "error": type(error).__name__},
+            )
 
     def release(self, table_id: str) -> bool:
         """Take a table out of quarantine (it loads again); whether it was in."""
