@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 import redis
 
-from service.eventlog.codec import CodecError, decode_event
+from service.eventlog.codec import GENESIS, CodecError, check_chain, decode_event, stored_hash
 from service.eventlog.decoding import CorruptTable
 from service.eventlog.due_index import DueIndex
 from service.eventlog.store import CorruptLog, EventStore, StoredEvent, StoreUnavailable
@@ -110,8 +110,12 @@ class Follower:
         backoff: Backoff = REDIS_BACKOFF,
         index: DueIndex | None = None,
         quarantine_retry_s: float = 300.0,
+        chained: bool = True,
     ) -> None:
         self.store = store
+        self.chained = chained
+        """Whether the events read are checked against the hash chain before they are
+        applied (False for projections that check it themselves: the archive)."""
         self.index = index
         """Where tables found unreadable are quarantined, and quarantined ones are looked up
         (None: they are only logged)."""
@@ -161,7 +165,7 @@ class Follower:
     ) -> int:
         applied = 0
         while upto is None or position < upto:
-            stored = self.store.read(table_id, position, self.batch)
+            stored = self._read(table_id, position)
             if not stored:
                 break
             if projection.apply(Followed(table_id, tenant, position, stored=tuple(stored))):
@@ -175,6 +179,18 @@ class Follower:
                     raise RuntimeError(f"{projection.name} refused {table_id} at {position}")
                 position = moved
         return applied
+
+    def _read(self, table_id: str, position: int) -> list[StoredEvent]:
+        """The next batch of events after `position`, checked to chain from the event at
+        `position` (read with them) when `chained` (CodecError if not)."""
+        if not self.chained:
+            return self.store.read(table_id, position, self.batch)
+        start = max(position - 1, 0)
+        stored = self.store.read(table_id, start, self.batch + position - start)
+        head = stored_hash(stored[0].data) if position and stored else GENESIS
+        following = [event for event in stored if event.version > position]
+        check_chain([event.data for event in following], head)
+        return following
 
     def sweep(self) -> int:
         """Catch every table up whose log is ahead of a projection; how many events were

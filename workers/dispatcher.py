@@ -268,6 +268,7 @@ def build_archiver(settings: Settings, client: redis.Redis, archive: Archive) ->
         sweep_s=30.0,
         settle_s=ARCHIVE_SETTLE_S,
         index=index,
+        chained=False,  # (the archive checks the chain itself)
     )
 
 

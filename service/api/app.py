@@ -311,7 +311,10 @@ def create_app(
     # loss-limit decision, a page of its hands).
     ledger = ledger_of(settings, redis_client, archive)
     follower = Follower(
-        store, [ledger if archive is None else archiver(store, archive)], index=index
+        store,
+        [ledger if archive is None else archiver(store, archive)],
+        index=index,
+        chained=archive is None,  # (the archive checks the chain itself)
     )
     usecases = TableService(
         tables,
