@@ -2,11 +2,12 @@
 
 Every kind of key and field stored about a table is corrupted, one at a time, as someone with
 access to Redis could, while other tables play with 1-2 s deadlines under a real dispatcher
-and a real follower (the ledger and the webhooks' projections, behind their lease), both
-running in threads against the suite's Redis beside the real API server. For each case:
+and the real followers (the ledger and the webhooks' projections, and the archive in the
+suite's PostgreSQL, behind their lease), all running in threads against the suite's Redis
+beside the real API server. For each case:
 
 - the other tables' deadlines fire within 1 s of due (the lateness of every deadline is
-  measured; max < 1 s), and both projections keep up with them;
+  measured; max < 1 s), and the three projections keep up with them;
 - a corrupt table is quarantined: listed in /healthz (with what does not parse) and in the
   guts_quarantined_tables gauge, and every read and command of it answers 409 problem+json
   (not 200 with a wrong state, not a 500);
@@ -30,13 +31,14 @@ import orjson
 import pytest
 import redis
 
+from service.archive.archive import Archive
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.lease import Lease, run_while_holding
 from service.ledger_store import LedgerStore
 from service.rules.times import parse_iso
 from service.webhooks import WebhookStore
-from workers.dispatcher import DispatchTimes, build_dispatcher, build_follower
+from workers.dispatcher import DispatchTimes, build_archiver, build_dispatcher, build_follower
 
 PREFIX = "guts"
 KEY = "deal-once"
@@ -152,22 +154,41 @@ CASES = [
 ]
 
 
+@dataclass
+class Running:
+    hooks: WebhookStore
+    archive: Archive
+
+
 @pytest.fixture
-def running(redis_url: str, plain_api: Any) -> Iterator[WebhookStore]:
-    """A dispatcher and a follower (behind the followers' lease, as `guts dispatch` runs
-    them) on the suite's Redis, in threads, until the test ends."""
+def running(
+    redis_url: str, plain_api: Any, clean_archive: str, database_url: str
+) -> Iterator[Running]:
+    """A dispatcher, the follower of the ledger and the webhooks and the archiver (these two
+    behind the followers' lease, as `guts dispatch` runs them) on the suite's Redis and
+    PostgreSQL, in threads, until the test ends."""
     client = redis.Redis.from_url(redis_url, decode_responses=False)
     settings = Settings(redis_url=redis_url, key_prefix=PREFIX)
     dispatcher = build_dispatcher(settings, client)
     dispatcher.times = DispatchTimes(poll_s=0.01, repair_s=0.5)
     follower, notices = build_follower(settings, client)  # the ledger's and the webhooks'
     follower.sweep_s = 0.5
-    hooks = WebhookStore(client, prefix=PREFIX)
+    archive = Archive.open(database_url, size=2)
+    archived = Settings(redis_url=redis_url, key_prefix=PREFIX, database_url=database_url)
+    archiver = build_archiver(archived, client, archive)
+    archiver.sweep_s = 0.5
     lease = Lease(client, "followers", prefix=PREFIX, ttl_s=2.0)
     stop = threading.Event()
 
     def follow(term: threading.Event) -> None:
-        follower.run(client, notices, term)
+        both = [
+            threading.Thread(target=f.run, args=(client, notices, term), daemon=True)
+            for f in (follower, archiver)
+        ]
+        for thread in both:
+            thread.start()
+        for thread in both:
+            thread.join()
 
     threads = [
         threading.Thread(target=dispatcher.run, args=(stop,), daemon=True),
@@ -178,11 +199,12 @@ def running(redis_url: str, plain_api: Any) -> Iterator[WebhookStore]:
     for thread in threads:
         thread.start()
     try:
-        yield hooks
+        yield Running(WebhookStore(client, prefix=PREFIX), archive)
     finally:
         stop.set()
         for thread in threads:
             thread.join(10)
+        archive.close()
         client.close()
 
 
@@ -226,7 +248,7 @@ def _refused(response: Any) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_one_corrupt_value_sets_aside_its_table_and_nothing_else(
-    case: Case, plain_api: Any, redis_client: redis.Redis, running: WebhookStore
+    case: Case, plain_api: Any, redis_client: redis.Redis, running: Running
 ) -> None:
     api = plain_api
     hook = api.post("/v1/webhooks", {"url": "http://127.0.0.1:9/h", "events": ["hand_finished"]})
@@ -259,11 +281,13 @@ def test_one_corrupt_value_sets_aside_its_table_and_nothing_else(
             if view["hand"] is not None:  # not resolved yet
                 return False
             keys = [("default", table)]
-            return ledger.positions(keys) == running.positions(keys) == [view["version"]]
+            projections = (ledger, running.hooks, running.archive)
+            return all(p.positions(keys) == [view["version"]] for p in projections)
 
         _wait(projected, 5, f"{table} resolved and projected")
     delivered = {
-        d["table_id"] for d in running.deliveries("default", hook.json()["webhook_id"], 0, 100)[0]
+        d["table_id"]
+        for d in running.hooks.deliveries("default", hook.json()["webhook_id"], 0, 100)[0]
     }
     assert {table for table, _, _ in others} <= delivered
 
