@@ -155,15 +155,14 @@ class Tables:
     def _set_aside(self, table_id: str, error: Exception) -> TableQuarantined:
         """Quarantine a table found unreadable (CorruptLog, LogUnreadable, CodecError):
         listed in /healthz, its reads and commands refused; the error to raise."""
-        corrupt = error if isinstance(error, CorruptLog) else CorruptLog(str(error))
-        what = decoding.what_failed(corrupt)
+        what = decoding.what_failed(error)
         if self.index is not None:
             try:
-                self.index.quarantine_corrupt(corrupt, table_id, self.quarantine_retry_s)
+                self.index.quarantine_corrupt(error, table_id, self.quarantine_retry_s)
             except Exception:  # noqa: BLE001 - refused all the same; the dispatchers find it
                 log.exception("table %s not quarantined", table_id, extra={"table_id": table_id})
         if self.held is not None:
-            self.held.add(table_id, {"reason": str(corrupt), "what": what})
+            self.held.add(table_id, {"reason": str(error), "what": what})
         return TableQuarantined(table_id, what)
 
     def check_exists(self, table_id: str) -> None:

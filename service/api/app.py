@@ -155,7 +155,7 @@ class _Quarantined:
             count = float("nan")
         yield GaugeMetricFamily(
             "guts_quarantined_tables",
-            "Tables whose log failed verification, set aside by the deadline dispatcher",
+            "Tables set aside because something stored about them does not load or parse",
             value=count,
         )
 

@@ -15,7 +15,7 @@ from redis import Redis
 from service import audits
 from service.archive.archive import Archive
 from service.eventlog.codec import decode_event
-from service.eventlog.store import ArchiveUnavailable, StoredEvent
+from service.eventlog.store import ArchiveUnavailable, CorruptLog, StoredEvent
 from service.follow import Follower
 from service.rules import events as ev
 from service.rules.history import hand_history
@@ -294,7 +294,7 @@ class TableReads:
         (the tenant every table had before tenants existed)."""
         try:
             return self.tables.tenant_of(table_id)
-        except LogUnreadable:
+        except (LogUnreadable, CorruptLog):
             return DEFAULT_TENANT
 
 

@@ -225,7 +225,7 @@ class RedisEventStore:
         if status == b"conflict":
             actual, since = int(reply[1]), int(reply[3])
             tail = tuple(_bytes(data) for data in reply[4:])
-            if actual and (not reply[2] or len(tail) != actual - since):
+            if actual and len(tail) != actual - since:
                 raise CorruptTable(
                     table_id, "stream", f"the events after {since} are not all there"
                 )
