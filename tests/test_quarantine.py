@@ -254,8 +254,13 @@ def test_one_corrupt_value_sets_aside_its_table_and_nothing_else(
     hook = api.post("/v1/webhooks", {"url": "http://127.0.0.1:9/h", "events": ["hand_finished"]})
     assert hook.status_code == 201, hook.text
     bad, bad_tokens, _ = _hand(api, timeout_s=2, key=KEY)
-    _wait(  # the follower has projected it (its positions exist, to corrupt)
-        lambda: redis_client.hget(f"{PREFIX}:{{%hooks:default}}:positions", bad), 5, "followed"
+    ledger = LedgerStore(redis_client, prefix=PREFIX)
+    projections = (ledger, running.hooks, running.archive)
+    version = api.get(f"/v1/tables/{bad}").json()["version"]
+    _wait(  # projected (the positions and book to corrupt are there, and written no more)
+        lambda: all(p.positions([("default", bad)]) == [version] for p in projections),
+        5,
+        "followed",
     )
     case.corrupt(redis_client, bad)
     others = [_hand(api, timeout_s=1 + i % 2) for i in range(4)]
@@ -273,7 +278,6 @@ def test_one_corrupt_value_sets_aside_its_table_and_nothing_else(
     print(f"\n{case.name}: deadline lateness p99 {p99:.3f} s, max {max(lateness):.3f} s")
     assert min(lateness) >= 0 and max(lateness) < 1.0, lateness
 
-    ledger = LedgerStore(redis_client, prefix=PREFIX)
     for table, _, _ in others:  # both projections keep up with the other tables
 
         def projected(table: str = table) -> bool:
@@ -281,7 +285,6 @@ def test_one_corrupt_value_sets_aside_its_table_and_nothing_else(
             if view["hand"] is not None:  # not resolved yet
                 return False
             keys = [("default", table)]
-            projections = (ledger, running.hooks, running.archive)
             return all(p.positions(keys) == [view["version"]] for p in projections)
 
         _wait(projected, 5, f"{table} resolved and projected")
