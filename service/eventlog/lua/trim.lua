@@ -12,8 +12,8 @@ if not stored[1] then
 end
 local version = tonumber(stored[1])
 local trimmed = tonumber(stored[3] or '0')
-if not version or not trimmed or not tonumber(stored[2] or stored[1]) then
-  return -1  -- a field written outside the store: the caller sets the table aside
+for i = 1, 3 do  -- a field written outside the store: the caller sets the table aside
+  if stored[i] and not string.match(stored[i], '^%d+$') then return -1 end
 end
 local upto = math.min(tonumber(ARGV[1]), tonumber(stored[2] or stored[1]), version - tonumber(ARGV[2]))
 if upto <= trimmed then
