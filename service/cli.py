@@ -149,6 +149,46 @@ def _run_dispatch(args: argparse.Namespace, settings: Settings) -> int:
     return run_dispatcher(settings, Heartbeat(os.environ.get(HEARTBEAT_ENV)))
 
 
+def _configure_release(parser: argparse.ArgumentParser, settings: Settings) -> None:
+    _add_log_level(parser, settings)
+    parser.add_argument("table_ids", nargs="+", metavar="TABLE_ID", help="a quarantined table")
+
+
+def _run_release(args: argparse.Namespace, settings: Settings) -> int:
+    """Release repaired tables from quarantine: each is read in full first (as a dispatcher's
+    retry does), and stays quarantined, with what still does not parse, unless it loads."""
+    if not settings.redis_url:
+        return fail("REDIS_URL is not set: `guts release` needs the Redis that the API uses")
+    from service.eventlog.due_index import DueIndex
+    from service.redis_clients import store_client
+    from service.stores import event_store, open_archive
+    from service.tables import Tables
+
+    client = store_client(settings)
+    archive = open_archive(settings, size=1)
+    index = DueIndex(client, prefix=settings.key_prefix)
+    tables = Tables(event_store(settings, client, archive), index=index)
+    held = index.quarantined()
+    code = 0
+    for table_id in args.table_ids:
+        if table_id not in held:
+            print(f"{table_id}: not quarantined")
+            continue
+        try:
+            tables.verify(table_id)
+        except Exception as error:  # noqa: BLE001 - whatever still fails, it stays aside
+            print(f"{table_id}: still does not load ({error}); left in quarantine")
+            code = 1
+            continue
+        index.release(table_id)
+        tables.reindex(table_id)  # its deadline, if any, is back in the index
+        print(f"{table_id}: released")
+    if archive is not None:
+        archive.close()
+    client.close()
+    return code
+
+
 def _run_migrate(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.database_url:
         return fail(
@@ -188,6 +228,8 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
             _run_worker),
     Subcommand("dispatch", "run a deadline dispatcher alone (needs REDIS_URL)",
             _add_log_level, _run_dispatch),
+    Subcommand("release", "release repaired tables from quarantine (needs REDIS_URL)",
+            _configure_release, _run_release),
     Subcommand("migrate", "bring the archive's PostgreSQL schema up to date (GUTS_DATABASE_URL)",
             _add_log_level, _run_migrate),
     Subcommand("verify", "check a hand history's deal against its revealed seed (stdlib only)",

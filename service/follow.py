@@ -21,6 +21,12 @@ The follower brings every projection up to the log:
 Dispatcher processes run it (`workers.dispatcher`); any number may run at once. A caller that
 needs a table's projection current (the ledger's page of one table) may `catch_up` that table
 itself.
+
+One table never stops the others: what is read of each table (its version, its tenant, each
+projection's position and book of it, its events) is parsed per table
+(``service.eventlog.decoding``), and a table whose stored values do not parse, or whose log
+does not decode, is quarantined (`index`: listed in /healthz, refused by the API, left alone
+by the sweeps until the dispatchers' retry finds it repaired).
 """
 
 from __future__ import annotations
@@ -34,8 +40,10 @@ from typing import Any, Protocol
 
 import redis
 
-from service.eventlog.codec import decode_event
-from service.eventlog.store import EventStore, StoredEvent, StoreUnavailable
+from service.eventlog.codec import GENESIS, CodecError, check_chain, decode_event, stored_hash
+from service.eventlog.decoding import CorruptTable
+from service.eventlog.due_index import DueIndex
+from service.eventlog.store import CorruptLog, EventStore, StoredEvent, StoreUnavailable
 from service.rules import events as ev
 from service.supervisor import Backoff
 
@@ -77,9 +85,9 @@ class Projection(Protocol):
 
     name: str
 
-    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
+    def positions(self, tables: Sequence[tuple[str, str]]) -> Sequence[int | CorruptLog]:
         """The version applied up to for each (tenant, table id), 0 for none, in one round
-        trip."""
+        trip; for a table whose stored position does not parse, its CorruptTable."""
         ...
 
     def apply(self, followed: Followed) -> bool:
@@ -100,8 +108,18 @@ class Follower:
         sweep_s: float = 5.0,
         settle_s: float = 0.0,
         backoff: Backoff = REDIS_BACKOFF,
+        index: DueIndex | None = None,
+        quarantine_retry_s: float = 300.0,
+        chained: bool = True,
     ) -> None:
         self.store = store
+        self.chained = chained
+        """Whether the events read are checked against the hash chain before they are
+        applied (False for projections that check it themselves: the archive)."""
+        self.index = index
+        """Where tables found unreadable are quarantined, and quarantined ones are looked up
+        (None: they are only logged)."""
+        self.quarantine_retry_s = quarantine_retry_s
         self.projections = list(projections)
         self.batch = batch
         self.sweep_s = sweep_s
@@ -119,7 +137,10 @@ class Follower:
             first = self.store.read(table_id, 0, 1)
             if not first:
                 return None
-            created = decode_event(first[0].data)
+            try:
+                created = decode_event(first[0].data)
+            except CodecError as error:
+                raise CorruptTable(table_id, "stream entry 1", str(error)[:80]) from error
             known = created.tenant if isinstance(created, ev.TableCreated) else "default"
             self._tenants[table_id] = known
         return known
@@ -134,6 +155,8 @@ class Follower:
         applied = 0
         for projection in self.projections:
             (position,) = projection.positions([(tenant, table_id)])
+            if isinstance(position, CorruptLog):
+                raise position
             applied += self._advance(projection, tenant, table_id, position, upto)
         return applied
 
@@ -142,7 +165,7 @@ class Follower:
     ) -> int:
         applied = 0
         while upto is None or position < upto:
-            stored = self.store.read(table_id, position, self.batch)
+            stored = self._read(table_id, position)
             if not stored:
                 break
             if projection.apply(Followed(table_id, tenant, position, stored=tuple(stored))):
@@ -150,39 +173,78 @@ class Follower:
                 position = stored[-1].version
             else:  # another follower moved it: go on from where that one got to
                 (moved,) = projection.positions([(tenant, table_id)])
+                if isinstance(moved, CorruptLog):
+                    raise moved
                 if moved == position:
                     raise RuntimeError(f"{projection.name} refused {table_id} at {position}")
                 position = moved
         return applied
 
+    def _read(self, table_id: str, position: int) -> list[StoredEvent]:
+        """The next batch of events after `position`, checked to chain from the event at
+        `position` (read with them) when `chained` (CodecError if not)."""
+        if not self.chained:
+            return self.store.read(table_id, position, self.batch)
+        start = max(position - 1, 0)
+        stored = self.store.read(table_id, start, self.batch + position - start)
+        head = stored_hash(stored[0].data) if position and stored else GENESIS
+        following = [event for event in stored if event.version > position]
+        check_chain([event.data for event in following], head)
+        return following
+
     def sweep(self) -> int:
         """Catch every table up whose log is ahead of a projection; how many events were
-        applied."""
-        table_ids = self.store.table_ids()
+        applied. Quarantined tables are left alone; one found unreadable is quarantined."""
+        held = set(self.index.quarantined()) if self.index is not None else set()
+        table_ids = [t for t in self.store.table_ids() if t not in held]
         applied = 0
         for start in range(0, len(table_ids), self.batch):
             chunk = table_ids[start : start + self.batch]
-            live = [
-                (table_id, version)
-                for table_id, (version, _) in zip(chunk, self.store.dues(chunk), strict=True)
-                if version > 0
-            ]
-            keys = [(self.tenant(table_id) or "default", table_id) for table_id, _ in live]
+            live: list[tuple[str, int]] = []
+            keys: list[tuple[str, str]] = []
+            for table_id, found in zip(chunk, self.store.dues(chunk), strict=True):
+                if isinstance(found, CorruptLog):
+                    self._unreadable(table_id, found)
+                    continue
+                tenant = self._safely(table_id, self.tenant, table_id) if found[0] else None
+                if tenant is not None:
+                    live.append((table_id, found[0]))
+                    keys.append((tenant, table_id))
             behind: dict[str, int] = {}
             caught_up: list[tuple[Projection, str, int]] = []
             for projection in self.projections:
                 for (table_id, version), position in zip(
                     live, projection.positions(keys), strict=True
                 ):
-                    if position < version:
+                    if isinstance(position, CorruptLog):
+                        self._unreadable(table_id, position)
+                        behind.pop(table_id, None)
+                        held.add(table_id)
+                    elif table_id in held:
+                        continue
+                    elif position < version:
                         behind[table_id] = version
                     elif hasattr(projection, "tidy"):
                         caught_up.append((projection, table_id, position))
             for table_id, version in behind.items():
                 applied += self.safely_catch_up(table_id, version)
             for projection, table_id, position in caught_up:
-                self._safely(table_id, projection.tidy, table_id, position)  # type: ignore[attr-defined]
+                if table_id not in held:
+                    self._safely(table_id, projection.tidy, table_id, position)  # type: ignore[attr-defined]
         return applied
+
+    def _unreadable(self, table_id: str, error: Exception) -> None:
+        """Quarantine a table whose stored values do not parse (or only log it, without an
+        index); the others go on."""
+        if self.index is not None:
+            self.index.quarantine_corrupt(error, table_id, self.quarantine_retry_s)
+        else:
+            log.error(
+                "table %s could not be projected (%s)",
+                table_id,
+                type(error).__name__,
+                extra={"table_id": table_id, "error": type(error).__name__},
+            )
 
     def safely_catch_up(self, table_id: str, upto: int | None = None) -> int:
         """`catch_up`, where a table whose log cannot be projected is logged and left for
@@ -190,12 +252,16 @@ class Follower:
         return self._safely(table_id, self.catch_up, table_id, upto) or 0
 
     def _safely(self, table_id: str, call: Callable[..., Any], *args: Any) -> Any:
-        """`call(*args)` for `table_id`, where a table that cannot be projected is logged and
-        left for the next sweep; errors reaching a store pass."""
+        """`call(*args)` for `table_id`, where a table whose stored values or log do not parse
+        is quarantined, and one that cannot be projected otherwise is logged and left for the
+        next sweep; errors reaching a store pass."""
         try:
             return call(*args)
         except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
             raise
+        except (CorruptLog, CodecError) as error:
+            self._unreadable(table_id, error)
+            return None
         except Exception as error:  # noqa: BLE001 - see the docstring
             log.error(
                 "table %s could not be projected (%s)",

@@ -28,15 +28,19 @@ _BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
 """Waits while Redis cannot be reached."""
 
 _HOLD = """
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'string' and kind ~= 'none' then redis.call('DEL', KEYS[1]) end
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 end
-if holder then return 0 end
+if holder and redis.call('PTTL', KEYS[1]) >= 0 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 """
+"""Take or renew the lease. A key no lease wrote (of another type, or without a time to live,
+which would be held for ever) is taken over: the duty never stops for a stray value."""
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -85,7 +89,7 @@ def run_while_holding(
         while not stop.is_set():
             try:
                 held, failures, wait = lease.hold(), 0, renew_s
-            except (redis.ConnectionError, redis.TimeoutError) as error:
+            except redis.RedisError as error:  # unreachable, or refused: looked at again
                 failures += 1
                 held, wait = False, backoff.delay(failures)
                 log.warning(

@@ -34,6 +34,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 import orjson
 import redis
 
+from service.eventlog.decoding import CorruptTable, book_data, parse_each, position
 from service.eventlog.store import StoreUnavailable
 from service.follow import Followed
 from service.rules import ledger
@@ -134,11 +135,16 @@ class LedgerStore:
     # --- the projection ---------------------------------------------------------------------
 
     @_reachable
-    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
+    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int | CorruptTable]:
         pipe = self.client.pipeline(transaction=False)
         for tenant, table_id in tables:
             pipe.hget(self.key(tenant, "positions"), table_id)
-        return [int(p or 0) for p in pipe.execute()]
+        return parse_each(
+            [table_id for _, table_id in tables],
+            pipe.execute(raise_on_error=False),
+            lambda table_id, raw: position(table_id, self.name, raw),
+            "ledger positions",
+        )
 
     @_reachable
     def apply(self, followed: Followed) -> bool:
@@ -146,10 +152,10 @@ class LedgerStore:
         pipe = self.client.pipeline(transaction=True)  # the book and its position, together
         pipe.hget(self.key(tenant, "positions"), table_id)
         pipe.hget(self.key(tenant, "books"), table_id)
-        position, stored = pipe.execute()
-        if int(position or 0) != followed.after:
+        raw_position, stored = pipe.execute()
+        if position(table_id, self.name, raw_position) != followed.after:
             return False
-        book = from_data(ledger.Book, orjson.loads(stored)) if stored else ledger.Book()
+        book = _book(table_id, stored) if stored else ledger.Book()
         book, entries = ledger.fold(followed.events, book)
         keys = [
             self.key(tenant, "positions"),
@@ -241,13 +247,15 @@ class LedgerStore:
     @_reachable
     def table_entries(self, tenant: str, table_id: str) -> tuple[int, list[dict[str, Any]]]:
         """The position of `table_id` and every entry stored for it, oldest first."""
-        (position,) = self.positions([(tenant, table_id)])
+        (applied,) = self.positions([(tenant, table_id)])
+        if isinstance(applied, CorruptTable):
+            raise applied
         index = self.key(tenant, "table", table_id)
         seqs = [int(s) for s in cast(list[bytes], self.client.zrange(index, 0, -1))]
         entries: list[dict[str, Any]] = []
         for start in range(0, len(seqs), 1000):
             entries += [e for _, e in self._entries(tenant, seqs[start : start + 1000])]
-        return position, entries
+        return applied, entries
 
     def net_loss(self, tenant: str, player_id: str, now_ms: int) -> int:
         """What `player_id` paid into pots minus what pots paid them, at `tenant`'s tables, in
@@ -286,6 +294,15 @@ class LedgerStore:
     def set_limits(self, tenant: str, player_id: str, limits: Limits) -> None:
         """Set `player_id`'s limits in `tenant` (replacing any before)."""
         self.client.hset(self.key(tenant, "limits"), player_id, orjson.dumps(asdict(limits)))
+
+
+def _book(table_id: str, stored: bytes) -> ledger.Book:
+    """The book stored with a table's position (CorruptTable when it does not parse)."""
+    data = book_data(table_id, "ledger", stored)
+    try:
+        return from_data(ledger.Book, data)
+    except (KeyError, TypeError, ValueError) as error:
+        raise CorruptTable(table_id, "ledger book", type(error).__name__) from error
 
 
 def _epoch_ms(at: str) -> int:

@@ -26,17 +26,27 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
-from service.eventlog.codec import decode_current, decode_event, encode_events, encode_snapshot
-from service.eventlog.due_index import DueIndex
+from service.eventlog import decoding
+from service.eventlog.codec import (
+    GENESIS,
+    decode_current,
+    decode_event,
+    decode_following,
+    encode_events,
+    encode_snapshot,
+    stored_hash,
+)
+from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import (
     CorruptLog,
     EventStore,
     Idempotency,
     IdempotencyMismatch,
+    StoredEvent,
     VersionConflict,
 )
 from service.eventlog.table_list import TableList
@@ -52,6 +62,7 @@ Guard = Callable[[TableState], None]
 precondition) could tell the caller something about it."""
 Respond = Callable[[TableState, list[Event]], tuple[int, Any]]
 log = logging.getLogger("guts.tables")
+_T = TypeVar("_T")
 
 
 class TableNotFound(GutsError):
@@ -64,6 +75,23 @@ class TableExists(GutsError):
 
 class LogUnreadable(GutsError):
     """The table's stored log or snapshot fails verification: it cannot be loaded."""
+
+
+class TableQuarantined(LogUnreadable):
+    """Something stored about the table does not load or parse (its log, a field of it,
+    `what`): the table is set aside, every read and command of it refused, until an operator
+    repairs it."""
+
+    def __init__(self, table_id: str, what: str, tenant: str | None = None) -> None:
+        super().__init__(
+            f"table {table_id!r} is quarantined: its stored {what} failed verification (it does "
+            "not load or parse); it is set aside until an operator repairs it"
+        )
+        self.table_id = table_id
+        self.what = what
+        self.tenant = tenant
+        """Whose table it is, when its first event still says (another tenant's callers must
+        learn nothing of it: `service.application.access.hide_quarantined`)."""
 
 
 class PreconditionFailed(GutsError):
@@ -114,6 +142,40 @@ class Tables:
     on_conflict: Callable[[], None] | None = None
     """Called each time a command's append loses the race (another command, here or on
     another node, moved the table on first; the command is then decided again): a metric."""
+    held: QuarantineView | None = None
+    """The quarantined tables, whose reads and commands are refused (the API's; None: none
+    refused, as in the dispatchers, which retry quarantined tables)."""
+    quarantine_retry_s: float = 300.0
+    """How long a table found unreadable here is left alone by the dispatchers."""
+
+    def _refuse_held(self, table_id: str) -> None:
+        """TableQuarantined when the table is quarantined (as `held` last saw)."""
+        if self.held is None:
+            return
+        entry = self.held.entry(table_id)
+        if entry is not None:
+            what = str(entry.get("what", "log"))
+            raise TableQuarantined(table_id, what, self._tenant_if_known(table_id))
+
+    def _set_aside(self, table_id: str, error: Exception) -> TableQuarantined:
+        """Quarantine a table found unreadable (CorruptLog, LogUnreadable, CodecError):
+        listed in /healthz, its reads and commands refused; the error to raise."""
+        what = decoding.what_failed(error)
+        if self.index is not None:
+            try:
+                self.index.quarantine_corrupt(error, table_id, self.quarantine_retry_s)
+            except Exception:  # noqa: BLE001 - refused all the same; the dispatchers find it
+                log.exception("table %s not quarantined", table_id, extra={"table_id": table_id})
+        if self.held is not None:
+            self.held.add(table_id, {"reason": str(error), "what": what})
+        return TableQuarantined(table_id, what, self._tenant_if_known(table_id))
+
+    def _tenant_if_known(self, table_id: str) -> str | None:
+        """The table's tenant from its first event, or None when that does not say."""
+        try:
+            return self.tenant_of(table_id)
+        except Exception:  # noqa: BLE001 - a log damaged from its first event: nobody knows
+            return None
 
     def check_exists(self, table_id: str) -> None:
         """TableNotFound unless the table exists. Nothing is decoded or checked, so that an
@@ -138,18 +200,33 @@ class Tables:
         return created.tenant if isinstance(created, TableCreated) else "default"
 
     def load(self, table_id: str) -> TableState:
-        """The table's current state, from its snapshot and the events after it."""
-        loaded = self.store.load(table_id)
-        if loaded.version == 0 or loaded.snapshot is None:
-            raise TableNotFound(f"no table {table_id!r}")
-        snapshot = loaded.snapshot
-        return _readable(table_id, lambda: decode_current(snapshot, loaded.tail))[0]
+        """The table's current state, from its snapshot and the events after it
+        (TableQuarantined when it is quarantined, or found unreadable now)."""
+        self._refuse_held(table_id)
+        try:
+            loaded = self.store.load(table_id)
+            if loaded.version == 0 or loaded.snapshot is None:
+                raise TableNotFound(f"no table {table_id!r}")
+            snapshot = loaded.snapshot
+            return _readable(table_id, lambda: decode_current(snapshot, loaded.tail))[0]
+        except (CorruptLog, LogUnreadable) as error:
+            raise self._set_aside(table_id, error) from error
 
     def events(
         self, table_id: str, after: int = 0, limit: int | None = None
     ) -> list[tuple[int, Event]]:
-        """The table's events after version `after`, decoded, with their versions."""
-        return [(e.version, decode_event(e.data)) for e in self.store.read(table_id, after, limit)]
+        """The table's events after version `after`, decoded, with their versions, each
+        checked to chain from the one before (the first from the event at `after`, read
+        with them): a log found broken quarantines the table (TableQuarantined)."""
+        self._refuse_held(table_id)
+        start = max(after - 1, 0)  # the event at `after` too: its hash is the first's head
+        try:
+            stored = self.store.read(
+                table_id, start, None if limit is None else limit + after - start
+            )
+            return _readable(table_id, lambda: _chained(stored, after))
+        except (CorruptLog, LogUnreadable) as error:
+            raise self._set_aside(table_id, error) from error
 
     def execute(
         self,
@@ -165,12 +242,41 @@ class Tables:
     ) -> Result:
         """Decide and append a command; see the module docstring. `guard` (not for a
         create) is checked on the table first: a replay or a precondition answers only
-        callers it lets through."""
+        callers it lets through. A quarantined table, or one found unreadable now, is
+        refused (TableQuarantined)."""
+        if not create:
+            self._refuse_held(table_id)
+        try:
+            return self._execute(
+                table_id,
+                decide,
+                respond,
+                create=create,
+                if_match=if_match,
+                idempotency_key=idempotency_key,
+                request_hash=request_hash,
+                guard=guard,
+            )
+        except (CorruptLog, LogUnreadable) as error:
+            raise self._set_aside(table_id, error) from error
+
+    def _execute(
+        self,
+        table_id: str,
+        decide: Decide,
+        respond: Respond,
+        *,
+        create: bool = False,
+        if_match: int | None = None,
+        idempotency_key: str | None = None,
+        request_hash: str = "",
+        guard: Guard | None = None,
+    ) -> Result:
         replayable = idempotency_key is not None
         if idempotency_key is not None and guard is None:
             seen = self.store.find_idempotent(table_id, idempotency_key)
             if seen is not None:
-                return self._replay(seen, request_hash)
+                return self._replay(table_id, seen, request_hash)
             replayable = False
         # If-Match compares with the table's real version: no guessing from the cache then.
         known = None if (create or if_match is not None) else self.cache.take(table_id)
@@ -189,7 +295,7 @@ class Tables:
                     replayable = False
                     seen = self.store.find_idempotent(table_id, idempotency_key)
                     if seen is not None:
-                        return self._replay(seen, request_hash)
+                        return self._replay(table_id, seen, request_hash)
             before = next_due(state)
             if if_match is not None and if_match != state.version:
                 raise PreconditionFailed(f"the table is at version {state.version}, not {if_match}")
@@ -235,7 +341,7 @@ class Tables:
                     "this Idempotency-Key was used with a different request"
                 ) from exc
             if appended.replayed is not None:
-                return self._replay(appended.replayed, request_hash)
+                return self._replay(table_id, appended.replayed, request_hash)
             if due != before or current.version == 0:
                 self._index(table_id, appended.version, epoch)
             if current.version == 0:
@@ -278,7 +384,7 @@ class Tables:
             if table_id not in listed:
                 try:
                     state = self.load(table_id)
-                except GutsError:
+                except (GutsError, CorruptLog):  # (an unreadable one is quarantined by load)
                     continue
                 missing[table_id] = (state.created_at, state.tenant)
         self.listing.record(missing)
@@ -287,8 +393,26 @@ class Tables:
     def reindex(self, table_id: str) -> None:
         """Index the table's stored due again (after a claim found nothing due)."""
         if self.index is not None:
-            ((version, due),) = self.store.dues([table_id])
+            (found,) = self.store.dues([table_id])
+            if isinstance(found, CorruptLog):
+                raise found
+            version, due = found
             self.index.record(table_id, version, due)
+
+    def verify(self, table_id: str) -> None:
+        """Read everything stored of the table that Redis holds, parsed and checked (its
+        meta fields, its snapshot and log, the chain of every event Redis holds): CorruptLog
+        or LogUnreadable if something does not load. For a quarantined table's retry."""
+        (found,) = self.store.dues([table_id])
+        if isinstance(found, CorruptLog):
+            raise found
+        loaded = self.store.load(table_id)
+        if loaded.snapshot is not None:
+            snapshot = loaded.snapshot
+            _readable(table_id, lambda: decode_current(snapshot, loaded.tail))
+        trimmed = getattr(self.store, "trimmed", lambda _: 0)(table_id)  # (Redis' part)
+        stored = self.store.read(table_id, trimmed)
+        _readable(table_id, lambda: _chained(stored, trimmed + 1 if trimmed else 0))
 
     def _created_before(
         self, table_id: str, idempotency_key: str | None, request_hash: str
@@ -298,24 +422,38 @@ class Tables:
         if idempotency_key is not None:
             seen = self.store.find_idempotent(table_id, idempotency_key)
             if seen is not None:
-                return self._replay(seen, request_hash)
+                return self._replay(table_id, seen, request_hash)
         raise TableExists(f"table {table_id!r} already exists")
 
     @staticmethod
-    def _replay(seen: Idempotency, request_hash: str) -> Result:
+    def _replay(table_id: str, seen: Idempotency, request_hash: str) -> Result:
         if seen.request_hash != request_hash:
             raise IdempotencyReused("this Idempotency-Key was used with a different request")
-        stored = orjson.loads(seen.response)
-        return Result(stored["status"], stored["body"], replayed=True)
+        status, body = decoding.replay(table_id, seen)
+        return Result(status, body, replayed=True)
 
 
-def _readable(
-    table_id: str, decode: Callable[[], tuple[TableState, str]]
-) -> tuple[TableState, str]:
-    """`decode()`, with any failure to read the stored log as `LogUnreadable`."""
+def _chained(stored: Sequence[StoredEvent], after: int) -> list[tuple[int, Event]]:
+    """The events of `stored` after version `after`, decoded, each checked to chain from
+    the one before; `stored` starts with the event at `after` when `after` > 0 (CodecError
+    when a link is broken or an event does not decode)."""
+    head = GENESIS
+    decoded = []
+    for event in stored:
+        if event.version <= after:
+            head = stored_hash(event.data)
+            continue
+        read, head = decode_following(event.data, head)
+        decoded.append((event.version, read))
+    return decoded
+
+
+def _readable(table_id: str, decode: Callable[[], _T]) -> _T:
+    """`decode()`, with any failure to read the stored log as `LogUnreadable` (a store's
+    CorruptLog passes as it is)."""
     try:
         return decode()
-    except GutsError:
+    except (GutsError, CorruptLog):
         raise
     except Exception as error:  # noqa: BLE001 - a log that fails to decode, however it fails
         raise LogUnreadable(

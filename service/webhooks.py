@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import secrets
 import time
 from collections.abc import Sequence
@@ -48,10 +49,13 @@ import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
+from service.eventlog.decoding import CorruptTable, parse_each, position
 from service.follow import Followed
 from service.rules import events as ev
 from service.rules.serial import to_data
 from service.rules.times import iso, parse_iso
+
+log = logging.getLogger("guts.webhooks")
 
 EVENT_NAMES = (
     "hand_finished",
@@ -238,11 +242,16 @@ class WebhookStore:
 
     # --- the projection ---------------------------------------------------------------------
 
-    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
+    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int | CorruptTable]:
         pipe = self.client.pipeline(transaction=False)
         for tenant, table_id in tables:
             pipe.hget(self._key(tenant, "positions"), table_id)
-        return [int(p or 0) for p in pipe.execute()]
+        return parse_each(
+            [table_id for _, table_id in tables],
+            pipe.execute(raise_on_error=False),
+            lambda table_id, raw: position(table_id, self.name, raw),
+            "webhooks positions",
+        )
 
     def apply(self, followed: Followed) -> bool:
         tenant, table_id = followed.tenant, followed.table_id
@@ -364,10 +373,19 @@ class WebhookStore:
         queued = 0
         for tenant in self.tenants():
             for delivery_id in self.claim(tenant, limit, lease_s):
-                record = self.delivery(tenant, delivery_id)
-                if record is None:
+                try:
+                    record = self.delivery(tenant, delivery_id)
+                    attempt = None if record is None else int(record["attempts"]) + 1
+                except (KeyError, TypeError, ValueError):  # written outside: this one waits
+                    log.error(
+                        "webhook delivery %s of tenant %s does not parse; left aside",
+                        delivery_id,
+                        tenant,
+                        extra={"delivery_id": delivery_id, "tenant": tenant},
+                    )
                     continue
-                attempt = record["attempts"] + 1
+                if attempt is None:
+                    continue
                 queue.enqueue(
                     DELIVER_JOB,
                     self.prefix,

@@ -183,3 +183,31 @@ def test_a_projection_that_raises_does_not_stop_its_follower(redis_client):
     finally:
         stop.set()
         thread.join()
+
+
+def test_an_event_edited_in_redis_is_not_applied_and_quarantines_its_table(redis_client):
+    """The follower checks the events it reads against the hash chain (from the event at its
+    position, read with them): a table whose next event was edited is quarantined with
+    nothing of it applied, and the other tables are followed all the same."""
+    from service.eventlog.due_index import DueIndex
+    from tests.tampering import rewrite_log
+
+    store = RedisEventStore(redis_client)
+    tables = Tables(store)
+    for table_id in ("a", "b"):
+        _table(tables, table_id, players=2)
+    counts = EventCounts(redis_client)
+    index = DueIndex(redis_client)
+    follower = Follower(store, [counts], batch=1, index=index)
+    assert follower.catch_up("b", 2) == 2
+
+    def edit(records):
+        records[2]["data"]["buy_in"] = 1_000_000  # seat 1's buy-in, the chain left as it was
+        return records
+
+    rewrite_log(redis_client, "b", edit, rechain=False)
+    assert follower.sweep() == 3  # a's three events; none of b's
+    assert counts.applied("default", "b") == {1: 1, 2: 1}
+    assert counts.applied("default", "a") == {1: 1, 2: 1, 3: 1}
+    assert list(index.quarantined()) == ["b"]
+    assert follower.sweep() == 0  # b is left alone while quarantined

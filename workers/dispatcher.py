@@ -32,7 +32,7 @@ from service.archive.archive import Archive
 from service.archive.database import connect, migrate
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
-from service.eventlog.store import StoreUnavailable
+from service.eventlog.store import CorruptLog, StoreUnavailable
 from service.eventlog.table_list import TableList
 from service.follow import Follower, Projection
 from service.lease import Lease, run_while_holding
@@ -94,7 +94,14 @@ class Dispatcher:
             return 0
         corrections: list[tuple[str, int, float | None]] = []
         due_now = []
-        for table_id, (version, due) in zip(claimed, self.tables.store.dues(claimed), strict=True):
+        held = self.index.held(claimed)  # quarantined: retried (their retry fell due)
+        for table_id, found in zip(claimed, self.tables.store.dues(claimed), strict=True):
+            if isinstance(found, CorruptLog):  # one table's bad fields: it alone waits
+                self._quarantine(table_id, found)
+                continue
+            if table_id in held and not self._retry(table_id):
+                continue
+            version, due = found
             if version == 0:  # no such table (any more)
                 corrections.append((table_id, _GONE, None))
             elif due is None or due > now:  # stale or early: index the stored due instead
@@ -106,20 +113,33 @@ class Dispatcher:
             self._act(table_id)
         return len(claimed)
 
+    def _quarantine(self, table_id: str, error: Exception) -> None:
+        """Set `table_id` aside: logged with what does not load, listed, retried later."""
+        self._held.add(table_id)
+        self.index.quarantine_corrupt(error, table_id, self.times.quarantine_retry_s, renew=True)
+
+    def _retry(self, table_id: str) -> bool:
+        """Read a quarantined table whose retry fell due in full: released when it all loads
+        (an operator repaired it), else back into quarantine; whether it was released."""
+        try:
+            self.tables.verify(table_id)
+        except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
+            raise  # not the table's fault: the run loop waits for Redis
+        except Exception as error:  # noqa: BLE001 - still unreadable, however it fails
+            self._quarantine(table_id, error)
+            return False
+        self._held.discard(table_id)
+        if self.index.release(table_id):
+            log.warning("table %s released from quarantine", table_id, extra={"table_id": table_id})
+        return True
+
     def _act(self, table_id: str) -> None:
         try:
             self.usecases.close_due(table_id)
         except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
             raise  # not the table's fault: the run loop waits for Redis
         except Exception as error:  # noqa: BLE001 - one table's failure never stops the others
-            self._held.add(table_id)
-            self.index.quarantine(table_id, str(error), self.times.quarantine_retry_s)
-            log.error(
-                "table %s quarantined: its log does not load (%s)",
-                table_id,
-                type(error).__name__,
-                extra={"table_id": table_id, "error": type(error).__name__},
-            )
+            self._quarantine(table_id, error)
             return
         if table_id in self._held and self.index.release(table_id):
             self._held.discard(table_id)
@@ -136,7 +156,9 @@ class Dispatcher:
         """Index dues that a crash kept out of the index; how many."""
         self._held = set(self.index.quarantined())
         stored = self.tables.store.table_ids()  # one SCAN for both repairs
-        fixed = self.index.repair(self.tables.store, skip=self._held, tables=stored)
+        fixed = self.index.repair(
+            self.tables.store, skip=self._held, tables=stored, on_corrupt=self._quarantine
+        )
         if fixed:
             log.warning("repaired the due index of %d tables", fixed, extra={"tables": fixed})
         listed = self.tables.repair_list(stored)
@@ -228,7 +250,9 @@ def build_follower(
     """A follower keeping `projections` up to the logs under `settings.key_prefix`, and the
     channel of the appends' notices."""
     store = event_store(settings, client, archive)
-    return Follower(store, projections(settings, client, archive is not None)), store.notices
+    index = DueIndex(client, prefix=settings.key_prefix)
+    follower = Follower(store, projections(settings, client, archive is not None), index=index)
+    return follower, store.notices
 
 
 ARCHIVE_SETTLE_S = 0.5
@@ -241,8 +265,15 @@ def build_archiver(settings: Settings, client: redis.Redis, archive: Archive) ->
     them from Redis (``service.archive``); apart from the other projections, so PostgreSQL
     going away delays neither the ledger nor the webhooks."""
     store = event_store(settings, client, archive)
+    index = DueIndex(client, prefix=settings.key_prefix)
     return Follower(
-        store, [archiver(store, archive)], batch=2000, sweep_s=30.0, settle_s=ARCHIVE_SETTLE_S
+        store,
+        [archiver(store, archive)],
+        batch=2000,
+        sweep_s=30.0,
+        settle_s=ARCHIVE_SETTLE_S,
+        index=index,
+        chained=False,  # (the archive checks the chain itself)
     )
 
 

@@ -26,7 +26,7 @@ from werkzeug.routing import Rule
 
 from service.application import TableService
 from service.config import Settings
-from service.eventlog.due_index import DueIndex
+from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
 from service.follow import Follower
@@ -148,7 +148,7 @@ class _Quarantined:
             count = float("nan")
         yield GaugeMetricFamily(
             "guts_quarantined_tables",
-            "Tables whose log failed verification, set aside by the deadline dispatcher",
+            "Tables set aside because something stored about them does not load or parse",
             value=count,
         )
 
@@ -303,12 +303,20 @@ def create_app(
     cache = StateCache(shared=inherited(), namespace=namespace)
     index = DueIndex(redis_client, prefix=settings.key_prefix)
     listing = TableList(redis_client, prefix=settings.key_prefix)
-    tables = Tables(store, cache=cache, index=index, listing=listing)
+    # Every read and command of a quarantined table is refused (409); one found unreadable
+    # here is quarantined (service.eventlog.decoding).
+    held = QuarantineView(index)
+    tables = Tables(store, cache=cache, index=index, listing=listing, held=held)
     # The ledger is kept by the dispatchers' followers (with an archive, by its archiver);
     # this one catches a table up when a request needs it current (a page of one table, a
     # loss-limit decision, a page of its hands).
     ledger = ledger_of(settings, redis_client, archive)
-    follower = Follower(store, [ledger if archive is None else archiver(store, archive)])
+    follower = Follower(
+        store,
+        [ledger if archive is None else archiver(store, archive)],
+        index=index,
+        chained=archive is None,  # (the archive checks the chain itself)
+    )
     usecases = TableService(
         tables,
         redis_client,

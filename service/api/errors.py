@@ -19,7 +19,7 @@ from werkzeug.exceptions import HTTPException
 from service.application.access import Forbidden
 from service.application.hooks import WebhookNotFound
 from service.application.values import AuditNotFound, HandNotFound, ReportNotFound
-from service.eventlog.store import ArchiveUnavailable, StoreError, StoreUnavailable
+from service.eventlog.store import ArchiveUnavailable, CorruptLog, StoreError, StoreUnavailable
 from service.rules.errors import (
     GutsError,
     InvalidCard,
@@ -163,6 +163,17 @@ def install(app: Flask) -> None:
         if isinstance(exc, ArchiveUnavailable):
             return problem(503, "Unavailable", "the archive cannot be reached; retry")
         return problem(503, "Unavailable", "the event store cannot be reached; retry")
+
+    @app.errorhandler(CorruptLog)
+    def corrupt(exc: CorruptLog) -> Response:
+        # (Tables quarantines what it finds unreadable; this is a read outside it.)
+        log.error("unreadable table: %s", exc)
+        return problem(
+            409,
+            "Log Failed Verification",
+            "the table's stored log or state failed verification; it is set aside until an "
+            "operator repairs it",
+        )
 
     @app.errorhandler(ShuttingDown)
     def shutting_down(exc: ShuttingDown) -> Response:

@@ -7,10 +7,11 @@ who the caller is (keys, signed player tokens) is the edge's business (`service.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NoReturn
 
 from service.rules.state import LEFT, TableState
 from service.rules.views import AUDITOR, OPERATOR, PLAYER, Viewer
-from service.tables import TableNotFound
+from service.tables import TableNotFound, TableQuarantined
 
 DEFAULT_TENANT = "default"
 """The tenant of a bare key (no `tenant:` in front), and of every table made before tenants."""
@@ -57,6 +58,15 @@ def require_tenant_of(caller: Caller, table_id: str, tenant: str) -> None:
     own = caller.tenant
     if own is not None and own != ALL_TENANTS and own != tenant:
         raise TableNotFound(f"no table {table_id!r}")
+
+
+def hide_quarantined(caller: Caller, error: TableQuarantined) -> NoReturn:
+    """Raise `error` for a caller who may know the table; for an operator or auditor of
+    another tenant, the table is not found, as a table that does not exist (when its first
+    event no longer says whose it is, nobody's tenant can be told apart: `error` for all)."""
+    if error.tenant is not None:
+        require_tenant_of(caller, error.table_id, error.tenant)
+    raise error
 
 
 def require(caller: Caller, *roles: str) -> None:

@@ -18,9 +18,9 @@ from service.rules.errors import InvalidCommand
 from service.rules.limits import Allowance
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
-from service.tables import TableNotFound, Tables
+from service.tables import TableNotFound, TableQuarantined, Tables
 
-from .access import ALL_TENANTS, DEFAULT_TENANT, Caller, Forbidden, require
+from .access import ALL_TENANTS, DEFAULT_TENANT, Caller, Forbidden, hide_quarantined, require
 from .values import Outcome, checked_table_id
 
 
@@ -79,7 +79,10 @@ class MoneyUses:
         store = self._ledger()
         tenant = tenant_of(caller, tenant)
         if table_id is not None:
-            state = self.tables.load(checked_table_id(table_id))
+            try:
+                state = self.tables.load(checked_table_id(table_id))
+            except TableQuarantined as error:
+                hide_quarantined(caller, error)
             if state.tenant != tenant:
                 raise TableNotFound(f"no table {table_id!r}")
             self.catch_up(table_id)

@@ -15,18 +15,19 @@ from redis import Redis
 from service import audits
 from service.archive.archive import Archive
 from service.eventlog.codec import decode_event
-from service.eventlog.store import ArchiveUnavailable, StoredEvent
+from service.eventlog.store import ArchiveUnavailable, CorruptLog, StoredEvent
 from service.follow import Follower
 from service.rules import events as ev
 from service.rules.history import hand_history
 from service.rules.state import TableState
 from service.rules.times import iso
 from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_status, table_view
-from service.tables import LogUnreadable, TableNotFound, Tables
+from service.tables import LogUnreadable, TableNotFound, TableQuarantined, Tables
 
 from .access import (
     DEFAULT_TENANT,
     Caller,
+    hide_quarantined,
     may_view,
     require,
     require_tenant_of,
@@ -66,9 +67,17 @@ class TableReads:
     queue: Redis | None = None
     """Where RQ's queues are (None: `redis`)."""
 
+    def _load(self, caller: Caller, table_id: str) -> TableState:
+        """The table's state for `caller`: a quarantined table is refused (409) to those who
+        may know it, and not found for another tenant's callers."""
+        try:
+            return self.tables.load(checked_table_id(table_id))
+        except TableQuarantined as error:
+            hide_quarantined(caller, error)
+
     def table(self, caller: Caller, table_id: str) -> Outcome:
         """The table as the caller may see it."""
-        state = self.tables.load(checked_table_id(table_id))
+        state = self._load(caller, table_id)
         return Outcome(200, table_view(state, may_view(caller, state)), state.version)
 
     def table_list(self, caller: Caller, after: str | None, limit: int) -> Outcome:
@@ -98,13 +107,13 @@ class TableReads:
 
     def check_viewer(self, caller: Caller, table_id: str) -> None:
         """TableNotFound or Forbidden unless the caller may read the table and its events."""
-        may_view(caller, self.tables.load(checked_table_id(table_id)))
+        may_view(caller, self._load(caller, table_id))
 
     # --- the log --------------------------------------------------------------------------
 
     def events(self, caller: Caller, table_id: str, after: int, limit: int) -> Outcome:
         """The events after version `after` (at most `limit`), as the caller may see them."""
-        state = self.tables.load(checked_table_id(table_id))
+        state = self._load(caller, table_id)
         viewer = may_view(caller, state)
         read = self.tables.events(table_id, after, limit)
         items = render_events(state, viewer, read)
@@ -114,7 +123,7 @@ class TableReads:
 
     def hand_history(self, caller: Caller, table_id: str, hand: int) -> HandHistory:
         """The record of finished hand `hand`, as the caller may see it."""
-        state = self.tables.load(checked_table_id(table_id))
+        state = self._load(caller, table_id)
         viewer = may_view(caller, state)
         if hand < 1 or hand > state.hands_dealt:
             raise HandNotFound(f"table {table_id} has no hand {hand}")
@@ -143,7 +152,7 @@ class TableReads:
             raise ArchiveUnavailable("this service keeps no archive (GUTS_DATABASE_URL)")
         states: dict[str, TableState] = {}
         if table_id is not None:
-            state = self.tables.load(checked_table_id(table_id))
+            state = self._load(caller, table_id)
             may_view(caller, state)
             states[table_id] = state
             if self.archiver is not None:
@@ -162,7 +171,10 @@ class TableReads:
         bodies = []
         for row in rows:
             if row.table_id not in states:
-                states[row.table_id] = self.tables.load(row.table_id)
+                try:
+                    states[row.table_id] = self.tables.load(row.table_id)
+                except LogUnreadable:
+                    continue  # a quarantined table's hands wait for its repair
             state = states[row.table_id]
             found = _of_hand(stored.get((row.table_id, row.hand), []), row.hand)
             bodies.append(hand_history(state, row.hand, found, may_view(caller, state)))
@@ -291,7 +303,7 @@ class TableReads:
         (the tenant every table had before tenants existed)."""
         try:
             return self.tables.tenant_of(table_id)
-        except LogUnreadable:
+        except (LogUnreadable, CorruptLog):
             return DEFAULT_TENANT
 
 

@@ -21,13 +21,14 @@ from service.rules.clock import Due, NothingDue, act_when_due, next_due
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState
 from service.rules.views import OPERATOR, Viewer, event_view
-from service.tables import Decide, Respond
+from service.tables import Decide, Respond, TableQuarantined
 from service.webhooks import WebhookStore
 
 from .access import (
     DEFAULT_TENANT,
     Caller,
     Forbidden,
+    hide_quarantined,
     require,
     require_operator_or_player_of,
     require_player_of,
@@ -89,16 +90,19 @@ class TableService(TableReads, MoneyUses, WebhookUses):
         def guard(state: TableState) -> None:
             require_tenant(caller, state)
 
-        result = self.tables.execute(
-            table_id,
-            decide,
-            respond,
-            create=create,
-            if_match=None if create else conditions.if_match,
-            idempotency_key=conditions.idempotency_key,
-            request_hash=conditions.request_hash,
-            guard=None if create else guard,
-        )
+        try:
+            result = self.tables.execute(
+                table_id,
+                decide,
+                respond,
+                create=create,
+                if_match=None if create else conditions.if_match,
+                idempotency_key=conditions.idempotency_key,
+                request_hash=conditions.request_hash,
+                guard=None if create else guard,
+            )
+        except TableQuarantined as error:
+            hide_quarantined(caller, error)
         body = result.body
         version = body.get("version") if isinstance(body, dict) else None
         # What a 201 made (a table, a seat, a hand in play) is read in the table's view.

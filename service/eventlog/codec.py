@@ -104,6 +104,33 @@ def decode_following(raw: bytes, head: str) -> tuple[Event, str]:
         raise CodecError(f"not the next event: {exc}") from exc
 
 
+def check_chain(stored: Sequence[bytes], head: str) -> str:
+    """Check that each of the `stored` events chains from the one before (the first from
+    `head`), without decoding them into events; the last one's hash (CodecError if not)."""
+    for raw in stored:
+        try:
+            record = orjson.loads(raw)
+            linked = isinstance(record, dict) and chain_hash(head, record) == record.get("hash")
+        except (KeyError, TypeError, ValueError) as exc:  # JSONDecodeError too
+            raise CodecError(f"not an event: {exc}") from exc
+        if not linked:
+            raise CodecError("an event's hash does not chain from the event before it")
+        head = record["hash"]
+    return head
+
+
+def stored_hash(raw: bytes) -> str:
+    """The hash an event's stored record carries (the head its next event chains from)."""
+    try:
+        record = orjson.loads(raw)
+        head = record["hash"] if isinstance(record, dict) else None
+    except (KeyError, orjson.JSONDecodeError) as exc:
+        raise CodecError(f"not an event: {exc}") from exc
+    if not isinstance(head, str):
+        raise CodecError("the event has no hash")
+    return head
+
+
 def decode_event(raw: bytes) -> Event:
     """The event from its stored bytes."""
     try:

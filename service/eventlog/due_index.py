@@ -20,21 +20,33 @@ index keys share one Redis Cluster slot and never a table's)::
 
     P:{%due}:index       sorted set  table id -> due moment (epoch seconds)
     P:{%due}:versions    hash        table id -> version of its last record
-    P:{%due}:quarantine  hash        table id -> JSON {"reason", "at"}: tables that cannot be
-                                     loaded, retried only every ``retry_s``
+    P:{%due}:quarantine  hash        table id -> JSON {"reason", "what", "at"}: tables that
+                                     cannot be read (a log that does not load or verify, a
+                                     stored value that does not parse: `decoding`), answered
+                                     409 by the API and retried by the dispatchers only every
+                                     ``retry_s``
+
+Every value read here is parsed per table (``service.eventlog.decoding``): one table's bad
+record never fails a batch, and a member that names no table (not UTF-8) is dropped.
 """
 
 from __future__ import annotations
 
+import logging
+import math
+import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 import redis
 
-from .store import EventStore, check_due
+from .decoding import member_text, parse_each, recorded_version, what_failed
+from .store import CorruptLog, EventStore, check_due
+
+log = logging.getLogger("guts.quarantine")
 
 _LUA = Path(__file__).parent / "lua"
 
@@ -70,7 +82,15 @@ class DueIndex:
         """The ids of up to `limit` tables due at `now`, each leased for `lease_s`."""
         args: list[str | int] = [f"{now:.3f}", f"{now + lease_s:.3f}", limit]
         claimed = self._claim(keys=[self.index_key], args=args)
-        return [_text(table_id) for table_id in claimed]
+        ids = []
+        for member in claimed:
+            table_id = member_text(member)
+            if table_id is None:  # no table's id: drop it, or it is claimed for ever
+                log.error("dropped a due index member that names no table: %r", member[:40])
+                self.client.zrem(self.index_key, member)
+            else:
+                ids.append(table_id)
+        return ids
 
     def next_at(self) -> float | None:
         """The earliest due moment in the index, if any."""
@@ -82,23 +102,77 @@ class DueIndex:
         score = self.client.zscore(self.index_key, table_id)
         return None if score is None else float(score)
 
-    def quarantine(self, table_id: str, reason: str, retry_s: float) -> None:
-        """Set a table that cannot be loaded aside: listed with `reason`, tried again only
-        after `retry_s` (an operator may repair its log meanwhile)."""
-        entry = orjson.dumps({"reason": reason[:300], "at": round(time.time(), 3)})
+    def quarantine(
+        self, table_id: str, reason: str, retry_s: float, what: str = "log", *, renew: bool = True
+    ) -> bool:
+        """Set a table that cannot be read aside: listed with `reason` and `what` (the key or
+        field that does not load or parse), answered 409 by the API, tried again by the
+        dispatchers only after `retry_s` (an operator may repair it meanwhile). Without
+        `renew` (a process that found it while reading, not a dispatcher's retry), a table
+        quarantined already is left as it is, its retry not put off. Whether it was set."""
+        entry = orjson.dumps(
+            {"reason": reason[:300], "what": what[:120], "at": round(time.time(), 3)}
+        )
+        if not renew and not self.client.hsetnx(self.quarantine_key, table_id, entry):
+            return False
         with self.client.pipeline(transaction=True) as pipe:
-            pipe.hset(self.quarantine_key, table_id, entry)
+            if renew:
+                pipe.hset(self.quarantine_key, table_id, entry)
             pipe.zadd(self.index_key, {table_id: time.time() + retry_s})
             pipe.execute()
+        return True
+
+    def quarantine_corrupt(
+        self, error: Exception, table_id: str, retry_s: float, *, renew: bool = False
+    ) -> None:
+        """`quarantine` the table `error` is about, with a log line naming it and what (the
+        `what` of the error or of what it was raised from; "log" when none says)."""
+        what = what_failed(error)
+        if self.quarantine(table_id, str(error), retry_s, what, renew=renew):
+            log.error(
+                "table %s quarantined: %s does not load (%s)",
+                table_id,
+                what,
+                error,
+                extra={"table_id": table_id, "what": what, "error": type(error).__name__},
+            )
 
     def release(self, table_id: str) -> bool:
         """Take a table out of quarantine (it loads again); whether it was in."""
         return bool(self.client.hdel(self.quarantine_key, table_id))
 
     def quarantined(self) -> dict[str, dict[str, Any]]:
-        """The quarantined tables, by id, with why and since when."""
+        """The quarantined tables, by id, with why, what and since when (an entry that does
+        not parse is listed with a reason saying so)."""
         entries = self.client.hgetall(self.quarantine_key)
-        return {_text(k): orjson.loads(v) for k, v in entries.items()}
+        held = {}
+        for key, value in entries.items():
+            table_id = member_text(key)
+            if table_id is None:
+                continue
+            try:
+                entry = orjson.loads(value)
+                if not isinstance(entry, dict):
+                    raise TypeError
+                held[table_id] = {
+                    "reason": str(entry.get("reason", "")),
+                    "what": str(entry.get("what", "log")),
+                    "at": float(entry.get("at", 0.0)),
+                }
+            except (orjson.JSONDecodeError, TypeError, ValueError):
+                held[table_id] = {
+                    "reason": "its quarantine entry does not parse",
+                    "what": "quarantine entry",
+                    "at": 0.0,
+                }
+        return held
+
+    def held(self, table_ids: Sequence[str]) -> set[str]:
+        """Which of `table_ids` are quarantined (one HMGET)."""
+        if not table_ids:
+            return set()
+        found = self.client.hmget(self.quarantine_key, list(table_ids))
+        return {t for t, entry in zip(table_ids, found, strict=True) if entry is not None}
 
     def repair(
         self,
@@ -106,30 +180,82 @@ class DueIndex:
         page: int = 500,
         skip: Collection[str] | None = None,
         tables: Sequence[str] | None = None,
+        on_corrupt: Callable[[str, CorruptLog], None] | None = None,
     ) -> int:
         """Record every table whose stored due the index lacks, or has later than stored
         from an older version (a lost record; a claim's lease keeps its version, and is left
         alone). Quarantined tables (`skip`, when the caller has just read them) are left
-        alone too; `tables` are the store's tables when the caller has just listed them.
-        Returns how many were recorded."""
+        alone too; `tables` are the store's tables when the caller has just listed them. A
+        table whose stored due or index record does not parse is passed to `on_corrupt` (and
+        the others are repaired all the same); an index record that does not parse is
+        recorded again (the index is derived from the stored dues). Returns how many were
+        recorded."""
         quarantined = set(self.quarantined()) if skip is None else skip
         stored_tables = store.table_ids() if tables is None else tables
         fixed = 0
         for ids in _pages([t for t in stored_tables if t not in quarantined], page):
             scores = self.client.zmscore(self.index_key, ids)
-            recorded = self.client.hmget(self.versions_key, ids)
-            stored = store.dues(ids)
-            lost = [
-                (table_id, version, due)
-                for table_id, (version, due), score, seen in zip(
-                    ids, stored, scores, recorded, strict=True
-                )
-                if version
-                and due is not None
-                and (score is None or (int(seen or -1) < version and score > due + 0.001))
-            ]
+            recorded = parse_each(
+                ids,
+                self.client.hmget(self.versions_key, ids),
+                recorded_version,
+                "due index version",
+            )
+            lost = []
+            for table_id, stored, score, seen in zip(
+                ids, store.dues(ids), scores, recorded, strict=True
+            ):
+                if isinstance(stored, CorruptLog):
+                    if on_corrupt is not None:
+                        on_corrupt(table_id, stored)
+                    continue
+                if isinstance(seen, CorruptLog):  # the index's own record: recorded again
+                    log.warning("due index record of table %s re-recorded: %s", table_id, seen)
+                    seen, score = -1, None
+                version, due = stored
+                if (
+                    version
+                    and due is not None
+                    and (
+                        score is None
+                        or not math.isfinite(score)
+                        or (seen < version and score > due + 0.001)
+                    )
+                ):
+                    lost.append((table_id, version, due))
             fixed += self.record_many(lost)
         return fixed
+
+
+class QuarantineView:
+    """The quarantined tables as one process sees them (for the API: every read and command
+    of one answers 409), read again from the index at most every `ttl_s` (one HGETALL of a
+    hash that is usually empty), so a table the dispatchers set aside is refused within that
+    long, and one released is served again as soon."""
+
+    def __init__(self, index: DueIndex, ttl_s: float = 0.5) -> None:
+        self.index = index
+        self.ttl_s = ttl_s
+        self._held: dict[str, dict[str, Any]] = {}
+        self._fresh_until = 0.0
+        self._lock = threading.Lock()
+
+    def entry(self, table_id: str) -> dict[str, Any] | None:
+        """Why the table is quarantined, or None when it is not (as of `ttl_s` ago)."""
+        if time.monotonic() >= self._fresh_until:
+            with self._lock:
+                if time.monotonic() >= self._fresh_until:
+                    try:
+                        self._held = self.index.quarantined()
+                    except redis.RedisError:
+                        pass  # Redis away: what this process saw last (its loads fail anyway)
+                    self._fresh_until = time.monotonic() + self.ttl_s
+        return self._held.get(table_id)
+
+    def add(self, table_id: str, entry: dict[str, Any]) -> None:
+        """Remember at once a table this process has just quarantined."""
+        with self._lock:
+            self._held = {**self._held, table_id: entry}
 
 
 def _record_args(table_id: str, version: int, due: float | None) -> list[str | int]:

@@ -49,10 +49,22 @@ from urllib.parse import quote, unquote
 
 import redis
 
+from service.eventlog.decoding import (
+    META_FIELDS,
+    CorruptTable,
+    count,
+    due,
+    idempotency,
+    member_text,
+    meta,
+    parse_each,
+    stored_events,
+    version_of_id,
+)
 from service.eventlog.redis_py_bypass import direct_commands
 from service.eventlog.store import (
     AppendResult,
-    CorruptLog,
+    Due,
     Idempotency,
     IdempotencyMismatch,
     Loaded,
@@ -150,17 +162,20 @@ class RedisEventStore:
 
     def load(self, table_id: str) -> Loaded:
         """The table's version and snapshot in one HMGET (0 and None if unknown), and, when
-        the snapshot is older than the table, its tail in an XRANGE up to that version."""
-        with _redis_errors():
-            version, snapshot, since = self._call(
-                "HMGET", self.meta_key(table_id), "version", "snapshot", "snapshot_version"
-            )
-        if version is None:
+        the snapshot is older than the table, its tail in an XRANGE up to that version. Every
+        meta field is parsed (`decoding.meta`): one that does not raises CorruptTable."""
+        with _table_errors(table_id, "meta hash"):
+            fields = self._call("HMGET", self.meta_key(table_id), *META_FIELDS)
+        parsed = meta(table_id, fields)
+        if parsed.version == 0:
             return Loaded(version=0, snapshot=None)
-        current = int(version)
-        since = current if since is None else int(since)
+        current, since = parsed.version, parsed.snapshot_version
         tail = self.read(table_id, since, current - since) if since < current else []
-        return Loaded(current, _bytes(snapshot), tuple(stored.data for stored in tail))
+        if len(tail) != current - since:  # the stream ends before the stored version
+            raise CorruptTable(
+                table_id, "stream", f"it holds {since + len(tail)} events, not {current}"
+            )
+        return Loaded(current, parsed.snapshot, tuple(stored.data for stored in tail))
 
     def append(
         self,
@@ -199,8 +214,8 @@ class RedisEventStore:
                 self.client.script_load(script.script)
                 reply = self._call("EVALSHA", script.sha, len(keys), *keys, *args)
         except redis.RedisError as error:
-            raise _store_error(error) from error
-        status = reply[0]
+            raise _store_error(error, table_id, "meta hash or stream") from error
+        status = reply[0] if isinstance(reply, list) and reply else None
         if status == b"ok":
             return AppendResult(version=int(reply[1]))
         if status == b"replayed":
@@ -208,24 +223,28 @@ class RedisEventStore:
             record = Idempotency(idempotency.key, idempotency.request_hash, _bytes(reply[2]))
             return AppendResult(version=int(reply[1]), replayed=record)
         if status == b"conflict":
-            actual = int(reply[1])
-            tail = tuple(_bytes(data) for data in reply[3:])
+            actual, since = int(reply[1]), int(reply[3])
+            tail = tuple(_bytes(data) for data in reply[4:])
+            if actual and len(tail) != actual - since:
+                raise CorruptTable(
+                    table_id, "stream", f"the events after {since} are not all there"
+                )
             current = Loaded(actual, _bytes(reply[2]) if actual else None, tail)
             raise VersionConflict(expected_version, actual, table_id=table_id, current=current)
         if status == b"mismatch":
             assert idempotency is not None
             raise IdempotencyMismatch(
                 idempotency.key,
-                _bytes(reply[1]).decode(),
+                _bytes(reply[1]).decode(errors="replace"),
                 idempotency.request_hash,
                 table_id=table_id,
             )
         if status == b"corrupt":
-            raise CorruptLog(
-                f"table {table_id!r}: the stream ends at {_bytes(reply[1]).decode() or 'nothing'}, "
-                f"not at its stored version {expected_version}; nothing was written"
-            )
-        raise StoreError(f"unexpected reply from the append script: {reply!r}")
+            top = _bytes(reply[1]).decode(errors="replace") or "nothing"
+            raise CorruptTable(table_id, "stream", f"it ends at {top}, not at its stored version")
+        if status == b"unreadable":  # a meta field or idempotency record the script refused
+            raise CorruptTable(table_id, _bytes(reply[1]).decode(errors="replace"))
+        raise StoreError(f"unexpected reply from the append script: {reply!r}"[:200])
 
     def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
         """Events with version > ``after`` (``XRANGE <after+1> + COUNT <limit>``); those
@@ -234,10 +253,10 @@ class RedisEventStore:
         check_read_args(after, limit)
         if limit == 0:
             return []
-        with _redis_errors():
+        with _table_errors(table_id, "stream"):
             entries = self.client.xrange(self.events_key(table_id), after + 1, "+", count=limit)
         entries = entries or []
-        if entries and _version_of(_bytes(entries[0][0])) == after + 1:
+        if entries and version_of_id(entries[0][0]) == after + 1:
             return self._stored(table_id, after, entries)
         trimmed = self.trimmed(table_id)
         if trimmed <= after:  # nothing this read needs was trimmed: the entries are all
@@ -251,7 +270,7 @@ class RedisEventStore:
         if limit is not None and len(archived) == limit:
             return archived
         # The entries read before the trim was looked at start at or before trimmed + 1.
-        rest = [entry for entry in entries if (_version_of(_bytes(entry[0])) or 0) > trimmed]
+        rest = [entry for entry in entries if (version_of_id(entry[0]) or 0) > trimmed]
         return (
             archived
             + self._stored(table_id, trimmed, rest)[
@@ -259,22 +278,16 @@ class RedisEventStore:
             ]
         )
 
-    def _stored(self, table_id: str, after: int, entries: list[Any]) -> list[StoredEvent]:
-        """The stream's `entries` as the events after `after` (CorruptLog if not those)."""
-        events = []
-        for expected, (entry_id, fields) in enumerate(entries or [], start=after + 1):
-            data = (fields or {}).get(b"data")
-            if _version_of(_bytes(entry_id)) != expected or data is None:
-                raise CorruptLog(
-                    f"table {table_id!r}: entry {entry_id!r} where version {expected} belongs"
-                )
-            events.append(StoredEvent(version=expected, data=_bytes(data)))
-        return events
+    @staticmethod
+    def _stored(table_id: str, after: int, entries: list[Any]) -> list[StoredEvent]:
+        """The stream's `entries` as the events after `after` (CorruptTable if not those)."""
+        return stored_events(table_id, after, entries)
 
     def trimmed(self, table_id: str) -> int:
         """The version the table's stream starts after (0: nothing trimmed)."""
-        with _redis_errors():
-            return int(self.client.hget(self.meta_key(table_id), "trimmed") or 0)
+        with _table_errors(table_id, "meta hash"):
+            raw = self.client.hget(self.meta_key(table_id), "trimmed")
+        return 0 if raw is None else count(table_id, "meta field trimmed", raw)
 
     def stream_entries(
         self, table_id: str, start: bytes, limit: int
@@ -294,25 +307,26 @@ class RedisEventStore:
         """Drop from the table's stream the events up to `archived` (which the archive holds
         and has verified), except the snapshot's tail and the latest `keep`; the version the
         stream now starts after."""
-        with _redis_errors():
-            return int(
+        with _table_errors(table_id, "meta hash or stream"):
+            trimmed = int(
                 self._trim_script(
                     keys=[self.events_key(table_id), self.meta_key(table_id)],
                     args=[archived, self.keep],
                 )
             )
+        if trimmed < 0:
+            raise CorruptTable(table_id, "meta hash", "a version field is not a count")
+        return trimmed
 
     def find_idempotent(self, table_id: str, key: str) -> Idempotency | None:
         """The live idempotency record for ``key``, if any (one HMGET)."""
-        with _redis_errors():
+        with _table_errors(table_id, f"idempotency record {key!r}"):
             request_hash, response = self.client.hmget(
                 self.idempotency_key(table_id, key), "request_hash", "response"
             )
-        if request_hash is None or response is None:
+        if request_hash is None and response is None:
             return None
-        return Idempotency(
-            key=key, request_hash=_bytes(request_hash).decode(), response=_bytes(response)
-        )
+        return idempotency(table_id, key, request_hash, response)
 
     def table_ids(self) -> list[str]:
         """Every table ever created, sorted: a SCAN for the tables' meta hashes (it reads
@@ -321,29 +335,28 @@ class RedisEventStore:
         found = []
         with _redis_errors():
             for key in self.client.scan_iter(match=pattern, count=1000):
-                tag = _bytes(key)[len(self.prefix) + 2 : -len(b"}:meta")]
-                if b"}" not in tag:  # (not an idempotency record whose key ends so)
-                    found.append(unquote(tag.decode()) if tag != b"%" else "")
+                tag = member_text(_bytes(key)[len(self.prefix) + 2 : -len(b"}:meta")])
+                if tag is not None and "}" not in tag:  # (not an idempotency record's key)
+                    found.append(unquote(tag) if tag != "%" else "")
         return sorted(found)
 
-    def dues(self, table_ids: Sequence[str]) -> list[tuple[int, float | None]]:
-        """Each table's version and due moment: one HMGET per table, in one pipeline."""
+    def dues(self, table_ids: Sequence[str]) -> list[Due | CorruptTable]:
+        """Each table's version and due moment: one HMGET per table, in one pipeline, each
+        parsed on its own (a table whose fields do not parse is its CorruptTable)."""
         if not table_ids:
             return []
         with _redis_errors(), self.client.pipeline(transaction=False) as pipe:
             for table_id in table_ids:
                 pipe.hmget(self.meta_key(table_id), "version", "due")
-            replies = pipe.execute()
-        return [
-            (0, None) if version is None else (int(version), None if due is None else float(due))
-            for version, due in replies
-        ]
+            replies = pipe.execute(raise_on_error=False)
+        return parse_each(table_ids, replies, _due_of, "meta hash")
 
 
-def _version_of(entry_id: bytes) -> int | None:
-    """The version a stream id ``<version>-0`` encodes, None for any other id."""
-    milliseconds, _, sequence = entry_id.partition(b"-")
-    return int(milliseconds) if sequence == b"0" else None
+def _due_of(table_id: str, reply: list[object]) -> Due:
+    raw_version, raw_due = reply
+    if raw_version is None:
+        return (0, None)
+    return (count(table_id, "meta field version", raw_version), due(table_id, raw_due))
 
 
 def _bytes(value: object) -> bytes:
@@ -362,8 +375,23 @@ def _redis_errors() -> Iterator[None]:
         raise _store_error(error) from error
 
 
-def _store_error(error: redis.RedisError) -> StoreError:
-    """The store's error for a redis-py error."""
+@contextlib.contextmanager
+def _table_errors(table_id: str, what: str) -> Iterator[None]:
+    """`_redis_errors` for commands on one table's keys: a key of the wrong type (someone
+    wrote it outside the store) is that table's CorruptTable."""
+    try:
+        yield
+    except redis.RedisError as error:
+        raise _store_error(error, table_id, what) from error
+
+
+def _store_error(
+    error: redis.RedisError, table_id: str | None = None, what: str = ""
+) -> StoreError:
+    """The store's error for a redis-py error (on `table_id`'s key `what`, when given)."""
     if isinstance(error, redis.ConnectionError | redis.TimeoutError):
         return StoreUnavailable(f"Redis is unreachable: {error}")
+    if table_id is not None and isinstance(error, redis.ResponseError):
+        if "WRONGTYPE" in str(error):  # a key of the wrong type
+            return CorruptTable(table_id, what, str(error)[:120])
     return StoreError(f"Redis refused the command: {error}")

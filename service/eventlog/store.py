@@ -30,6 +30,7 @@ __all__ = [
     "AppendResult",
     "ArchiveUnavailable",
     "CorruptLog",
+    "Due",
     "EventStore",
     "IdempotencyMismatch",
     "Idempotency",
@@ -144,6 +145,10 @@ class CorruptLog(StoreError):
     """
 
 
+Due = tuple[int, float | None]
+"""A table's version and due moment (``(0, None)``: no such table)."""
+
+
 @runtime_checkable
 class EventStore(Protocol):
     """Append-only, per-table event logs with optimistic concurrency and idempotency."""
@@ -185,9 +190,10 @@ class EventStore(Protocol):
         """Every table ever created, sorted."""
         ...
 
-    def dues(self, table_ids: Sequence[str]) -> list[tuple[int, float | None]]:
+    def dues(self, table_ids: Sequence[str]) -> Sequence[Due | CorruptLog]:
         """Each table's version and due moment, in one round trip (``(0, None)`` for a
-        table that does not exist)."""
+        table that does not exist), or, for a table whose stored fields do not parse, its
+        error (a `decoding.CorruptTable`): one table's never fails the others'."""
         ...
 
 

@@ -29,6 +29,8 @@ from typing import cast
 
 import redis
 
+from .decoding import member_text
+
 
 class BadCursor(ValueError):
     """A cursor this list did not hand out."""
@@ -72,18 +74,29 @@ class TableList:
         )
         more = len(members) > limit
         members = members[:limit]
-        ids = [m.decode().rpartition(" ")[2] for m in members]
+        ids = [table for table in map(_table_of, members) if table is not None]
         cursor = base64.urlsafe_b64encode(members[-1]).decode().rstrip("=") if more else None
         return ids, cursor
 
     def ids(self) -> set[str]:
-        """Every listed table id (listed in its tenant's list)."""
+        """Every listed table id (listed in its tenant's list; a list or member no list
+        wrote is skipped)."""
         tenants = cast(set[bytes], self.client.smembers(self.tenants_key))
         pipe = self.client.pipeline(transaction=False)
-        for tenant in tenants:
-            pipe.zrange(self.tenant_key(tenant.decode()), 0, -1)
-        lists = cast(list[list[bytes]], pipe.execute())
-        return {m.decode().rpartition(" ")[2] for members in lists for m in members}
+        for tenant in filter(None, map(member_text, tenants)):
+            pipe.zrange(self.tenant_key(tenant), 0, -1)
+        lists = cast(list[list[bytes] | Exception], pipe.execute(raise_on_error=False))
+        found = {_table_of(m) for members in lists if isinstance(members, list) for m in members}
+        return {table for table in found if table is not None}
+
+
+def _table_of(member: bytes) -> str | None:
+    """The table id a list member ``<created_at> <table_id>`` names (None: a member no list
+    wrote, not UTF-8 or without its time: skipped)."""
+    text = member_text(member)
+    if text is None or " " not in text:
+        return None
+    return text.rpartition(" ")[2]
 
 
 def _member(cursor: str) -> bytes:

@@ -55,3 +55,34 @@ def test_one_idempotency_key_used_by_two_casinos_is_two_requests(casino_a: As, c
     assert again.status_code == 404, again.text
     pinned = casino_b.post(f"/v1/tables/{table}/deal", headers={"If-Match": "1"})
     assert pinned.status_code == 404, pinned.text
+
+
+def test_another_casinos_quarantined_table_is_not_found_as_a_missing_one(
+    casino_a: As, casino_b: As, redis_client: Any
+):
+    """A table set aside as corrupt answers 409 to those who may know it, and to another
+    casino's callers exactly what a table that does not exist answers."""
+    table = casino_b.table()
+    casino_b.seat(table, "p0")
+    redis_client.hset(f"guts:{{{table}}}:meta", "due", "garbage")
+    assert casino_b.get(f"/v1/tables/{table}").status_code == 409  # found corrupt: aside
+    missing = "no-such-table-0"
+    for method, path, body in [
+        ("GET", "/v1/tables/{}", None),
+        ("GET", "/v1/tables/{}/events", None),
+        ("POST", "/v1/tables/{}/deal", None),
+        ("POST", "/v1/tables/{}/players", {"player_id": "x", "buy_in": 5}),
+    ]:
+        for key in (TENANT_A, AUDITOR_A):
+            if key == AUDITOR_A and method == "POST":
+                continue
+            theirs = casino_a.call(method, path.format(table), body, token=key)
+            none = casino_a.call(method, path.format(missing), body, token=key)
+            assert theirs.status_code == none.status_code == 404, (path, theirs.text)
+            assert theirs.json()["title"] == none.json()["title"]
+        owner = casino_b.call(method, path.format(table), body)
+        assert owner.status_code == 409, (path, owner.text)
+        assert casino_a.call(method, path.format(table), body, token=REGULATOR).status_code in (
+            409,
+            403,  # a regulator reads, it does not act
+        )

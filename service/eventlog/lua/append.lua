@@ -8,11 +8,21 @@
 -- The notice ("<version> <table id>") is not a key: it tells the live feeds to look.
 local events_key, meta_key, idem_key = KEYS[1], KEYS[2], KEYS[3]
 local expected = tonumber(ARGV[1])
-local head = redis.call('HMGET', meta_key, 'version', 'trimmed')
+local head = redis.call('HMGET', meta_key, 'version', 'trimmed', 'snapshot_version')
 local actual = tonumber(head[1] or '0')
+-- Fields written outside the store that do not parse: the caller sets the table aside.
+local function count(raw)
+  return raw == false or (string.match(raw, '^%d+$') ~= nil and #raw <= 18)
+end
+if not count(head[1]) then return {'unreadable', 'meta field version'} end
+if not count(head[2]) then return {'unreadable', 'meta field trimmed'} end
+if not count(head[3]) then return {'unreadable', 'meta field snapshot_version'} end
 
 if idem_key then
   local record = redis.call('HMGET', idem_key, 'request_hash', 'response')
+  if (record[1] == false) ~= (record[2] == false) then
+    return {'unreadable', 'idempotency record'}
+  end
   if record[1] then
     if record[1] == ARGV[4] then
       return {'replayed', actual, record[2]}
@@ -24,11 +34,16 @@ end
 if actual ~= expected then
   -- The current state, for the caller to decide again on: the snapshot and its tail.
   local stored = redis.call('HMGET', meta_key, 'snapshot', 'snapshot_version')
-  local reply = {'conflict', actual, stored[1] or ''}
   local since = tonumber(stored[2] or actual)
+  local reply = {'conflict', actual, stored[1] or '', since}
   if since < actual then
     local first, last = string.format('%d-0', since + 1), string.format('%d-0', actual)
+    local expected = since
     for _, entry in ipairs(redis.call('XRANGE', events_key, first, last)) do
+      expected = expected + 1
+      if entry[1] ~= string.format('%d-0', expected) or entry[2][1] ~= 'data' then
+        return {'unreadable', 'stream entry ' .. entry[1]}
+      end
       reply[#reply + 1] = entry[2][2]
     end
   end

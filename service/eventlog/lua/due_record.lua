@@ -2,7 +2,8 @@
 -- was recorded already (so records that arrive out of order never move a due back).
 -- KEYS: index (sorted set: table id -> due, epoch s), versions (hash: table id -> version)
 -- ARGV: table_id, version, due ('' when nothing is due)
-local stored = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '-1')
+-- (A record written outside the index that does not parse is replaced.)
+local stored = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '-1') or -1
 if tonumber(ARGV[2]) < stored then
   return 0
 end

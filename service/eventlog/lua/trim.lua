@@ -12,6 +12,9 @@ if not stored[1] then
 end
 local version = tonumber(stored[1])
 local trimmed = tonumber(stored[3] or '0')
+for i = 1, 3 do  -- a field written outside the store: the caller sets the table aside
+  if stored[i] and not string.match(stored[i], '^%d+$') then return -1 end
+end
 local upto = math.min(tonumber(ARGV[1]), tonumber(stored[2] or stored[1]), version - tonumber(ARGV[2]))
 if upto <= trimmed then
   return trimmed
