@@ -100,6 +100,7 @@ class Follower:
         sweep_s: float = 5.0,
         settle_s: float = 0.0,
         backoff: Backoff = REDIS_BACKOFF,
+        on_sweep: Callable[[int, int], None] | None = None,
     ) -> None:
         self.store = store
         self.projections = list(projections)
@@ -110,6 +111,9 @@ class Follower:
         `settle_s` (the archive: bigger batches, seconds of lag); 0: on each notice."""
         self._pending: dict[str, int] = {}
         self.backoff = backoff
+        self.on_sweep = on_sweep
+        """Told, at each sweep, how far its projections were behind the logs when it began:
+        (events, tables) (the archiver reports its lag so: ``service.vitals``)."""
         self._tenants: dict[str, str] = {}  # table id -> tenant (a table never changes tenant)
 
     def tenant(self, table_id: str) -> str | None:
@@ -160,6 +164,7 @@ class Follower:
         applied."""
         table_ids = self.store.table_ids()
         applied = 0
+        behind_events = behind_tables = 0
         for start in range(0, len(table_ids), self.batch):
             chunk = table_ids[start : start + self.batch]
             live = [
@@ -176,12 +181,16 @@ class Follower:
                 ):
                     if position < version:
                         behind[table_id] = version
+                        behind_events += version - position
+                        behind_tables += 1
                     elif hasattr(projection, "tidy"):
                         caught_up.append((projection, table_id, position))
             for table_id, version in behind.items():
                 applied += self.safely_catch_up(table_id, version)
             for projection, table_id, position in caught_up:
                 self._safely(table_id, projection.tidy, table_id, position)  # type: ignore[attr-defined]
+        if self.on_sweep is not None:
+            self.on_sweep(behind_events, behind_tables)
         return applied
 
     def safely_catch_up(self, table_id: str, upto: int | None = None) -> int:

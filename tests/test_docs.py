@@ -50,10 +50,13 @@ def test_the_lock_pins_every_dependency_of_the_dev_environment():
 
 
 def test_every_environment_variable_the_service_reads_is_documented():
+    """In the README's configuration table, or a settings table of a page under docs/."""
     config = (ROOT / "service" / "config.py").read_text()
     read = set(re.findall(r'env\.get\("([A-Z_]+)"', config))
-    documented = set(re.findall(r"^\| `([A-Z_]+)`", README, re.M))
-    documented |= set(re.findall(r"^\| `[A-Z_]+` / `([A-Z_]+)`", README, re.M))
+    documented: set[str] = set()
+    for page in [README, *(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))]:
+        documented |= set(re.findall(r"^\| `([A-Z_]+)`", page, re.M))
+        documented |= set(re.findall(r"^\| `[A-Z_]+` / `([A-Z_]+)`", page, re.M))
     assert read == documented, (sorted(read - documented), sorted(documented - read))
 
 
