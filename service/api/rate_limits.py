@@ -33,13 +33,16 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
+from typing import Any
 
+import redis
 from limits import RateLimitItem, parse
 from limits.storage import RedisClusterStorage, RedisStorage, Storage
 from limits.strategies import MovingWindowRateLimiter
 
 from service.application.access import Caller
 from service.config import Settings
+from service.eventlog.store import StoreUnavailable
 from service.rules.views import PLAYER
 
 
@@ -92,9 +95,17 @@ class RateLimits:
     FAILED_KEPT = 10_000
     """Addresses that failed, remembered per process (the oldest forgotten first)."""
 
-    def _refuse(self, item: RateLimitItem, key: tuple[str, ...], what: str) -> RateLimited:
+    def _ask(self, how: str, item: RateLimitItem, key: tuple[str, ...]) -> Any:
+        """The limiter's `how` (hit, test, get_window_stats); Redis away is StoreUnavailable
+        (503, like any request that needs Redis)."""
         assert self.limiter is not None
-        reset_at = self.limiter.get_window_stats(item, *key).reset_time
+        try:
+            return getattr(self.limiter, how)(item, *key)
+        except redis.RedisError as error:
+            raise StoreUnavailable(f"Redis is unreachable: {error}") from error
+
+    def _refuse(self, item: RateLimitItem, key: tuple[str, ...], what: str) -> RateLimited:
+        reset_at = self._ask("get_window_stats", item, key).reset_time
         wait = max(1, math.ceil(reset_at - time.time()))
         return RateLimited(f"{what}: over the limit of {item}; retry in {wait} s", wait)
 
@@ -113,7 +124,7 @@ class RateLimits:
         if item is None or self.limiter is None or not self._failed_lately(address):
             return
         key = ("auth-failures", address)
-        if not self.limiter.test(item, *key):
+        if not self._ask("test", item, key):
             raise self._refuse(item, key, "too many failed authentications from this address")
 
     def failed_authentication(self, address: str) -> None:
@@ -128,7 +139,7 @@ class RateLimits:
             while len(self._failed) > self.FAILED_KEPT:
                 self._failed.popitem(last=False)
         key = ("auth-failures", address)
-        if not self.limiter.hit(item, *key):
+        if not self._ask("hit", item, key):
             raise self._refuse(item, key, "too many failed authentications from this address")
 
     def admit(self, caller: Caller, credential: str, method: str) -> None:
@@ -145,5 +156,5 @@ class RateLimits:
         if item is None:
             return
         key = (kind, _name(credential))
-        if not self.limiter.hit(item, *key):
+        if not self._ask("hit", item, key):
             raise self._refuse(item, key, what)

@@ -94,6 +94,7 @@ PUBLIC = (
     "/metrics",
     "/openapi.yaml",
     "/docs",
+    "/docs/docs.js",
     "/play",
     "/play/play.js",
 )

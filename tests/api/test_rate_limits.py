@@ -130,3 +130,17 @@ def test_a_rate_that_cannot_be_read_is_refused_at_start():
         Settings(rate_limit_commands="ten a second")
     with pytest.raises(ValueError, match="GUTS_RATE_LIMIT_TENANTS"):
         Settings.from_env({"GUTS_RATE_LIMIT_TENANTS": "casino-a"})
+
+
+def test_without_redis_a_limited_request_is_503_not_500(serve_with: Callable[..., Api]):
+    from service.redis_server import free_port
+
+    dead = serve_with(
+        redis_url=f"redis://127.0.0.1:{free_port()}/0",
+        rate_limit_keys="5/minute",
+        rate_limit_auth_failures="5/minute",
+    )
+    for token in (OPERATOR, "a-wrong-guess"):
+        answer = dead.get("/v1/tables", token=token)
+        assert answer.status_code == 503, answer.text
+        assert answer.headers["Retry-After"] == "1"
