@@ -1,19 +1,22 @@
 """The ``guts`` command.
 
 ``guts serve``
-    The API under gunicorn (sync workers), one RQ worker (audits) and one deadline
+    The API under gunicorn (gevent workers), one RQ worker (audits) and one deadline
     dispatcher (``service.serve``). Without ``REDIS_URL`` it first starts
     an embedded redis-server (append-only file, fsync every second) under
-    ``<data-dir>/redis`` and hands its URL to them; a ``REDIS_URL`` that does not answer is
-    waited for up to ``--redis-wait`` seconds. A child that dies, the API included,
-    is started again after a short delay (``service.supervisor``). SIGTERM or SIGINT stops
-    it cleanly: gunicorn finishes the requests in flight, the worker its job in flight,
-    Redis flushes its log last, and the command exits 0.
+    ``<data-dir>/redis``, and without ``GUTS_DATABASE_URL`` an embedded PostgreSQL (the
+    archive) under ``<data-dir>/postgres``, and hands their URLs to them; a ``REDIS_URL``
+    that does not answer is waited for up to ``--redis-wait`` seconds. A child that dies,
+    the API included, is started again after a short delay (``service.supervisor``).
+    SIGTERM or SIGINT stops it cleanly: gunicorn finishes the requests in flight, the worker
+    its job in flight, Redis flushes its log last, and the command exits 0.
 ``guts worker``
     The RQ worker alone, against ``REDIS_URL``; while Redis cannot be reached it waits for
     it (retrying with a growing delay) until SIGTERM or SIGINT.
 ``guts dispatch``
-    A deadline dispatcher alone (``workers.dispatcher``), against ``REDIS_URL``.
+    A deadline dispatcher alone (``workers.dispatcher``), against ``REDIS_URL``, and with
+    ``GUTS_DATABASE_URL`` the archiver of the logs into that PostgreSQL (it applies the
+    schema's migrations first).
 
 Each subcommand is one :class:`Subcommand` in ``SUBCOMMANDS``: a function that adds its
 arguments and one that runs it. Add a new one (``guts verify``, ...) by appending there.
@@ -74,12 +77,14 @@ def _configure_serve(parser: argparse.ArgumentParser, settings: Settings) -> Non
         "--workers",
         type=int,
         default=settings.web_workers,
-        help="gunicorn sync workers (GUTS_WEB_WORKERS)",
+        help="gunicorn worker processes, each a gevent worker serving many requests and "
+        "streams at once (GUTS_WEB_WORKERS)",
     )
     parser.add_argument(
         "--data-dir",
         default=settings.data_dir,
-        help="where the embedded Redis keeps its files when REDIS_URL is unset (GUTS_DATA_DIR)",
+        help="where the embedded Redis (when REDIS_URL is unset) and the embedded PostgreSQL "
+        "(when GUTS_DATABASE_URL is unset) keep their files (GUTS_DATA_DIR)",
     )
     parser.add_argument(
         "--redis-wait",
@@ -222,11 +227,12 @@ def _run_verify(args: argparse.Namespace, settings: Settings) -> int:
 
 
 SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand("serve", "run the API, a worker and (without REDIS_URL) Redis", _configure_serve,
-            _run_serve),
+    Subcommand("serve", "run the API, a worker, a dispatcher and (without REDIS_URL, "
+            "GUTS_DATABASE_URL) Redis and PostgreSQL", _configure_serve, _run_serve),
     Subcommand("worker", "run the RQ worker alone (needs REDIS_URL)", _configure_worker,
             _run_worker),
-    Subcommand("dispatch", "run a deadline dispatcher alone (needs REDIS_URL)",
+    Subcommand("dispatch", "run a deadline dispatcher alone (needs REDIS_URL; with "
+            "GUTS_DATABASE_URL it also archives the logs into that PostgreSQL)",
             _add_log_level, _run_dispatch),
     Subcommand("release", "release repaired tables from quarantine (needs REDIS_URL)",
             _configure_release, _run_release),

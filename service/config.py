@@ -17,6 +17,28 @@ def _flag(raw: str) -> bool:
     return raw.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _rate(name: str, text: str) -> None:
+    """ValueError unless `text` is empty or a rate the ``limits`` library reads."""
+    if text.strip():
+        from limits import parse
+
+        try:
+            parse(text)
+        except ValueError as error:
+            raise ValueError(f"{name}: {text!r} is not a rate such as 20/minute") from error
+
+
+def _per_tenant(raw: str) -> dict[str, str]:
+    """``casino-a=100/second,casino-b=5/second`` as {tenant: limit}."""
+    found = {}
+    for item in _keys(raw):
+        tenant, sep, limit = item.partition("=")
+        if not sep or not tenant.strip() or not limit.strip():
+            raise ValueError(f"GUTS_RATE_LIMIT_TENANTS takes tenant=limit items, not {item!r}")
+        found[tenant.strip()] = limit.strip()
+    return found
+
+
 def _level(raw: str) -> str:
     level = raw.strip().lower()
     if level not in LEVELS:
@@ -53,9 +75,21 @@ class Settings:
     database_url: str | None = None
     archive_keep_events: int = 100
     follow_lease_s: float = 10.0
+    archive_lag_limit: int = 10000
+    # Rate limits (``limits`` notation: "20/minute"; empty: none). None in Settings built by
+    # hand (tests); `from_env` has the service's defaults: 20 failed authentications a minute
+    # per address, 10 commands a second per player token.
+    rate_limit_auth_failures: str = ""
+    rate_limit_commands: str = ""
+    rate_limit_keys: str = ""
+    rate_limit_tenants: Mapping[str, str] = field(default_factory=dict)
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for name in ("auth_failures", "commands", "keys"):
+            _rate(f"GUTS_RATE_LIMIT_{name.upper()}", getattr(self, f"rate_limit_{name}"))
+        for tenant, limit in self.rate_limit_tenants.items():
+            _rate(f"GUTS_RATE_LIMIT_TENANTS ({tenant})", limit)
         if self.redis_cluster and not self.queue_redis_url:
             raise ValueError(
                 "GUTS_REDIS_CLUSTER is set: RQ needs a plain Redis for its queues "
@@ -92,4 +126,9 @@ class Settings:
             database_url=env.get("GUTS_DATABASE_URL") or None,
             archive_keep_events=int(env.get("GUTS_ARCHIVE_KEEP_EVENTS", 100)),
             follow_lease_s=float(env.get("GUTS_FOLLOW_LEASE_S", 10)),
+            archive_lag_limit=int(env.get("GUTS_ARCHIVE_LAG_LIMIT", 10000)),
+            rate_limit_auth_failures=env.get("GUTS_RATE_LIMIT_AUTH_FAILURES", "20/minute"),
+            rate_limit_commands=env.get("GUTS_RATE_LIMIT_COMMANDS", "10/second"),
+            rate_limit_keys=env.get("GUTS_RATE_LIMIT_KEYS", ""),
+            rate_limit_tenants=_per_tenant(env.get("GUTS_RATE_LIMIT_TENANTS", "")),
         )

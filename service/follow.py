@@ -111,6 +111,7 @@ class Follower:
         index: DueIndex | None = None,
         quarantine_retry_s: float = 300.0,
         chained: bool = True,
+        on_sweep: Callable[[int, int], None] | None = None,
     ) -> None:
         self.store = store
         self.chained = chained
@@ -128,6 +129,9 @@ class Follower:
         `settle_s` (the archive: bigger batches, seconds of lag); 0: on each notice."""
         self._pending: dict[str, int] = {}
         self.backoff = backoff
+        self.on_sweep = on_sweep
+        """Told, at each sweep, how far its projections were behind the logs when it began:
+        (events, tables) (the archiver reports its lag so: ``service.vitals``)."""
         self._tenants: dict[str, str] = {}  # table id -> tenant (a table never changes tenant)
 
     def tenant(self, table_id: str) -> str | None:
@@ -198,6 +202,7 @@ class Follower:
         held = set(self.index.quarantined()) if self.index is not None else set()
         table_ids = [t for t in self.store.table_ids() if t not in held]
         applied = 0
+        behind_events = behind_tables = 0
         for start in range(0, len(table_ids), self.batch):
             chunk = table_ids[start : start + self.batch]
             live: list[tuple[str, int]] = []
@@ -224,6 +229,8 @@ class Follower:
                         continue
                     elif position < version:
                         behind[table_id] = version
+                        behind_events += version - position
+                        behind_tables += 1
                     elif hasattr(projection, "tidy"):
                         caught_up.append((projection, table_id, position))
             for table_id, version in behind.items():
@@ -231,6 +238,8 @@ class Follower:
             for projection, table_id, position in caught_up:
                 if table_id not in held:
                     self._safely(table_id, projection.tidy, table_id, position)  # type: ignore[attr-defined]
+        if self.on_sweep is not None:
+            self.on_sweep(behind_events, behind_tables)
         return applied
 
     def _unreadable(self, table_id: str, error: Exception) -> None:

@@ -47,6 +47,17 @@ def on_starting(server: Any) -> None:
     share_between_workers()
 
 
+def child_exit(server: Any, worker: Any) -> None:
+    """In the master, when a worker has exited: its ``livesum`` gauges no longer count
+    (``service.api.gauges``)."""
+    import os
+
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]
+
+
 ADMIT_AT_ONCE = 2
 """Requests (streams aside) one worker works on at once, the others waiting their turn in the
 order they came (service/api/admission.py has the measurement behind it)."""

@@ -1,5 +1,5 @@
 """The two gunicorn classes ``guts serve`` substitutes for gunicorn's own, through its
-public settings (``service.gunicorn_conf``): a sync worker that answers in problem+json the
+public settings (``service.gunicorn_conf``): a gevent worker that answers in problem+json the
 requests gunicorn refuses itself, and a logger that writes the service's JSON lines.
 
 Both are written against gunicorn 27 (pinned in pyproject.toml); tests/test_operating.py
@@ -30,6 +30,7 @@ from __future__ import annotations
 import socket
 import ssl
 import time
+import uuid
 from typing import Any
 
 from gunicorn import util  # type: ignore[import-untyped]
@@ -48,11 +49,10 @@ from gunicorn.http.errors import (  # type: ignore[import-untyped]
     UnsupportedTransferCoding,
 )
 from gunicorn.workers.ggevent import GeventWorker  # type: ignore[import-untyped]
-from gunicorn.workers.sync import SyncWorker  # type: ignore[import-untyped]
 
 from service.api.errors import PROBLEM, problem_body
 from service.gunicorn_bodies import BodyRefused
-from service.logs import JsonLines
+from service.logs import JsonLines, RequestIds
 
 
 class JsonLogger(Logger):  # type: ignore[misc]
@@ -63,6 +63,7 @@ class JsonLogger(Logger):  # type: ignore[misc]
         for log in (self.error_log, self.access_log):
             for handler in log.handlers:
                 handler.setFormatter(JsonLines())
+                handler.addFilter(RequestIds())
 
 
 def _linger(
@@ -91,8 +92,10 @@ class ProblemAnswers:
 
     def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:
         refused = self.refusal(exc)
+        # (the request was not read whole: a new id, in the answer and in the log line)
+        request_id = uuid.uuid4().hex
         if refused is None:
-            self.log.exception("Error handling request")
+            self.log.exception("Error handling request", extra={"request_id": request_id})
             status, title, detail = 500, "Internal Server Error", "the server failed"
         else:
             status, title, detail = refused
@@ -100,11 +103,15 @@ class ProblemAnswers:
                 "request refused before the app: %d %s",
                 status,
                 title,
-                extra={"status": status, "refusal": type(exc).__name__},
+                extra={
+                    "status": status,
+                    "refusal": type(exc).__name__,
+                    "request_id": request_id,
+                },
             )
-        body = problem_body(status, title, detail)
+        body = problem_body(status, title, detail, request_id=request_id)
         head = (
-            f"HTTP/1.1 {status} {title}\r\nConnection: close\r\n"
+            f"HTTP/1.1 {status} {title}\r\nConnection: close\r\nX-Request-Id: {request_id}\r\n"
             f"Content-Type: {PROBLEM}\r\nContent-Length: {len(body)}\r\n\r\n"
         )
         try:
@@ -158,10 +165,6 @@ _CHUNKS = {
     ChunkMissingTerminator: "a chunk does not end with CRLF, or the body has no last chunk",
 }
 """What each of gunicorn's chunked-body refusals means, for the problem's detail."""
-
-
-class ProblemSyncWorker(ProblemAnswers, SyncWorker):  # type: ignore[misc]
-    """gunicorn's sync worker, with its refusals in problem+json."""
 
 
 class ProblemGeventWorker(ProblemAnswers, GeventWorker):  # type: ignore[misc]

@@ -11,10 +11,15 @@ root logger has one), Python's warnings and uncaught exceptions.
 Entry points call :func:`configure_logging` with the level they were given (``--log-level``
 or ``GUTS_LOG_LEVEL``). The access log does not go through :mod:`logging` (it runs on every
 request): it writes :func:`json_line` itself (``service.api.app.access_line``).
+
+A line written while a request is handled carries its ``request_id`` (the ``X-Request-Id``
+the API answers with): the API sets :data:`REQUEST_ID` for the request (a context variable:
+its own for each thread or greenlet), and :class:`JsonLines` adds it to each record.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
 import sys
@@ -40,6 +45,10 @@ _PLAIN = frozenset(
     [*logging.LogRecord("", 0, "", 0, "", None, None).__dict__, "message", "asctime", "taskName"]
 )
 """Attributes every LogRecord has: anything else on a record is a field the caller passed."""
+REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "guts_request_id", default=None
+)
+"""The id of the request being handled in this thread or greenlet (None: none)."""
 _COLOURS = re.compile(r"\x1b\[[0-9;]*m")
 """Terminal colour codes (RQ colours some words when stdout is a terminal)."""
 
@@ -57,6 +66,17 @@ def json_line(
     """One log line (newline included): the common keys first, then `fields`."""
     entry = {"ts": iso_time(epoch), "level": level, "logger": logger, "msg": msg, **fields}
     return orjson.dumps(entry, default=str, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+
+
+class RequestIds(logging.Filter):
+    """Stamps each record with the id of the request being handled (`REQUEST_ID`), if any,
+    when it is logged (in the thread or greenlet of the request)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request_id = REQUEST_ID.get()
+        if request_id is not None and not hasattr(record, "request_id"):
+            record.request_id = request_id
+        return True
 
 
 class JsonLines(logging.Formatter):
@@ -82,6 +102,7 @@ class StderrLines(logging.StreamHandler):  # type: ignore[type-arg]
     def __init__(self) -> None:
         super().__init__()
         self.setFormatter(JsonLines())
+        self.addFilter(RequestIds())
 
     @property
     def stream(self) -> TextIO:

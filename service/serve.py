@@ -300,7 +300,7 @@ def _lock(directory: Path) -> Iterator[None]:
 def gunicorn_command(
     host: str, port: int, workers: int, log_level: str = "info", app: str = WSGI_APP
 ) -> list[str]:
-    """The gunicorn command line ``guts serve`` runs (sync workers answering refusals in
+    """The gunicorn command line ``guts serve`` runs (gevent workers answering refusals in
     problem+json, JSON log lines, the limits: ``service.gunicorn_conf``; GUNICORN_CMD_ARGS in
     the environment can add options)."""
     command = [

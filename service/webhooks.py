@@ -307,6 +307,17 @@ class WebhookStore:
     def tenants(self) -> list[str]:
         return sorted(t.decode() for t in cast(set[bytes], self.client.smembers(self.tenants_key)))
 
+    def backlog(self) -> int:
+        """Deliveries pending over every tenant (due for their first or next attempt, or in
+        one): one ZCARD per tenant, pipelined."""
+        tenants = self.tenants()
+        if not tenants:
+            return 0
+        with self.client.pipeline(transaction=False) as pipe:
+            for tenant in tenants:
+                pipe.zcard(self._key(tenant, "due"))
+            return sum(int(n) for n in pipe.execute())
+
     def claim(self, tenant: str, limit: int = 100, lease_s: float = LEASE_S) -> list[str]:
         """The tenant's deliveries due now, each leased for `lease_s`."""
         now = self.clock()

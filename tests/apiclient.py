@@ -151,6 +151,23 @@ def plain_url(redis_url: str, pytestconfig: pytest.Config) -> Iterator[str]:
 
 
 @pytest.fixture
+def serve_with(redis_url: str, database_url: str, pytestconfig: pytest.Config) -> Iterator[Any]:
+    """Start another API server on the suite's Redis with settings changed: `serve_with(
+    database_url=...)`."""
+    started: list[Iterator[str]] = []
+
+    def serve(**changes: Any) -> Api:
+        settings = dataclasses.replace(_settings(redis_url, True, database_url), **changes)
+        served = _serve(settings, pytestconfig)
+        started.append(served)
+        return Api(next(served))
+
+    yield serve
+    for served in started:
+        next(served, None)
+
+
+@pytest.fixture
 def plain_api(plain_url: str, redis_client: Any, monkeypatch: pytest.MonkeyPatch) -> Api:
     """A client of the server without an archive, on an empty Redis; jobs run without one."""
     monkeypatch.delenv("GUTS_DATABASE_URL", raising=False)

@@ -164,7 +164,9 @@ def test_serve_runs_everything_stops_on_sigterm_and_keeps_tables(
     data_dir = tmp_path / "data"
     first = Served(data_dir, tmp_path)
     serve.append(first)
-    assert first.wait_healthy() == {"status": "ok", "redis": True, "quarantined": []}
+    healthy = first.wait_healthy()  # Redis, PostgreSQL, a dispatcher and the archiver: all ok
+    assert (healthy["status"], healthy["quarantined"]) == ("ok", [])
+    assert all(check["ok"] for check in healthy["checks"].values()), healthy
     created = first.call("POST", "/v1/tables", {"preset": "three-card"})
     assert created.status_code == 201, created.text
     table_id = created.json()["table_id"]
@@ -642,7 +644,7 @@ def test_serve_started_before_its_redis_answers_503_then_works_once_redis_is_up(
     assert _eventually(degraded, START_TIMEOUT_S), served.output()
     assert "does not answer yet" in served.output() and "waits for it" in served.output()
     with RedisServer(port=port, data_dir=tmp_path / "redis"):
-        assert served.wait_healthy()["redis"] is True
+        assert served.wait_healthy()["checks"]["redis"]["ok"] is True
         created = served.call("POST", "/v1/tables", {"preset": "three-card"})
         assert created.status_code == 201, created.text
         table = created.json()["table_id"]

@@ -37,6 +37,7 @@ from schemathesis.specs.openapi.checks import (
 
 from service.api.app import SPEC_PATH, create_app
 from service.config import Settings
+from service.vitals import Vitals
 from tests.apiclient import AUDITOR, OPERATOR, Api
 from tests.openapi_helpers import BUGS, PLAN, SpecValidator, World, aim_body, aim_path, audit_runner
 
@@ -121,14 +122,24 @@ def test_the_served_spec_is_the_file(api: Api):
     assert served.content == SPEC_FILE.read_bytes()
 
 
-def test_the_docs_page_lists_every_operation(api: Api):
+def test_the_docs_page_is_swagger_ui_from_this_server_under_the_plays_policy(api: Api):
+    """(tests/browser/test_docs.py loads it in a browser and finds every operation.)"""
+    from service.api.play import CONTENT_SECURITY_POLICY
+
     page = api.get("/docs", token=None)
     assert page.status_code == 200
     assert page.headers["Content-Type"].startswith("text/html")
-    for path, item in _spec()["paths"].items():
-        for method in item:
-            if method in METHODS:
-                assert f"<code>{method.upper()}</code></td><td><code>{path}</code>" in page.text
+    assert page.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+    loaded = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert loaded and all(url.startswith("/") for url in loaded), loaded  # this host only
+    assert "<script>" not in page.text  # no inline script
+    for url in loaded:
+        if url.startswith("/docs/"):
+            asset = api.get(url, token=None)
+            assert asset.status_code == 200, url
+            assert asset.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+    assert "SwaggerUIBundle" in api.get("/docs/swagger-ui-bundle.js", token=None).text
+    assert api.get("/docs/index.html", token=None).status_code == 404
 
 
 # --- problems ---------------------------------------------------------------------------------
@@ -319,8 +330,12 @@ def world(api: Api, redis_client: Any) -> World:
 # The fixtures are session-wide servers and a `World` that rebuilds what a case may change.
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_the_server_conforms_to_the_spec(
-    case: Any, api: Api, world: World, reproducing: set[str]
+    case: Any, api: Api, world: World, reproducing: set[str], redis_client: Any
 ) -> None:
+    if case.path in ("/readyz", "/healthz"):  # ready: a dispatcher and an archiver are there
+        vitals = Vitals(redis_client, prefix="guts")
+        vitals.beat("a-dispatcher")
+        vitals.report_archive_lag(0, 0)
     hits = [BUGS[name] for name in sorted(reproducing) if BUGS[name].hits(case)]
     if any(not bug.excuses for bug in hits):
         return

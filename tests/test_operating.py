@@ -30,6 +30,7 @@ from tests.test_cli import (
     _child_pids,
     _env,
     _eventually,
+    _processes,
     _status,
 )
 
@@ -128,6 +129,15 @@ def test_requests_gunicorn_refuses_are_problem_json_that_names_the_limit(
     assert problem["status"] == status and problem["title"] == title
     assert problem["type"] == "https://guts.example/problems/" + title.lower().replace(" ", "-")
     assert detail in problem["detail"]
+    # (the request was not read: a new id, the same in the header, the body and the log line)
+    assert re.fullmatch(r"[0-9a-f]{32}", problem["request_id"])
+    assert headers["x-request-id"] == problem["request_id"]
+    logged = lambda: [  # noqa: E731
+        line
+        for line in _lines(served.stderr_path.read_text())
+        if line.get("request_id") == problem["request_id"]
+    ]
+    assert _eventually(logged, 5), served.output()
 
 
 def test_a_request_line_at_the_limit_reaches_the_app(served: Served) -> None:
@@ -156,6 +166,25 @@ def test_options_answers_with_allow_on_any_target(
     assert {m.strip() for m in headers["allow"].split(",") if m.strip()} == allowed
     if status == 404:
         assert headers["content-type"] == "application/problem+json"
+
+
+def test_metrics_under_gunicorn_show_each_workers_process_and_the_pools(served: Served) -> None:
+    """Under gunicorn (PROMETHEUS_MULTIPROC_DIR), the process metrics of every worker, by pid,
+    and the per-process gauges summed over the workers."""
+    import requests
+
+    for _ in range(10):  # (each worker samples its gauges after its requests)
+        assert requests.get(served.base + "/livez", timeout=5).status_code == 200
+    text = requests.get(served.base + "/metrics", timeout=5).text
+    memory = re.findall(r'^process_resident_memory_bytes\{pid="(\d+)"\} (\S+)$', text, re.M)
+    (master,) = _child_pids(served.process.pid, "gunicorn")
+    workers = [pid for pid, ppid, _, _ in _processes() if ppid == master]
+    assert workers and {int(pid) for pid, _ in memory} >= set(workers), (memory, workers)
+    assert all(float(value) > 1_000_000 for _, value in memory)
+    assert re.search(r"^guts_open_streams \d", text, re.M), text
+    assert re.search(r'^guts_redis_pool_connections\{state="in_use"\} \d', text, re.M), text
+    assert re.search(r'^guts_postgres_pool_connections\{state="idle"\} \d', text, re.M), text
+    assert re.search(r"^python_info\{", text, re.M), text
 
 
 # --- logs ---------------------------------------------------------------------------------

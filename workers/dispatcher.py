@@ -13,13 +13,20 @@ never delays a live deadline behind work. A table that cannot be loaded is quara
 with its id, counted, listed in ``/healthz``, and tried again only every ``quarantine_retry_s``;
 the other tables go on. A lost connection to Redis is waited out (redis-py reconnects), with a
 log line, and the dispatcher goes on where it was.
+
+Each dispatcher beats a heartbeat in Redis from its loop (at most every `beat_s`), and counts
+how late it acted on each due table (now - due) in a histogram kept there too; the API reads
+both (``/readyz``, ``/metrics``: ``service.vitals``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import random
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +48,7 @@ from service.redis_clients import queue_client, store_client
 from service.stores import archiver, event_store, open_archive
 from service.supervisor import Backoff, Heartbeat
 from service.tables import Tables
+from service.vitals import Vitals
 from service.webhooks import Schedule, WebhookStore
 
 log = logging.getLogger("guts.dispatcher")
@@ -67,6 +75,8 @@ class DispatchTimes:
     """How long a table that cannot be loaded is left alone before it is tried again."""
     backoff: Backoff = Backoff(first_s=1.0, cap_s=10.0)
     """Waits while Redis cannot be reached (the supervisor's schedule: doubling, capped)."""
+    beat_s: float = 1.0
+    """Period of the heartbeat (``/readyz`` wants one within the last 5 s)."""
 
 
 class Dispatcher:
@@ -78,8 +88,11 @@ class Dispatcher:
         index: DueIndex,
         times: DispatchTimes = DispatchTimes(),
         clock: Callable[[], float] = time.time,
+        vitals: Vitals | None = None,
     ) -> None:
         self.usecases = usecases
+        self.vitals = vitals
+        self.id = f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):08x}"
         self.tables = usecases.tables
         self.index = index
         self.times = times
@@ -107,10 +120,14 @@ class Dispatcher:
             elif due is None or due > now:  # stale or early: index the stored due instead
                 corrections.append((table_id, version, due))
             else:
-                due_now.append(table_id)
+                due_now.append((table_id, due))
         self.index.record_many(corrections)  # one round trip for the whole batch
-        for table_id in due_now:
+        lateness = []
+        for table_id, due in due_now:
+            lateness.append(max(0.0, now - due))
             self._act(table_id)
+        if self.vitals is not None:
+            self.vitals.observe_lateness(lateness)  # one round trip for the batch
         return len(claimed)
 
     def _quarantine(self, table_id: str, error: Exception) -> None:
@@ -171,9 +188,13 @@ class Dispatcher:
         at every look at the index and before every wait (the supervisor's heartbeat)."""
         failures = 0  # Redis failures in a row
         next_repair = 0.0  # at once: dues a crash kept from the index come first
+        next_beat = 0.0
         while not stop.is_set():
             beat()
             try:
+                if self.vitals is not None and time.monotonic() >= next_beat:
+                    self.vitals.beat(self.id)
+                    next_beat = time.monotonic() + self.times.beat_s
                 if time.monotonic() >= next_repair:
                     self.repair()
                     next_repair = time.monotonic() + self.times.repair_s * random.uniform(0.8, 1.2)
@@ -191,6 +212,9 @@ class Dispatcher:
                 )
             if wait > 0:
                 stop.wait(wait)
+        if self.vitals is not None:
+            with contextlib.suppress(redis.RedisError):
+                self.vitals.stopped(self.id)
 
 
 def build_dispatcher(
@@ -202,7 +226,7 @@ def build_dispatcher(
     listing = TableList(client, prefix=settings.key_prefix)
     tables = Tables(store, index=index, listing=listing)
     usecases = TableService(tables, client, settings.key_prefix)
-    return Dispatcher(usecases, index)
+    return Dispatcher(usecases, index, vitals=Vitals(client, prefix=settings.key_prefix))
 
 
 def projections(
@@ -255,6 +279,8 @@ def build_follower(
     return follower, store.notices
 
 
+ARCHIVE_SWEEP_S = 30.0
+"""The archiver sweeps every table this often (and so measures its lag)."""
 ARCHIVE_SETTLE_S = 0.5
 """The archive takes each table's new events at most this often (bigger batches; it lags by
 about this much)."""
@@ -263,17 +289,20 @@ about this much)."""
 def build_archiver(settings: Settings, client: redis.Redis, archive: Archive) -> Follower:
     """A follower copying the logs under `settings.key_prefix` into `archive` and trimming
     them from Redis (``service.archive``); apart from the other projections, so PostgreSQL
-    going away delays neither the ledger nor the webhooks."""
+    going away delays neither the ledger nor the webhooks. Each sweep reports the archive's
+    lag (``service.vitals``: ``/readyz`` and ``/metrics`` read it)."""
     store = event_store(settings, client, archive)
     index = DueIndex(client, prefix=settings.key_prefix)
+    vitals = Vitals(client, prefix=settings.key_prefix)
     return Follower(
         store,
         [archiver(store, archive)],
         batch=2000,
-        sweep_s=30.0,
+        sweep_s=ARCHIVE_SWEEP_S,
         settle_s=ARCHIVE_SETTLE_S,
         index=index,
         chained=False,  # (the archive checks the chain itself)
+        on_sweep=vitals.report_archive_lag,
     )
 
 

@@ -1,4 +1,4 @@
-"""The Flask app factory: wiring, request logs, metrics, health, the spec and its docs page."""
+"""The Flask app factory: wiring, request ids and logs, metrics, probes, the spec."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import secrets
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,12 @@ from flask import Flask, Request, Response, request
 from flask.sessions import NullSession, SessionInterface
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
     CollectorRegistry,
     Counter,
     Histogram,
+    ProcessCollector,
     generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily
@@ -30,7 +34,7 @@ from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
 from service.follow import Follower
-from service.logs import LEVELS, json_line
+from service.logs import LEVELS, REQUEST_ID, json_line
 from service.redis_clients import queue_client, store_client
 from service.snapshots import StateCache, inherited
 from service.stores import archiver, event_store, ledger_of, open_archive
@@ -39,12 +43,16 @@ from service.webhooks import WebhookStore
 
 from . import errors
 from .auth import Authenticator
+from .docs import docs
 from .edges import allow_on_options, cors, no_content_options, not_modified
 from .feed import Feed
 from .flask_request_bypass import CurrentEnviron
+from .gauges import FromRedis, Sampler, WorkerProcesses, redis_pool_use
+from .health import Readiness, probe_client
 from .http import COMMAND, OUTCOME, SERVICES
 from .json import dumps
 from .play import play
+from .rate_limits import RateLimits
 from .routes import v1
 from .services import Services
 
@@ -99,6 +107,7 @@ class _Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
         )
         self._children: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
+        self._process_metrics = False
 
     def observe(
         self,
@@ -125,12 +134,22 @@ class _Metrics:
             children[2].inc()
 
     def render(self) -> bytes:
-        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        """This process's metrics, or under gunicorn (``PROMETHEUS_MULTIPROC_DIR``) every
+        worker's (summed by prometheus_client; the process metrics per worker, by pid)."""
+        directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        if directory:
             from prometheus_client import multiprocess
 
             registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            registry.register(WorkerProcesses(directory))
+            registry.register(PLATFORM_COLLECTOR)
             return generate_latest(registry)
+        if not self._process_metrics:
+            ProcessCollector(registry=self.registry)
+            self.registry.register(PLATFORM_COLLECTOR)
+            self.registry.register(GC_COLLECTOR)
+            self._process_metrics = True
         return generate_latest(self.registry)
 
 
@@ -153,9 +172,11 @@ class _Quarantined:
         )
 
 
-def _quarantine_metric(index: DueIndex) -> bytes:
+def _shared_metrics(index: DueIndex, shared: FromRedis) -> bytes:
+    """The metrics read from Redis at each scrape (the same on every node)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Quarantined(index))
+    registry.register(shared)
     return generate_latest(registry)
 
 
@@ -200,24 +221,47 @@ class _Guts(Flask):
         return no_content_options(super().make_default_options_response().allow)
 
 
-class _Observed:
-    """WSGI middleware around the Flask app: times every request, then counts it in the
-    metrics and writes its access-log line. It reads what Flask found (the URL rule and its
-    arguments) from the environ, where `_remember_route` leaves it before Flask lets go of
-    the request, and whether a route ran a command, and how it went, from `COMMAND` and
-    `OUTCOME` there."""
+def request_id_of(environ: dict[str, Any]) -> str:
+    """The client's ``X-Request-Id`` when it is 1-128 visible ASCII characters, else a new
+    one (32 hex digits)."""
+    sent = environ.get("HTTP_X_REQUEST_ID")
+    if sent and len(sent) <= 128 and all("!" <= c <= "~" for c in sent):
+        return str(sent)
+    return uuid.uuid4().hex
 
-    def __init__(self, wsgi_app: Any, metrics: _Metrics, *, access_log: bool = True) -> None:
+
+class _Observed:
+    """WSGI middleware around the Flask app: gives every request its id (``X-Request-Id``,
+    answered on every response, set in `REQUEST_ID` for the log lines and problem bodies the
+    request causes), times it, then counts it in the metrics and writes its access-log line.
+    It reads what Flask found (the URL rule and its arguments) from the environ, where
+    `_remember_route` leaves it before Flask lets go of the request, and whether a route ran
+    a command, and how it went, from `COMMAND` and `OUTCOME` there."""
+
+    def __init__(
+        self,
+        wsgi_app: Any,
+        metrics: _Metrics,
+        *,
+        access_log: bool = True,
+        after: Callable[[], None] | None = None,
+    ) -> None:
         self.wsgi_app = wsgi_app
         self.metrics = metrics
         self.access_log = access_log
+        self.after = after
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         started = time.perf_counter()
         statuses: list[str] = []
+        request_id = request_id_of(environ)
+        environ[REQUEST_ID_KEY] = request_id
+        token = REQUEST_ID.set(request_id)
 
         def start(status: str, headers: Any, exc_info: Any = None) -> Any:
             statuses.append(status)
+            headers = [(k, v) for k, v in headers if k.lower() != "x-request-id"]
+            headers.append(("X-Request-Id", request_id))
             return start_response(status, headers, exc_info)
 
         try:
@@ -225,6 +269,9 @@ class _Observed:
         finally:  # (an exception Flask let through is answered 500 by the server)
             elapsed = time.perf_counter() - started
             self._observe(environ, int(statuses[-1][:3]) if statuses else 500, elapsed)
+            REQUEST_ID.reset(token)
+            if self.after is not None:
+                self.after()
 
     def _observe(self, environ: dict[str, Any], status: int, elapsed: float) -> None:
         route: tuple[Rule | None, dict[str, Any]] = environ.get(ROUTE) or (None, {})
@@ -246,10 +293,13 @@ class _Observed:
                 "ms": round(elapsed * 1000, 2),
                 "table_id": view_args.get("table_id"),
                 "command": name,
+                "request_id": environ[REQUEST_ID_KEY],
             }
         )
 
 
+REQUEST_ID_KEY = "guts.request_id"
+"""Where `_Observed` keeps the request's id, in the WSGI environ."""
 ROUTE = "guts.route"
 """Where `_remember_route` keeps the request's URL rule and arguments, in the WSGI environ."""
 
@@ -331,7 +381,8 @@ def create_app(
         webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
     )
     feed = Feed(redis_client, usecases, store.notices)
-    services = Services(settings, redis_client, tables, auth, usecases, feed)
+    limits = RateLimits(settings)
+    services = Services(settings, redis_client, tables, auth, usecases, feed, limits)
     app.extensions["guts"] = services
     metrics = _Metrics()
     tables.on_conflict = metrics.conflicts.inc
@@ -339,6 +390,7 @@ def create_app(
     errors.install(app)
     app.register_blueprint(v1)
     app.register_blueprint(play)
+    app.register_blueprint(docs)
 
     app.teardown_request(_remember_route)
     app.after_request(not_modified)
@@ -350,62 +402,50 @@ def create_app(
             app.wsgi_app, {SERVICES: services}, settings.max_body_bytes
         )
     access_log = LEVELS[settings.log_level] <= logging.INFO
-    app.wsgi_app = _Observed(app.wsgi_app, metrics, access_log=access_log)  # type: ignore[method-assign]
+    sampler = Sampler(
+        metrics.registry,
+        streams=feed.subscribers,
+        redis_pool=lambda: redis_pool_use(redis_client),
+        postgres_pool=None if archive is None else archive.pool.use,
+    )
+    shared = FromRedis(redis_client, settings.key_prefix, archived=archive is not None)
+    app.wsgi_app = _Observed(  # type: ignore[method-assign]
+        app.wsgi_app, metrics, access_log=access_log, after=sampler.after_request
+    )
 
-    @app.get("/healthz")
-    def healthz() -> Response:
-        quarantined: list[dict[str, Any]] = []
-        try:
-            redis_ok = bool(redis_client.ping())
-            held = index.quarantined()
-            quarantined = [{"table_id": table_id, **entry} for table_id, entry in held.items()]
-        except redis.RedisError:
-            redis_ok = False
-        body = {
-            "status": "ok" if redis_ok else "degraded",
-            "redis": redis_ok,
-            "quarantined": quarantined,
-        }
-        response = Response(dumps(body), 200 if redis_ok else 503, mimetype="application/json")
-        if not redis_ok:
+    readiness = Readiness(settings, probe_client(settings))
+
+    def ready() -> Response:
+        status, checks, quarantined = readiness.report()
+        body = {"status": status, "checks": checks, "quarantined": quarantined}
+        code = 200 if status == "ok" else 503
+        response = Response(dumps(body), code, mimetype="application/json")
+        if code == 503:
             response.headers["Retry-After"] = errors.RETRY_AFTER_S
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    app.add_url_rule("/readyz", "readyz", ready, methods=["GET"])
+    app.add_url_rule("/healthz", "healthz", ready, methods=["GET"])
+
+    @app.get("/livez")
+    def livez() -> Response:
+        unchecked = {"checked": False}
+        checks = dict.fromkeys(("redis", "postgres", "dispatcher", "archive"), unchecked)
+        body = {"status": "ok", "checks": checks, "quarantined": []}
+        response = Response(dumps(body), 200, mimetype="application/json")
+        response.headers["Cache-Control"] = "no-store"
         return response
 
     @app.get("/metrics")
     def metrics_view() -> Response:
+        sampler.sample()
         return Response(
-            metrics.render() + _quarantine_metric(index), content_type=CONTENT_TYPE_LATEST
+            metrics.render() + _shared_metrics(index, shared), content_type=CONTENT_TYPE_LATEST
         )
 
     @app.get("/openapi.yaml")
     def spec() -> Response:
         return Response(SPEC_PATH.read_bytes(), mimetype="application/yaml")
 
-    @app.get("/docs")
-    def docs() -> Response:
-        return Response(_docs_page(), mimetype="text/html")
-
     return app
-
-
-def _docs_page() -> str:
-    """A self-contained page listing every operation of the spec (no CDN, no scripts)."""
-    import html
-
-    import yaml
-
-    spec = yaml.safe_load(SPEC_PATH.read_text())
-    rows = []
-    for path, item in spec.get("paths", {}).items():
-        for method, op in item.items():
-            if method in ("get", "post", "put", "delete", "patch"):
-                rows.append(
-                    f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}"
-                    f"</code></td><td>{html.escape(op.get('summary', ''))}</td></tr>"
-                )
-    title = html.escape(spec.get("info", {}).get("title", "guts"))
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
-        f"<h1>{title}</h1><p>The full contract: <a href='/openapi.yaml'>openapi.yaml</a>.</p>"
-        f"<table border='1' cellpadding='4'>{''.join(rows)}</table></body></html>"
-    )

@@ -20,6 +20,7 @@ from service.application.access import Forbidden
 from service.application.hooks import WebhookNotFound
 from service.application.values import AuditNotFound, HandNotFound, ReportNotFound
 from service.eventlog.store import ArchiveUnavailable, CorruptLog, StoreError, StoreUnavailable
+from service.logs import REQUEST_ID
 from service.rules.errors import (
     GutsError,
     InvalidCard,
@@ -39,6 +40,7 @@ from service.tables import (
 from .auth import Unauthorized
 from .feed import ShuttingDown
 from .json import dumps
+from .rate_limits import RateLimited
 
 log = logging.getLogger("guts.api")
 PROBLEM = "application/problem+json"
@@ -47,8 +49,11 @@ RETRY_AFTER_S = "1"
 busy tables pass in about that."""
 
 
-def problem_body(status: int, title: str, detail: str, **extra: Any) -> bytes:
-    """The JSON of a problem: its type is named after its title."""
+def problem_body(
+    status: int, title: str, detail: str, request_id: str | None = None, **extra: Any
+) -> bytes:
+    """The JSON of a problem: its type is named after its title; `request_id` (default: the
+    request's being handled, when there is one) says which request it answers."""
     slug = title.lower().replace(" ", "-")
     body = {
         "type": f"https://guts.example/problems/{slug}",
@@ -57,6 +62,9 @@ def problem_body(status: int, title: str, detail: str, **extra: Any) -> bytes:
         "detail": detail,
         **extra,
     }
+    request_id = request_id or REQUEST_ID.get()
+    if request_id is not None:
+        body["request_id"] = request_id
     return dumps(body)
 
 
@@ -174,6 +182,13 @@ def install(app: Flask) -> None:
             "the table's stored log or state failed verification; it is set aside until an "
             "operator repairs it",
         )
+
+    @app.errorhandler(RateLimited)
+    def rate_limited(exc: RateLimited) -> Response:
+        log.warning("rate limited: %s", exc.detail)
+        response = problem(429, "Too Many Requests", exc.detail)
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
 
     @app.errorhandler(ShuttingDown)
     def shutting_down(exc: ShuttingDown) -> Response:

@@ -19,6 +19,7 @@ from service.application import Caller, Conditions, Outcome
 
 from . import flask_request_bypass as bypass
 from . import marshmallow_bypass
+from .auth import Unauthorized
 from .errors import BadRequest
 from .json import RefusedJson, dumps, loads
 from .services import Services
@@ -98,11 +99,22 @@ def too_large(limit: int) -> BadRequest:
 
 
 def caller() -> Caller:
-    """The authenticated caller (401 when there is none), authenticated once per request."""
+    """The authenticated caller (401 when there is none), authenticated once per request,
+    within the rate limits (429: `service.api.rate_limits`)."""
     env = bypass.current()
     found: Caller | None = g.get("caller") if env is None else env.get(_CALLER)
     if found is None:
-        found = services().auth.authenticate(header("Authorization"))
+        known = services()
+        environ = _environ()
+        address = str(environ.get("REMOTE_ADDR") or "")
+        credential = header("Authorization")
+        try:
+            found = known.auth.authenticate(credential)
+        except Unauthorized:
+            known.limits.failed_authentication(address)
+            raise
+        known.limits.authenticated(address)
+        known.limits.admit(found, credential or "", str(environ.get("REQUEST_METHOD")))
         if env is None:
             g.caller = found
         else:

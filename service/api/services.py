@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 
@@ -12,6 +12,7 @@ from service.tables import Tables
 
 from .auth import Authenticator
 from .feed import Feed
+from .rate_limits import RateLimits
 
 
 @dataclass
@@ -24,3 +25,4 @@ class Services:
     auth: Authenticator
     usecases: TableService
     feed: Feed
+    limits: RateLimits = field(default_factory=lambda: RateLimits(Settings()))

@@ -24,12 +24,20 @@ class Connections:
         self.wait_s = wait_s
         self._slots = threading.BoundedSemaphore(size)
         self._idle: queue.LifoQueue[psycopg.Connection] = queue.LifoQueue()
+        self._lock = threading.Lock()
+        self._in_use = 0
+
+    def use(self) -> tuple[int, int]:
+        """(in use, idle) connections right now (``/metrics``)."""
+        return self._in_use, self._idle.qsize()
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
         """A connection (autocommit) for the block; one that failed is closed, not reused."""
         if not self._slots.acquire(timeout=self.wait_s):
             raise ArchiveUnavailable(f"no archive connection free within {self.wait_s:g} s")
+        with self._lock:
+            self._in_use += 1
         try:
             conn = self._take()
             try:
@@ -42,6 +50,8 @@ class Connections:
             else:
                 self._idle.put(conn)
         finally:
+            with self._lock:
+                self._in_use -= 1
             self._slots.release()
 
     def _take(self) -> psycopg.Connection:

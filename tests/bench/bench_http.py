@@ -5,7 +5,7 @@ Run from the repository root (not part of pytest; needs ``wrk``: ``apt-get insta
     .venv/bin/python -m tests.bench.bench_http
 
 In one run it starts a private redis-server (no AOF), the real service under gunicorn with the
-settings ``guts serve`` uses (2 sync workers, metrics in multiprocess mode), and the baseline
+settings ``guts serve`` uses (2 gevent workers, metrics in multiprocess mode), and the baseline
 app (``tests/bench/baseline_app.py``) under the same gunicorn settings on another port.
 
 The load generator is ``wrk`` with a generated Lua script, the same for both targets: 32
@@ -297,7 +297,7 @@ def targets(workdir: Path, redis_urls: list[str] | None = None) -> Iterator[tupl
         )
         urls = []
         for name, app, probe in (
-            ("service", "service.wsgi:app", "/healthz"),
+            ("service", "service.wsgi:app", "/livez"),
             ("baseline", "tests.bench.baseline_app:app", "/baseline"),
         ):
             port = free_port()
@@ -305,7 +305,7 @@ def targets(workdir: Path, redis_urls: list[str] | None = None) -> Iterator[tupl
                 command = gunicorn_command("127.0.0.1", port, WEB_WORKERS, app=app)
                 children.start(command, env, log)
             urls.append(f"http://127.0.0.1:{port}")
-            _wait_ready(urls[-1] + probe, "GET" if probe == "/healthz" else "POST", workdir)
+            _wait_ready(urls[-1] + probe, "GET" if probe == "/livez" else "POST", workdir)
         yield urls[0], urls[1]
 
 

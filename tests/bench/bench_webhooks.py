@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for _ in range(300):
                 try:
-                    if session.get(f"{base}/healthz", timeout=1).ok:
+                    if session.get(f"{base}/livez", timeout=1).ok:
                         break
                 except requests.RequestException:
                     pass

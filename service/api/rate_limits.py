@@ -1,0 +1,160 @@
+"""Rate limits, kept in Redis so they hold across every API node (docs/operations-limits.md).
+
+Three limits, each a string such as ``20/minute`` or ``10/second`` (the ``limits`` library's
+notation; empty: none), from the settings (``GUTS_RATE_LIMIT_*``):
+
+- **failed authentications per client address** (`auth_failures`, default 20 a minute): a
+  failure is answered 401 only when the shared count admits it, else 429; so no more than the
+  limit of 401s go to one address in any window, over all nodes. Once an address has failed
+  here, this process also asks the shared count before it answers that address's requests
+  with a good credential, and refuses them (429) while the address is over the limit (a right
+  guess is then not told apart from a wrong one); an address that never failed here costs
+  nothing (no round trip to Redis), so a node that has not yet seen an address fail may
+  answer one good credential from it before it learns (at most one a window per node);
+- **commands per player token** (`commands`, default 10 a second): each request other than a
+  GET that a player token makes;
+- **requests per operator or auditor key** (`keys`, default none), or the limit set for the
+  key's tenant (`tenants`, ``GUTS_RATE_LIMIT_TENANTS=casino-a=100/second,...``).
+
+The counting is the ``limits`` library's (the storage and algorithms Flask-Limiter is built
+on), used directly: its moving window, one Lua script on one Redis key per counter, so every
+node shares it and the number admitted in any window of the limit's length never exceeds the
+limit. (Flask-Limiter's decorators fit limits chosen per route; these are chosen by who the
+caller turns out to be, which is known only once the credential is read: ``http.caller``.)
+On a Redis Cluster the storage is ``limits``'s cluster storage (each counter is one key).
+Credentials are never stored: counters are named by a SHA-256 prefix of the credential.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import redis
+from limits import RateLimitItem, parse
+from limits.storage import RedisClusterStorage, RedisStorage, Storage
+from limits.strategies import MovingWindowRateLimiter
+
+from service.application.access import Caller
+from service.config import Settings
+from service.eventlog.store import StoreUnavailable
+from service.rules.views import PLAYER
+
+
+class RateLimited(Exception):
+    """Over a limit: 429, with how long to wait (seconds) before one more is admitted."""
+
+    def __init__(self, detail: str, retry_after_s: int) -> None:
+        super().__init__(detail)
+        self.detail, self.retry_after_s = detail, retry_after_s
+
+
+def _limit(text: str) -> RateLimitItem | None:
+    return parse(text) if text.strip() else None
+
+
+def _name(credential: str) -> str:
+    return hashlib.sha256(credential.encode()).hexdigest()[:32]
+
+
+def storage_for(settings: Settings) -> Storage:
+    """The ``limits`` storage on the store's Redis (its cluster storage on a cluster)."""
+    url = settings.redis_url
+    assert url
+    prefix = f"{settings.key_prefix}:limits"
+    options = {"socket_timeout": 2.0, "socket_connect_timeout": 2.0}
+    if settings.redis_cluster:
+        scheme, _, rest = url.partition("://")
+        cluster_url = f"redis+cluster://{rest.split('/', 1)[0]}"
+        return RedisClusterStorage(cluster_url, key_prefix=prefix, **options)  # type: ignore[arg-type]
+    return RedisStorage(url, key_prefix=prefix, **options)  # type: ignore[arg-type]
+
+
+class RateLimits:
+    """The limits of `settings` on `storage` (see the module doc)."""
+
+    def __init__(self, settings: Settings, storage: Storage | None = None) -> None:
+        self.auth_failures = _limit(settings.rate_limit_auth_failures)
+        self.commands = _limit(settings.rate_limit_commands)
+        self.keys = _limit(settings.rate_limit_keys)
+        self.tenants: Mapping[str, RateLimitItem | None] = {
+            tenant: _limit(text) for tenant, text in settings.rate_limit_tenants.items()
+        }
+        wanted = self.auth_failures or self.commands or self.keys or any(self.tenants.values())
+        self.limiter = None
+        if wanted:
+            self.limiter = MovingWindowRateLimiter(storage or storage_for(settings))
+        self._failed: OrderedDict[str, float] = OrderedDict()  # address -> until (monotonic)
+        self._lock = threading.Lock()
+
+    FAILED_KEPT = 10_000
+    """Addresses that failed, remembered per process (the oldest forgotten first)."""
+
+    def _ask(self, how: str, item: RateLimitItem, key: tuple[str, ...]) -> Any:
+        """The limiter's `how` (hit, test, get_window_stats); Redis away is StoreUnavailable
+        (503, like any request that needs Redis)."""
+        assert self.limiter is not None
+        try:
+            return getattr(self.limiter, how)(item, *key)
+        except redis.RedisError as error:
+            raise StoreUnavailable(f"Redis is unreachable: {error}") from error
+
+    def _refuse(self, item: RateLimitItem, key: tuple[str, ...], what: str) -> RateLimited:
+        reset_at = self._ask("get_window_stats", item, key).reset_time
+        wait = max(1, math.ceil(reset_at - time.time()))
+        return RateLimited(f"{what}: over the limit of {item}; retry in {wait} s", wait)
+
+    def _failed_lately(self, address: str) -> bool:
+        with self._lock:
+            until = self._failed.get(address)
+            if until is not None and until < time.monotonic():
+                del self._failed[address]
+                until = None
+            return until is not None
+
+    def authenticated(self, address: str) -> None:
+        """A good credential came from `address`: RateLimited when the address failed here
+        lately and is over its limit of failures (see the module doc)."""
+        item = self.auth_failures
+        if item is None or self.limiter is None or not self._failed_lately(address):
+            return
+        key = ("auth-failures", address)
+        if not self._ask("test", item, key):
+            raise self._refuse(item, key, "too many failed authentications from this address")
+
+    def failed_authentication(self, address: str) -> None:
+        """Count a failure; RateLimited when it is one more than the limit admits (then it
+        is refused as over the limit rather than answered)."""
+        item = self.auth_failures
+        if item is None or self.limiter is None:
+            return
+        with self._lock:
+            self._failed[address] = time.monotonic() + item.get_expiry()
+            self._failed.move_to_end(address)
+            while len(self._failed) > self.FAILED_KEPT:
+                self._failed.popitem(last=False)
+        key = ("auth-failures", address)
+        if not self._ask("hit", item, key):
+            raise self._refuse(item, key, "too many failed authentications from this address")
+
+    def admit(self, caller: Caller, credential: str, method: str) -> None:
+        """Count the request `caller` makes; RateLimited when over its limit."""
+        if self.limiter is None:
+            return
+        if caller.role == PLAYER:
+            item = self.commands if method not in ("GET", "HEAD", "OPTIONS") else None
+            what, kind = "too many commands with this player token", "commands"
+        else:
+            tenant = caller.tenant or ""
+            item = self.tenants[tenant] if tenant in self.tenants else self.keys
+            what, kind = "too many requests with this key", "key"
+        if item is None:
+            return
+        key = (kind, _name(credential))
+        if not self._ask("hit", item, key):
+            raise self._refuse(item, key, what)
