@@ -40,7 +40,7 @@ from pathlib import Path
 
 from service.config import Settings
 from service.logs import LEVELS, configure_logging, fail, redact_url
-from service.preflight import missing_dependency
+from service.preflight import missing_dependency, missing_line
 from service.supervisor import HEARTBEAT_ENV, Backoff, Heartbeat, StopSignal
 
 WORKER_BACKOFF = Backoff(first_s=0.5, cap_s=10.0, stable_s=30.0)
@@ -268,13 +268,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return verify_main(argv[1:])
     try:
-        settings = Settings.from_env()
-    except ValueError as error:
+        try:
+            settings = Settings.from_env()
+        except ValueError as error:
+            configure_logging()
+            return fail(f"bad setting in the environment: {error}", code=2)
+        args = build_parser(settings).parse_args(argv)
+        configure_logging(args.log_level)
+        code: int = args.run(args, settings)
+    except ModuleNotFoundError as error:  # a dependency missing anywhere on the way
         configure_logging()
-        return fail(f"bad setting in the environment: {error}", code=2)
-    args = build_parser(settings).parse_args(argv)
-    configure_logging(args.log_level)
-    code: int = args.run(args, settings)
+        return fail(missing_line(error, f"guts {argv[0] if argv else ''}".strip()))
     return code
 
 
