@@ -40,8 +40,9 @@ from pathlib import Path
 
 from service.config import Settings
 from service.logs import LEVELS, configure_logging, fail, redact_url
+from service.pacing import HEARTBEAT_ENV, Backoff, Heartbeat
 from service.preflight import missing_dependency, missing_line
-from service.supervisor import HEARTBEAT_ENV, Backoff, Heartbeat, StopSignal
+from service.supervisor import StopSignal
 
 WORKER_BACKOFF = Backoff(first_s=0.5, cap_s=10.0, stable_s=30.0)
 log = logging.getLogger("guts.worker")

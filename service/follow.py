@@ -44,8 +44,8 @@ from service.eventlog.codec import GENESIS, CodecError, check_chain, decode_even
 from service.eventlog.decoding import CorruptTable
 from service.eventlog.due_index import DueIndex
 from service.eventlog.store import CorruptLog, EventStore, StoredEvent, StoreUnavailable
+from service.pacing import Backoff
 from service.rules import events as ev
-from service.supervisor import Backoff
 
 _UNREACHABLE = (StoreUnavailable, redis.ConnectionError, redis.TimeoutError)
 """What a follower waits out quietly (a warning, no traceback): its stores going away."""

@@ -44,9 +44,9 @@ from service.eventlog.table_list import TableList
 from service.follow import Follower, Projection
 from service.lease import Lease, run_while_holding
 from service.ledger_store import LedgerStore
+from service.pacing import Backoff, Heartbeat
 from service.redis_clients import queue_client, store_client
 from service.stores import archiver, event_store, open_archive
-from service.supervisor import Backoff, Heartbeat
 from service.tables import Tables
 from service.vitals import Vitals
 from service.webhooks import Schedule, WebhookStore

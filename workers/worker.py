@@ -14,7 +14,7 @@ from redis import Redis
 from redis.client import Pipeline
 from rq import Worker
 
-from service.supervisor import Heartbeat
+from service.pacing import Heartbeat
 
 from .queues import QUEUES, SERIALIZER
 
