@@ -33,13 +33,19 @@ from service.config import Settings
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
-from service.follow import Follower
+from service.infrastructure import (
+    archiver,
+    event_store,
+    ledger_of,
+    open_archive,
+    queue_client,
+    store_client,
+)
 from service.logs import LEVELS, REQUEST_ID, json_line
-from service.redis_clients import queue_client, store_client
-from service.snapshots import StateCache, inherited
-from service.stores import archiver, event_store, ledger_of, open_archive
+from service.projections.follower import Follower
+from service.projections.webhooks import WebhookStore
 from service.tables import Tables
-from service.webhooks import WebhookStore
+from service.tables.state_cache import StateCache, inherited
 
 from . import errors
 from .auth import Authenticator

@@ -1,14 +1,15 @@
 """The webhook use cases: a casino's operator registers, lists and deletes its webhooks, pages
-a webhook's deliveries and asks for one again (`service.webhooks` keeps them). Webhooks are
+a webhook's deliveries and asks for one again (`service.projections.webhooks` keeps them). Webhooks
+are
 the tenant's operational settings: operators only; another tenant's are not found."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from service.projections.webhooks import BadWebhook, WebhookStore
 from service.rules.errors import GutsError, InvalidCommand
 from service.rules.views import OPERATOR
-from service.webhooks import BadWebhook, WebhookStore
 
 from .access import DEFAULT_TENANT, Caller, Forbidden, require
 from .values import Outcome

@@ -1,7 +1,7 @@
 """The money use cases: the ledger's pages and players' responsible-gaming limits, and what
 the game's use cases ask of them (a player's loss-limit allowance, an exclusion's end).
 
-The ledger is a projection of the tables' logs (`service.ledger_store`), kept by the
+The ledger is a projection of the tables' logs (`service.projections.ledger`), kept by the
 dispatchers' follower within milliseconds; a page of one table, and every loss-limit decision,
 first catches that table up itself, so it counts the table's latest movements.
 """
@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from datetime import datetime
 
-from service.follow import Follower
-from service.ledger_store import LedgerStore, Limits
+from service.projections.follower import Follower
+from service.projections.ledger import LedgerStore, Limits
 from service.rules.errors import InvalidCommand
 from service.rules.limits import Allowance
 from service.rules.state import TableState

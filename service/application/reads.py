@@ -12,11 +12,11 @@ from typing import Any
 
 from redis import Redis
 
-from service import audits
 from service.archive.archive import Archive
+from service.audit import jobs as audits
 from service.eventlog.codec import decode_event
 from service.eventlog.store import ArchiveUnavailable, CorruptLog, StoredEvent
-from service.follow import Follower
+from service.projections.follower import Follower
 from service.rules import events as ev
 from service.rules.history import hand_history
 from service.rules.state import TableState

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from service.follow import Follower
-from service.ledger_store import LedgerStore
+from service.projections.follower import Follower
+from service.projections.ledger import LedgerStore
+from service.projections.webhooks import WebhookStore
 from service.rules import commands
 from service.rules import events as ev
 from service.rules.clock import Due, NothingDue, act_when_due, next_due
@@ -22,7 +23,6 @@ from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState
 from service.rules.views import OPERATOR, Viewer, event_view
 from service.tables import Decide, Respond, TableQuarantined
-from service.webhooks import WebhookStore
 
 from .access import (
     DEFAULT_TENANT,

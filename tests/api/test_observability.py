@@ -63,7 +63,7 @@ def test_every_request_logs_one_line_with_its_route_table_and_command(api: Api, 
 def test_without_redis_every_503_says_when_to_retry(redis_url: str) -> None:
     from service.api.app import create_app
     from service.config import Settings
-    from service.redis_server import free_port
+    from service.processes.redis_server import free_port
 
     dead = f"redis://127.0.0.1:{free_port()}/0"
     settings = Settings(redis_url=dead, operator_keys=("op",), token_secret="s")

@@ -36,9 +36,9 @@ import redis
 from service.application import TableService
 from service.application.access import Caller
 from service.eventlog.redis_store import RedisEventStore
-from service.follow import Followed, Follower
-from service.ledger_store import LedgerStore, Limits
-from service.redis_server import RedisServer
+from service.processes.redis_server import RedisServer
+from service.projections.follower import Followed, Follower
+from service.projections.ledger import LedgerStore, Limits
 from service.rules import commands, ledger
 from service.rules import events as ev
 from service.rules.ruleset import resolve_ruleset

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 
 SERVED_MODULES = {
-    "service.gunicorn_overrides": "gunicorn's gevent worker and logger",
+    "service.processes.gunicorn_overrides": "gunicorn's gevent worker and logger",
     "service.api.app": "the API",
     "workers.dispatcher": "the dispatcher",
     "workers.worker": "the RQ worker",
@@ -14,7 +14,7 @@ SERVED_MODULES = {
     "yaml": "the API reference (/docs)",
 }
 """What the children of ``guts serve`` import (each module, and what it is for). The modules
-that have an effect when imported (``service.gunicorn_conf`` patches the standard library,
+that have an effect when imported (``service.processes.gunicorn_conf`` patches the standard library,
 ``service.wsgi`` builds the app) are left out: what they import is imported here."""
 
 DISTRIBUTIONS = {"yaml": "pyyaml", "psycopg_binary": "psycopg[binary]", "psycopg_c": "psycopg[c]"}

@@ -131,7 +131,7 @@ class Follower:
         self.backoff = backoff
         self.on_sweep = on_sweep
         """Told, at each sweep, how far its projections were behind the logs when it began:
-        (events, tables) (the archiver reports its lag so: ``service.vitals``)."""
+        (events, tables) (the archiver reports its lag so: ``service.eventlog.vitals``)."""
         self._tenants: dict[str, str] = {}  # table id -> tenant (a table never changes tenant)
 
     def tenant(self, table_id: str) -> str | None:

@@ -10,7 +10,7 @@ deadline; a resolution is exactly what the rules decide from the state before it
 every action of a betting round (its turn, price and the bet it leaves); it applies; chips
 are conserved after it (bets are chips in the pot; a void hands them back); and the table's
 stored ledger holds exactly the entries the event makes, its running sums the replayed
-stacks (`service.ledger_check`). At the end the rebuilt state must equal the stored snapshot,
+stacks (`service.audit.ledger_check`). At the end the rebuilt state must equal the stored snapshot,
 and the table views built from both must match. The report names the first discrepancy: its
 version, and its `kind` (`KINDS`).
 
@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import orjson
 
+from service.audit.ledger_check import LedgerCheck, LedgerMismatch, StoredLedger
 from service.eventlog.codec import GENESIS, CodecError, chain_hash, decode_current, upcast
 from service.eventlog.store import (
     CorruptLog,
@@ -43,7 +44,6 @@ from service.eventlog.store import (
     StoreError,
     StoreUnavailable,
 )
-from service.ledger_check import LedgerCheck, LedgerMismatch, StoredLedger
 from service.rules import events as ev
 from service.rules.cards import hand_context, shuffled_deck
 from service.rules.client_seeds import seeds_for_deal

@@ -12,7 +12,8 @@ the command changed it, the due index is told right after (a separate step: the 
 only the table's own keys; see `service.eventlog.due_index`).
 
 Each process remembers the last state it stored or saw per table, decoded, brought up to date
-with the events its sibling workers stored (`service.snapshots`). A command takes that state,
+with the events its sibling workers stored (`service.tables.state_cache`). A command takes that
+state,
 decides on it and appends conditionally on its version: when it is current that is the
 command's only round trip; when the table moved on, the conflict reply carries the stored
 snapshot and the events since, and the command is decided again on them. Decisions are never
@@ -54,7 +55,7 @@ from service.rules.clock import next_due
 from service.rules.errors import GutsError
 from service.rules.events import Event, TableCreated
 from service.rules.state import TableState, evolve
-from service.snapshots import Known, StateCache
+from service.tables.state_cache import Known, StateCache
 
 Decide = Callable[[TableState, datetime], list[Event]]
 Guard = Callable[[TableState], None]

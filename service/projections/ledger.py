@@ -1,6 +1,7 @@
 """The ledger projection: every chip movement of a tenant's tables, kept in Redis and paged.
 
-A projection (`service.follow`): the follower hands it a table's events after its position;
+A projection (`service.projections.follower`): the follower hands it a table's events after its
+position;
 it folds them with the rules' ledger (`service.rules.ledger.step`, from the book it stored
 with the position) and writes the entries, the new book and the new position in one Lua
 script, only if the position is still the one it read. So every entry is written exactly
@@ -36,7 +37,7 @@ import redis
 
 from service.eventlog.decoding import CorruptTable, book_data, parse_each, position
 from service.eventlog.store import StoreUnavailable
-from service.follow import Followed
+from service.projections.follower import Followed
 from service.rules import ledger
 from service.rules.serial import from_data, to_data
 from service.rules.times import parse_iso

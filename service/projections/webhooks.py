@@ -1,7 +1,8 @@
 """Webhooks: what a casino registers, the deliveries derived from the tables' logs, and how a
 delivery is signed and scheduled.
 
-Deliveries are a projection of the logs (`service.follow`): for each new event of one of the
+Deliveries are a projection of the logs (`service.projections.follower`): for each new event of one
+of the
 tenant's tables, a delivery is recorded for every webhook of the tenant subscribed to its
 name, in the same Lua script that moves the projection's position. So a delivery exists, and
 is due, before any attempt is made, and no process dying between an append and its delivery
@@ -50,7 +51,7 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from service.eventlog.decoding import CorruptTable, parse_each, position
-from service.follow import Followed
+from service.projections.follower import Followed
 from service.rules import events as ev
 from service.rules.serial import to_data
 from service.rules.times import iso, parse_iso
