@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from datetime import datetime
 
+from service.eventlog.store import StoreUnavailable
 from service.projections.follower import Follower
 from service.projections.ledger import LedgerStore, Limits
 from service.rules.errors import InvalidCommand
@@ -24,8 +25,9 @@ from .access import ALL_TENANTS, DEFAULT_TENANT, Caller, Forbidden, hide_quarant
 from .values import Outcome, checked_table_id
 
 
-class LedgerUnavailable(Exception):
-    """This service was built without a ledger (e.g. a process that keeps none)."""
+class LedgerUnavailable(StoreUnavailable):
+    """This service keeps no ledger (a 503, as a store that cannot be reached: it was one
+    that does not answer that had none to give)."""
 
 
 def tenant_of(caller: Caller, asked: str | None) -> str:
