@@ -37,6 +37,7 @@ import redis
 from service.application import TableService
 from service.archive.archive import Archive
 from service.archive.database import connect, migrate
+from service.audit.jobs import QueuedJobs
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.store import CorruptLog, StoreUnavailable
@@ -224,7 +225,8 @@ def build_dispatcher(
     index = DueIndex(client, prefix=settings.key_prefix)
     listing = TableList(client, prefix=settings.key_prefix)
     tables = Tables(store, index=index, listing=listing)
-    usecases = TableService(tables, client, settings.key_prefix)
+    jobs = QueuedJobs(client, queue_client(settings, client), settings.key_prefix)
+    usecases = TableService(tables, jobs)
     return Dispatcher(usecases, index, vitals=Vitals(client, prefix=settings.key_prefix))
 
 

@@ -29,6 +29,7 @@ from prometheus_client.core import GaugeMetricFamily
 from werkzeug.routing import Rule
 
 from service.application import TableService
+from service.audit.jobs import QueuedJobs
 from service.config import Settings
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import StoreUnavailable
@@ -375,15 +376,13 @@ def create_app(
     )
     usecases = TableService(
         tables,
-        redis_client,
-        settings.key_prefix,
+        QueuedJobs(redis_client, queue, settings.key_prefix),
         issue_token=auth.issue,
         sandbox=settings.sandbox,
         ledger=ledger,
         follower=follower,
         archive=archive,
         archiver=None if archive is None else follower,
-        queue=queue,
         webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
     )
     feed = Feed(redis_client, usecases, store.notices)

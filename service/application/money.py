@@ -13,15 +13,14 @@ from dataclasses import asdict
 from datetime import datetime
 
 from service.eventlog.store import StoreUnavailable
-from service.projections.follower import Follower
-from service.projections.ledger import LedgerStore, Limits
 from service.rules.errors import InvalidCommand
-from service.rules.limits import Allowance
+from service.rules.limits import Allowance, Limits
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
 from service.tables import TableNotFound, TableQuarantined, Tables
 
 from .access import ALL_TENANTS, DEFAULT_TENANT, Caller, Forbidden, hide_quarantined, require
+from .ports import Catcher, LedgerBook
 from .values import Outcome, checked_table_id
 
 
@@ -47,10 +46,10 @@ class MoneyUses:
     """The money use cases (mixed into `TableService`, which provides these attributes)."""
 
     tables: Tables
-    ledger: LedgerStore | None
-    follower: Follower | None
+    ledger: LedgerBook | None
+    follower: Catcher | None
 
-    def _ledger(self) -> LedgerStore:
+    def _ledger(self) -> LedgerBook:
         if self.ledger is None:
             raise LedgerUnavailable("this service keeps no ledger")
         return self.ledger

@@ -13,9 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from service.projections.follower import Follower
-from service.projections.ledger import LedgerStore
-from service.projections.webhooks import WebhookStore
 from service.rules import commands
 from service.rules import events as ev
 from service.rules.clock import Due, NothingDue, act_when_due, next_due
@@ -36,6 +33,7 @@ from .access import (
 )
 from .hooks import WebhookUses
 from .money import MoneyUses
+from .ports import Catcher, LedgerBook, WebhookRegistry
 from .reads import TableReads
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, checked_table_id
 
@@ -70,9 +68,9 @@ class TableService(TableReads, MoneyUses, WebhookUses):
 
     issue_token: IssueToken | None = None
     sandbox: bool = False
-    ledger: LedgerStore | None = None
-    follower: Follower | None = None
-    webhooks: WebhookStore | None = None
+    ledger: LedgerBook | None = None
+    follower: Catcher | None = None
+    webhooks: WebhookRegistry | None = None
 
     def _execute(
         self,

@@ -28,7 +28,7 @@ ZRANGE of the table's or the player's index; a cursor stays valid while entries 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -39,6 +39,7 @@ from service.eventlog.decoding import CorruptTable, book_data, parse_each, posit
 from service.eventlog.store import StoreUnavailable
 from service.projections.follower import Followed
 from service.rules import ledger
+from service.rules.limits import Limits
 from service.rules.serial import from_data, to_data
 from service.rules.times import parse_iso
 
@@ -108,14 +109,6 @@ index KEYS[1], each followed by its entry in KEYS[2] (read only)."""
 
 class BadCursor(ValueError):
     """A cursor the ledger did not hand out."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """A player's responsible-gaming limits in one tenant (None: no limit, not excluded)."""
-
-    loss_limit_24h: int | None = None
-    excluded_until: str | None = None
 
 
 class LedgerStore:

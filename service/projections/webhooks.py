@@ -53,6 +53,7 @@ from rq.serializers import JSONSerializer
 from service.eventlog.decoding import CorruptTable, parse_each, position
 from service.projections.follower import Followed
 from service.rules import events as ev
+from service.rules.errors import InvalidCommand
 from service.rules.serial import to_data
 from service.rules.times import iso, parse_iso
 
@@ -92,12 +93,8 @@ class Schedule:
         return float(min(self.first_retry_s * 2 ** (attempts - 1), self.max_wait_s))
 
 
-class BadWebhook(ValueError):
+class BadWebhook(InvalidCommand):
     """A registration that cannot be accepted (422), naming the field."""
-
-    def __init__(self, message: str, field: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 def check_url(url: str) -> str:
