@@ -36,6 +36,9 @@ class EventCounts:
         self.client = client
         self.script = client.register_script(_APPLY)
 
+    def tidy(self, table_id: str, position: int) -> None:
+        """Nothing to tidy."""
+
     def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
         pipe = self.client.pipeline(transaction=False)
         for tenant, table_id in tables:

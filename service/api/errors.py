@@ -20,7 +20,13 @@ from service.application.access import Forbidden
 from service.application.hooks import WebhookNotFound
 from service.application.money import LedgerUnavailable
 from service.application.values import AuditNotFound, HandNotFound, ReportNotFound
-from service.eventlog.store import ArchiveUnavailable, CorruptLog, StoreError, StoreUnavailable
+from service.eventlog.store import (
+    ArchiveUnavailable,
+    BadCursor,
+    CorruptLog,
+    StoreError,
+    StoreUnavailable,
+)
 from service.logs import REQUEST_ID
 from service.rules.errors import (
     GutsError,
@@ -157,6 +163,10 @@ def install(app: Flask) -> None:
     def bad_request(exc: BadRequest) -> Response:
         extra = {"errors": {exc.field: [exc.detail]}} if exc.field else {}
         return problem(exc.status, _TITLES.get(exc.status, "Bad Request"), exc.detail, **extra)
+
+    @app.errorhandler(BadCursor)
+    def bad_cursor(exc: BadCursor) -> Response:
+        return bad_request(BadRequest(str(exc), 422, "after"))
 
     @app.errorhandler(Unauthorized)
     def unauthorized(exc: Unauthorized) -> Response:

@@ -18,9 +18,7 @@ from flask import Blueprint, Response, request
 from service.application import TableService
 from service.application.access import require
 from service.application.values import checked_table_id
-from service.eventlog.table_list import BadCursor
 from service.phh import to_phh
-from service.projections.ledger import BadCursor as BadLedgerCursor
 from service.rules.times import iso
 from service.rules.views import AUDITOR, OPERATOR, PLAYER
 
@@ -67,10 +65,7 @@ def create_table() -> Response:
 def list_tables() -> Response:
     who = caller()
     query = schemas.TABLES_QUERY.load(request.args.to_dict())
-    try:
-        return render(_tables().table_list(who, query["after"], query["limit"]))
-    except BadCursor as bad:
-        raise BadRequest(str(bad), 422, "after") from None
+    return render(_tables().table_list(who, query["after"], query["limit"]))
 
 
 @v1.get("/tables/<table_id>")
@@ -323,17 +318,14 @@ def ledger() -> Response:
     who = caller()
     require(who, OPERATOR, AUDITOR)
     query = schemas.LEDGER_QUERY.load(request.args.to_dict())
-    try:
-        page = _tables().ledger_page(
-            who,
-            query["after"],
-            query["limit"],
-            table_id=query["table_id"],
-            player_id=query["player_id"],
-            tenant=query["tenant"],
-        )
-    except BadLedgerCursor as bad:
-        raise BadRequest(str(bad), 422, "after") from None
+    page = _tables().ledger_page(
+        who,
+        query["after"],
+        query["limit"],
+        table_id=query["table_id"],
+        player_id=query["player_id"],
+        tenant=query["tenant"],
+    )
     return render(page)
 
 

@@ -29,7 +29,7 @@ class LedgerUnavailable(StoreUnavailable):
     that does not answer that had none to give)."""
 
 
-def tenant_of(caller: Caller, asked: str | None) -> str:
+def ledger_tenant(caller: Caller, asked: str | None) -> str:
     """The tenant whose ledger the caller reads: their own; a regulator's must be named
     (`asked`), and nobody else may name another."""
     own = caller.tenant or DEFAULT_TENANT
@@ -78,7 +78,7 @@ class MoneyUses:
         its log first; another tenant's table is not found."""
         require(caller, OPERATOR, AUDITOR)
         store = self._ledger()
-        tenant = tenant_of(caller, tenant)
+        tenant = ledger_tenant(caller, tenant)
         if table_id is not None:
             try:
                 state = self.tables.load(checked_table_id(table_id))
@@ -97,7 +97,7 @@ class MoneyUses:
         auditors; a regulator names the tenant)."""
         require(caller, OPERATOR, AUDITOR)
         store = self._ledger()
-        tenant = tenant_of(caller, tenant)
+        tenant = ledger_tenant(caller, tenant)
         limits = store.limits(tenant, [player_id]).get(player_id, Limits())
         loss = store.net_loss(tenant, player_id, _ms(self.tables.now()))
         return Outcome(200, {"player_id": player_id, **asdict(limits), "net_loss_24h": loss})

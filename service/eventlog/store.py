@@ -89,6 +89,11 @@ class AppendResult:
     replayed: Idempotency | None = None
 
 
+class BadCursor(ValueError):
+    """A paging cursor (`after`) that the list or ledger being paged did not hand out (422
+    naming `after`)."""
+
+
 class StoreError(Exception):
     """Root of the event store's errors."""
 

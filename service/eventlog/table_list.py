@@ -30,10 +30,7 @@ from typing import cast
 import redis
 
 from .decoding import member_text
-
-
-class BadCursor(ValueError):
-    """A cursor this list did not hand out."""
+from .store import BadCursor
 
 
 class TableList:

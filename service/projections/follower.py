@@ -40,7 +40,14 @@ from typing import Any, Protocol
 
 import redis
 
-from service.eventlog.codec import GENESIS, CodecError, check_chain, decode_event, stored_hash
+from service.eventlog.codec import (
+    GENESIS,
+    CodecError,
+    check_chain,
+    decode_event,
+    stored_hash,
+    tenant_of_first,
+)
 from service.eventlog.decoding import CorruptTable
 from service.eventlog.due_index import DueIndex
 from service.eventlog.store import CorruptLog, EventStore, StoredEvent, StoreUnavailable
@@ -95,6 +102,11 @@ class Projection(Protocol):
         atomic step, if the position is still `followed.after`; whether it was applied."""
         ...
 
+    def tidy(self, table_id: str, position: int) -> None:
+        """After a sweep found the table caught up at `position`: finish what a crash may
+        have left half done (the archive trims what it holds; most have nothing to do)."""
+        ...
+
 
 class Follower:
     """Keeps `projections` up to `store`'s logs (see the module doc)."""
@@ -142,10 +154,9 @@ class Follower:
             if not first:
                 return None
             try:
-                created = decode_event(first[0].data)
+                known = tenant_of_first(first[0].data)
             except CodecError as error:
                 raise CorruptTable(table_id, "stream entry 1", str(error)[:80]) from error
-            known = created.tenant if isinstance(created, ev.TableCreated) else "default"
             self._tenants[table_id] = known
         return known
 
@@ -231,13 +242,13 @@ class Follower:
                         behind[table_id] = version
                         behind_events += version - position
                         behind_tables += 1
-                    elif hasattr(projection, "tidy"):
+                    else:
                         caught_up.append((projection, table_id, position))
             for table_id, version in behind.items():
                 applied += self.safely_catch_up(table_id, version)
             for projection, table_id, position in caught_up:
                 if table_id not in held:
-                    self._safely(table_id, projection.tidy, table_id, position)  # type: ignore[attr-defined]
+                    self._safely(table_id, projection.tidy, table_id, position)
         if self.on_sweep is not None:
             self.on_sweep(behind_events, behind_tables)
         return applied

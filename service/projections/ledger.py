@@ -36,7 +36,7 @@ import orjson
 import redis
 
 from service.eventlog.decoding import CorruptTable, book_data, parse_each, position
-from service.eventlog.store import StoreUnavailable
+from service.eventlog.store import BadCursor, StoreUnavailable
 from service.projections.follower import Followed
 from service.rules import ledger
 from service.rules.limits import Limits
@@ -107,10 +107,6 @@ return out
 index KEYS[1], each followed by its entry in KEYS[2] (read only)."""
 
 
-class BadCursor(ValueError):
-    """A cursor the ledger did not hand out."""
-
-
 class LedgerStore:
     """The ledger projection of the tables under `prefix` (see the module doc)."""
 
@@ -127,6 +123,9 @@ class LedgerStore:
         return ":".join((f"{self.prefix}:{{%ledger:{tenant}}}", *parts))
 
     # --- the projection ---------------------------------------------------------------------
+
+    def tidy(self, table_id: str, position: int) -> None:
+        """Nothing is ever left half done: each step is one script."""
 
     @_reachable
     def positions(self, tables: Sequence[tuple[str, str]]) -> list[int | CorruptTable]:

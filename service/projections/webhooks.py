@@ -240,6 +240,9 @@ class WebhookStore:
 
     # --- the projection ---------------------------------------------------------------------
 
+    def tidy(self, table_id: str, position: int) -> None:
+        """Nothing is ever left half done: each step is one script."""
+
     def positions(self, tables: Sequence[tuple[str, str]]) -> list[int | CorruptTable]:
         pipe = self.client.pipeline(transaction=False)
         for tenant, table_id in tables:

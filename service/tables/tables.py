@@ -35,11 +35,11 @@ from service.eventlog import decoding
 from service.eventlog.codec import (
     GENESIS,
     decode_current,
-    decode_event,
     decode_following,
     encode_events,
     encode_snapshot,
     stored_hash,
+    tenant_of_first,
 )
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import (
@@ -53,7 +53,7 @@ from service.eventlog.store import (
 from service.eventlog.table_list import TableList
 from service.rules.clock import next_due
 from service.rules.errors import GutsError
-from service.rules.events import Event, TableCreated
+from service.rules.events import Event
 from service.rules.state import TableState, evolve
 from service.tables.state_cache import Known, StateCache
 
@@ -195,10 +195,9 @@ class Tables:
         if not first:
             raise TableNotFound(f"no table {table_id!r}")
         try:
-            created = decode_event(first[0].data)
+            return tenant_of_first(first[0].data)
         except Exception as error:  # noqa: BLE001 - a log damaged from its first event
             raise LogUnreadable(f"the log of table {table_id!r} fails verification") from error
-        return created.tenant if isinstance(created, TableCreated) else "default"
 
     def load(self, table_id: str) -> TableState:
         """The table's current state, from its snapshot and the events after it
