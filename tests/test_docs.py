@@ -450,7 +450,9 @@ def test_every_flag_of_every_guts_command_is_documented():
 def test_the_limits_table_is_what_gunicorn_and_the_settings_enforce():
     from service.config import Settings
 
-    conf = (ROOT / "service" / "gunicorn_conf.py").read_text()  # importing it patches gevent
+    conf = (
+        ROOT / "service" / "processes" / "gunicorn_conf.py"
+    ).read_text()  # importing it patches gevent
     limit = {k: v for k, v in re.findall(r"^(limit_request_\w+) = (\d+)", conf, re.M)}
     rows = re.findall(
         r"^\| ([^|]+?) \| ([^|]+?) \| (\d{3}) \|$", _section(OPERATIONS, "Limits"), re.M

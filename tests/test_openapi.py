@@ -124,7 +124,7 @@ def test_the_served_spec_is_the_file(api: Api):
 
 def test_the_docs_page_is_swagger_ui_from_this_server_under_the_plays_policy(api: Api):
     """(tests/browser/test_docs.py loads it in a browser and finds every operation.)"""
-    from service.api.play import CONTENT_SECURITY_POLICY
+    from service.api.play_page import CONTENT_SECURITY_POLICY
 
     page = api.get("/docs", token=None)
     assert page.status_code == 200

@@ -58,7 +58,7 @@ from .gauges import FromRedis, Sampler, WorkerProcesses, redis_pool_use
 from .health import Readiness, probe_client
 from .http import COMMAND, OUTCOME, SERVICES
 from .json import dumps
-from .play import play
+from .play_page import play
 from .rate_limits import RateLimits
 from .routes import v1
 from .services import Services

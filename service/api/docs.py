@@ -23,7 +23,7 @@ from flask import Blueprint, Response
 from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
 from werkzeug.exceptions import NotFound
 
-from .play import CONTENT_SECURITY_POLICY
+from .play_page import CONTENT_SECURITY_POLICY
 
 docs = Blueprint("docs", __name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from .errors import InvalidRules
 
@@ -118,17 +118,12 @@ def _interned(items: tuple[tuple[str, Any], ...]) -> Ruleset:
 
 
 _CHOICES: dict[str, tuple[str, ...]] = {
-    "ante_rule": ("pot_empty", "every_hand", "unless_matched"),
-    "deck": ("fresh_each_hand", "carry_over"),
-    "declare": ("simultaneous", "sequential"),
-    "match": ("all_losers", "lowest_loser"),
-    "cap_mode": ("none", "cap", "reserve", "max_match"),
-    "short_stack": ("cover", "table_stakes"),
-    "wimp_into": ("pot", "side_pot"),
-    "button_moves": ("hand", "game"),
-    "wild": ("none", "deuces", "one_eyed_jacks"),
-    "match_basis": ("declared", "after_betting"),
+    name: get_args(hint)
+    for name, hint in get_type_hints(Ruleset).items()
+    if get_origin(hint) is Literal
 }
+"""Each option with a fixed set of values, and its values: read from the Literal types above
+(written once)."""
 _BOOLS = {
     "winner_skips_ante",
     "ante_after_all_out",

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from service.api.play import ASSETS
+from service.api.play_page import ASSETS
 from tests.apiclient import Api
 
 
