@@ -32,7 +32,7 @@ ALIVE_S = 5.0
 """A dispatcher is alive when it beat within this many seconds (``/readyz``)."""
 LAG_FRESH_S = 90.0
 """The archive's lag is known when the archiver measured it this recently (three of its
-sweeps, ``workers.dispatcher.ARCHIVE_SWEEP_S``); older, no archiver is taking the logs."""
+sweeps, ``workers.following.ARCHIVE_SWEEP_S``); older, no archiver is taking the logs."""
 LATENESS_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 """Upper bounds of the due-lateness histogram's buckets (seconds); +Inf is implied."""
 

@@ -1,0 +1,224 @@
+"""The deadline dispatcher: acts on tables when something falls due on them.
+
+Modelled on Sidekiq's scheduled poller: every dispatcher process polls the due index (see
+``service.eventlog.due_index``), claims the tables due now with one atomic step (a short lease,
+so any dispatcher may die and none is special), and acts on each through the application
+service's ``close_due`` use case, which asks the rules what is due (``service.rules.clock``).
+Acting is a version-checked append, so two dispatchers, or a dispatcher and a player, never
+both act on one deadline.
+
+A claimed table is first checked against its stored due (one pipelined read for the whole
+batch), so a backlog of stale entries (hands that moved on, tables gone) costs a read each and
+never delays a live deadline behind work. A table that cannot be loaded is quarantined: logged
+with its id, counted, listed in ``/healthz``, and tried again only every ``quarantine_retry_s``;
+the other tables go on. A lost connection to Redis is waited out (redis-py reconnects), with a
+log line, and the dispatcher goes on where it was.
+
+Each dispatcher beats a heartbeat in Redis from its loop (at most every `beat_s`), and counts
+how late it acted on each due table (now - due) in a histogram kept there too; the API reads
+both (``/readyz``, ``/metrics``: ``service.eventlog.vitals``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import redis
+
+from service.application import TableService
+from service.archive.archive import Archive
+from service.audit.jobs import QueuedJobs
+from service.config import Settings
+from service.eventlog.due_index import DueIndex
+from service.eventlog.store import CorruptLog, StoreUnavailable
+from service.eventlog.table_list import TableList
+from service.eventlog.vitals import Vitals
+from service.infrastructure import event_store, queue_client
+from service.pacing import Backoff
+from service.tables import Tables
+
+log = logging.getLogger("guts.dispatcher")
+_GONE = 1 << 62
+"""The version an index record of a table that does not exist carries (later than any)."""
+
+
+@dataclass(frozen=True)
+class DispatchTimes:
+    """How a dispatcher paces itself (seconds)."""
+
+    poll_s: float = 0.02
+    """Longest sleep between two looks at the index (new dues are at least this fresh)."""
+    lease_s: float = 0.5
+    """How long a claimed table is left to its claimant before another may take it: what a
+    deadline can be late when its claimant dies between the claim and the act. Acting on a
+    table that another dispatcher also took is safe (a version-checked append), only work
+    spent twice."""
+    batch: int = 25
+    """Tables claimed in one step (acted on well within `lease_s`: a few ms each)."""
+    repair_s: float = 5.0
+    """Period of the repair that re-indexes dues a crash kept from the index."""
+    quarantine_retry_s: float = 300.0
+    """How long a table that cannot be loaded is left alone before it is tried again."""
+    backoff: Backoff = Backoff(first_s=1.0, cap_s=10.0)
+    """Waits while Redis cannot be reached (the supervisor's schedule: doubling, capped)."""
+    beat_s: float = 1.0
+    """Period of the heartbeat (``/readyz`` wants one within the last 5 s)."""
+
+
+class Dispatcher:
+    """One dispatcher: `run` until `stop` is set; `tick` is one pass (see the module doc)."""
+
+    def __init__(
+        self,
+        usecases: TableService,
+        index: DueIndex,
+        times: DispatchTimes = DispatchTimes(),
+        clock: Callable[[], float] = time.time,
+        vitals: Vitals | None = None,
+    ) -> None:
+        self.usecases = usecases
+        self.vitals = vitals
+        self.id = f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):08x}"
+        self.tables = usecases.tables
+        self.index = index
+        self.times = times
+        self.clock = clock
+        self._held: set[str] = set()  # quarantined tables, as of the last repair
+
+    def tick(self) -> int:
+        """Claim what is due now and settle it; how many tables were claimed."""
+        now = self.clock()
+        claimed = self.index.claim(now, self.times.lease_s, self.times.batch)
+        if not claimed:
+            return 0
+        corrections: list[tuple[str, int, float | None]] = []
+        due_now = []
+        held = self.index.held(claimed)  # quarantined: retried (their retry fell due)
+        for table_id, found in zip(claimed, self.tables.store.dues(claimed), strict=True):
+            if isinstance(found, CorruptLog):  # one table's bad fields: it alone waits
+                self._quarantine(table_id, found)
+                continue
+            if table_id in held and not self._retry(table_id):
+                continue
+            version, due = found
+            if version == 0:  # no such table (any more)
+                corrections.append((table_id, _GONE, None))
+            elif due is None or due > now:  # stale or early: index the stored due instead
+                corrections.append((table_id, version, due))
+            else:
+                due_now.append((table_id, due))
+        self.index.record_many(corrections)  # one round trip for the whole batch
+        lateness = []
+        for table_id, due in due_now:
+            lateness.append(max(0.0, now - due))
+            self._act(table_id)
+        if self.vitals is not None:
+            self.vitals.observe_lateness(lateness)  # one round trip for the batch
+        return len(claimed)
+
+    def _quarantine(self, table_id: str, error: Exception) -> None:
+        """Set `table_id` aside: logged with what does not load, listed, retried later."""
+        self._held.add(table_id)
+        self.index.quarantine_corrupt(error, table_id, self.times.quarantine_retry_s, renew=True)
+
+    def _retry(self, table_id: str) -> bool:
+        """Read a quarantined table whose retry fell due in full: released when it all loads
+        (an operator repaired it), else back into quarantine; whether it was released."""
+        try:
+            self.tables.verify(table_id)
+        except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
+            raise  # not the table's fault: the run loop waits for Redis
+        except Exception as error:  # noqa: BLE001 - still unreadable, however it fails
+            self._quarantine(table_id, error)
+            return False
+        self._held.discard(table_id)
+        if self.index.release(table_id):
+            log.warning("table %s released from quarantine", table_id, extra={"table_id": table_id})
+        return True
+
+    def _act(self, table_id: str) -> None:
+        try:
+            self.usecases.close_due(table_id)
+        except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
+            raise  # not the table's fault: the run loop waits for Redis
+        except Exception as error:  # noqa: BLE001 - one table's failure never stops the others
+            self._quarantine(table_id, error)
+            return
+        if table_id in self._held and self.index.release(table_id):
+            self._held.discard(table_id)
+            log.warning("table %s released from quarantine", table_id, extra={"table_id": table_id})
+
+    def sleep_s(self) -> float:
+        """How long to wait before the next tick: until the earliest due, at most `poll_s`."""
+        head = self.index.next_at()
+        if head is None:
+            return self.times.poll_s
+        return min(self.times.poll_s, max(0.0, head - self.clock()))
+
+    def repair(self) -> int:
+        """Index dues that a crash kept out of the index; how many."""
+        self._held = set(self.index.quarantined())
+        stored = self.tables.store.table_ids()  # one SCAN for both repairs
+        fixed = self.index.repair(
+            self.tables.store, skip=self._held, tables=stored, on_corrupt=self._quarantine
+        )
+        if fixed:
+            log.warning("repaired the due index of %d tables", fixed, extra={"tables": fixed})
+        listed = self.tables.repair_list(stored)
+        if listed:
+            log.warning("listed %d tables the table list lacked", listed, extra={"tables": listed})
+        return fixed
+
+    def run(self, stop: threading.Event, beat: Callable[[], None] = lambda: None) -> None:
+        """Dispatch until `stop` is set, surviving Redis going away and coming back; `beat`
+        at every look at the index and before every wait (the supervisor's heartbeat)."""
+        failures = 0  # Redis failures in a row
+        next_repair = 0.0  # at once: dues a crash kept from the index come first
+        next_beat = 0.0
+        while not stop.is_set():
+            beat()
+            try:
+                if self.vitals is not None and time.monotonic() >= next_beat:
+                    self.vitals.beat(self.id)
+                    next_beat = time.monotonic() + self.times.beat_s
+                if time.monotonic() >= next_repair:
+                    self.repair()
+                    next_repair = time.monotonic() + self.times.repair_s * random.uniform(0.8, 1.2)
+                while self.tick() and not stop.is_set():
+                    pass
+                wait, failures = self.sleep_s(), 0
+            except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError) as error:
+                failures += 1
+                wait = self.times.backoff.delay(failures)
+                log.warning(
+                    "Redis unreachable (%s); trying again in %.1f s",
+                    type(error).__name__,
+                    wait,
+                    extra={"retry_s": wait, "error": type(error).__name__},
+                )
+            if wait > 0:
+                stop.wait(wait)
+        if self.vitals is not None:
+            with contextlib.suppress(redis.RedisError):
+                self.vitals.stopped(self.id)
+
+
+def build_dispatcher(
+    settings: Settings, client: redis.Redis, archive: Archive | None = None
+) -> Dispatcher:
+    """A dispatcher on `client` for the tables under `settings.key_prefix`."""
+    store = event_store(settings, client, archive)
+    index = DueIndex(client, prefix=settings.key_prefix)
+    listing = TableList(client, prefix=settings.key_prefix)
+    tables = Tables(store, index=index, listing=listing)
+    jobs = QueuedJobs(client, queue_client(settings, client), settings.key_prefix)
+    usecases = TableService(tables, jobs)
+    return Dispatcher(usecases, index, vitals=Vitals(client, prefix=settings.key_prefix))

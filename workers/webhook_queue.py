@@ -1,0 +1,48 @@
+"""The webhook duty of a dispatcher: queue the attempts of due webhook deliveries as RQ jobs
+(``service.projections.webhooks``), waiting out Redis going away.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import redis
+
+from service.config import Settings
+from service.pacing import Backoff
+from service.projections.webhooks import Schedule, WebhookStore
+
+log = logging.getLogger("guts.dispatcher")
+REDIS_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
+"""Waits while Redis cannot be reached (as the clock's)."""
+
+
+def webhook_schedule(settings: Settings) -> Schedule:
+    """How webhook attempts are paced, from the settings."""
+    return Schedule(
+        first_retry_s=settings.webhook_first_retry_s,
+        max_wait_s=settings.webhook_max_wait_s,
+        retry_for_s=settings.webhook_retry_for_s,
+        timeout_s=settings.webhook_timeout_s,
+    )
+
+
+def queue_webhooks(
+    hooks: WebhookStore,
+    schedule: Schedule,
+    stop: threading.Event,
+    queues: redis.Redis | None = None,
+) -> None:
+    """Queue the attempts of due webhook deliveries until `stop` (a thread of the dispatcher:
+    a delivery is due at most `poll` late), waiting out Redis going away."""
+    failures = 0
+    while not stop.is_set():
+        try:
+            hooks.queue_due(schedule, queues=queues)
+            failures, wait = 0, 0.25
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            failures += 1
+            wait = REDIS_BACKOFF.delay(failures)
+            log.warning("webhooks: Redis unreachable (%s)", type(error).__name__)
+        stop.wait(wait)
