@@ -24,21 +24,20 @@ port or its locks.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Protocol
 
 from service.pacing import HEARTBEAT_ENV, Backoff, Heartbeat
+
+from .signals import StopSignal, describe_exit, die_with_parent, reap
 
 __all__ = [
     "HEARTBEAT_ENV",
@@ -52,7 +51,6 @@ __all__ = [
 ]
 
 STOP_TIMEOUT_S = 35.0  # above gunicorn's default graceful timeout (30 s)
-_PR_SET_PDEATHSIG = 1
 _LOG = logging.getLogger("guts.supervisor")
 
 
@@ -87,51 +85,6 @@ class ServerSpec:
 
 
 DEFAULT_BACKOFF = Backoff()
-
-
-def describe_exit(returncode: int) -> str:
-    """``exited with code 1`` or ``was killed by SIGKILL`` (Popen's negative codes)."""
-    if returncode >= 0:
-        return f"exited with code {returncode}"
-    try:
-        name = signal.Signals(-returncode).name
-    except ValueError:
-        name = f"signal {-returncode}"
-    return f"was killed by {name}"
-
-
-class StopSignal:
-    """Remembers the first SIGTERM or SIGINT; the supervisor polls it."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self._previous: dict[int, object] = {}
-
-    def install(self) -> None:
-        """Catch SIGTERM and SIGINT from now on."""
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous = signal.signal(signum, self._handle)
-            self._previous.setdefault(signum, previous)
-
-    def uninstall(self) -> None:
-        """Restore the handlers that were there before the first :meth:`install`."""
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
-        self._previous.clear()
-
-    def wait(self, timeout_s: float, poll_s: float = 0.1) -> bool:
-        """Sleep up to `timeout_s`, less if a signal comes; whether one came."""
-        deadline = time.monotonic() + timeout_s
-        while self.signum is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            time.sleep(min(poll_s, left))  # a handler that returns does not cut a sleep short
-        return True
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is None:
-            self.signum = signum
 
 
 class _Child:
@@ -222,7 +175,7 @@ class Supervisor:
         for the start, when a child that dies at once means a mistake, not bad luck)."""
         for child in self._children:
             if child.process is not None:
-                code = _reap(child.process)
+                code = reap(child.process)
                 if code is not None:
                     child.process = None
                     return child.spec.name, code
@@ -274,7 +227,7 @@ class Supervisor:
                     child.hang_killed = True
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(child.process.pid, signal.SIGKILL)
-                code = _reap(child.process)
+                code = reap(child.process)
                 if code is not None:
                     pid, uptime = child.process.pid, now - child.started_at
                     what = f"(pid {pid}) {describe_exit(code)} after {uptime:.1f} s"
@@ -343,7 +296,7 @@ class Supervisor:
                 env=env,
                 stdin=subprocess.DEVNULL,
                 process_group=0,
-                preexec_fn=_die_with_parent,  # safe: this process starts no threads
+                preexec_fn=die_with_parent,  # safe: this process starts no threads
             )
         except OSError as error:
             self._schedule_restart(child, f"could not start ({error})", self.clock(), 0.0)
@@ -386,41 +339,3 @@ class Supervisor:
             delay,
             extra={"child": child.spec.name, "restart_in_s": delay},
         )
-
-
-def _reap(process: subprocess.Popen[bytes]) -> int | None:
-    """`process`'s exit code once it has exited (minus the signal that killed it), else None.
-
-    What it left in its process group is killed before it is reaped: until then its pid,
-    which is the group's id, cannot be given to another process.
-    """
-    if process.returncode is not None:
-        return process.returncode
-    try:
-        exited = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:  # reaped elsewhere; Popen reports it
-        return process.poll()
-    if exited is None or exited.si_pid == 0:
-        return None
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    return process.wait()
-
-
-def _load_prctl() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return prctl
-
-
-_PRCTL = _load_prctl()
-
-
-def _die_with_parent() -> None:
-    """In a new child, before exec: get SIGTERM when the parent dies (Linux only)."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
