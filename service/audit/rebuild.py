@@ -28,9 +28,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -40,30 +39,29 @@ from service.eventlog.store import (
     CorruptLog,
     EventStore,
     Loaded,
-    StoredEvent,
     StoreError,
     StoreUnavailable,
 )
 from service.rules import events as ev
-from service.rules.cards import hand_context, shuffled_deck
-from service.rules.client_seeds import seeds_for_deal
 from service.rules.commands import (
-    bet,
-    close_at_deadline,
-    deal,
-    deal_from,
     end_table,
-    verify_declare,
 )
 from service.rules.events import event_from_data
-from service.rules.limits import Allowance
-from service.rules.play import draw_from
-from service.rules.settlement import settle
 from service.rules.state import TableState, evolve
-from service.rules.times import later, parse_iso
+from service.rules.times import parse_iso
 from service.rules.views import AUDITOR, Viewer, table_view
 
-PAGE = 5000
+from .findings import Discrepancy
+from .redecide import (
+    check_bet,
+    check_cards,
+    check_dealt,
+    check_decision,
+    check_resolution,
+    require_same,
+)
+from .stored_log import ArchivedCopies, Entry, entries
+
 _CHIP_EVENTS = frozenset(
     e.TYPE
     for e in (
@@ -79,73 +77,6 @@ _CHIP_EVENTS = frozenset(
 )
 
 
-KINDS = {
-    "missing": "a version the log should hold is not there (deleted, or the log was truncated)",
-    "unexpected": "an entry that is not the next version (inserted, duplicated, out of order),"
-    " or events after the table's version",
-    "unreadable": "an event that cannot be read (not JSON, no data, an unknown type)",
-    "chain": "the hash chain breaks (edited, dropped, inserted or reordered without recomputing"
-    " the chain)",
-    "rules": "the event is not what the rules decide from the events before it (a deal that is"
-    " not its seed's or its commitment's, a settlement, bet, decision or ante the rules would"
-    " not make)",
-    "chips": "chips are not conserved after the event",
-    "archive": "the event differs from the archive's copy of it",
-    "ledger": "the stored ledger disagrees with the event",
-    "snapshot": "the stored snapshot is not the rebuilt table",
-}
-"""The kinds of discrepancy an audit names (the report's `first_discrepancy.kind`)."""
-
-
-class Discrepancy(Exception):
-    """The first thing found wrong, at an event version, and its kind (`KINDS`)."""
-
-    def __init__(self, version: int, event_type: str, problem: str, kind: str = "rules") -> None:
-        super().__init__(problem)
-        self.version, self.event_type, self.problem = version, event_type, problem
-        self.kind = kind
-
-
-@runtime_checkable
-class RawStream(Protocol):
-    """A store whose log the audit can read as stored (`RedisEventStore`): the stream's entries
-    unchecked, and the archive holding the events trimmed from it."""
-
-    archive: Any
-
-    def trimmed(self, table_id: str) -> int:
-        """The version the stream starts after (the archive holds the ones before)."""
-        ...
-
-    def stream_entries(
-        self, table_id: str, start: bytes, limit: int
-    ) -> list[tuple[bytes, bytes | None]]:
-        """The stream's ids and "data" fields from `start` on (``(<id>``: after it)."""
-        ...
-
-
-@runtime_checkable
-class ArchivePositions(Protocol):
-    """An archive that says how far it holds each table (`service.archive.Archive`)."""
-
-    def positions(self, tables: Any) -> list[int]:
-        """The version each (tenant, table id) is archived up to (0: nothing)."""
-        ...
-
-    def read(self, table_id: str, after: int, upto: int, limit: int | None) -> list[StoredEvent]:
-        """The archived events after `after` up to `upto`; CorruptLog unless all there."""
-        ...
-
-
-class _Entry(NamedTuple):
-    """One entry of the log as stored: its id, the version the id says (None: an id of no
-    version), its data (None: none)."""
-
-    id: str
-    version: int | None
-    data: bytes | None
-
-
 @dataclass
 class _Replay:
     state: TableState
@@ -153,157 +84,7 @@ class _Replay:
     checked: int = 0
 
 
-def _check_deal(state: TableState, event: ev.HandDealt) -> None:
-    seed = bytes.fromhex(event.seed)
-    if hashlib.sha256(seed).hexdigest() != event.commitment:
-        raise ValueError("the commitment is not the SHA-256 of the revealed seed")
-    if state.next_commitment and event.commitment != state.next_commitment:
-        raise ValueError("the hand's seed is not the one committed before the deal")
-    if event.next_seed and hashlib.sha256(bytes.fromhex(event.next_seed)).hexdigest() != (
-        event.next_commitment
-    ):
-        raise ValueError("the next hand's commitment is not the SHA-256 of its seed")
-    chosen = seeds_for_deal(state, event.order)
-    if event.client_seeds != chosen:
-        raise ValueError("the players' client seeds are not the ones the dealt-in seats chose")
-    if event.client_seed and chosen:
-        raise ValueError("an operator's client seed was mixed in after the players' seeds")
-    if event.stacked:
-        return  # a sandbox deal: the caller fixed the cards, there is no deck to derive
-    context = hand_context(state.table_id, event.hand, event.client_seed, chosen)
-    if event.deck_context and event.deck_context.encode() != context:
-        raise ValueError("the recorded deck context is not this hand's")
-    if event.reshuffled:
-        deck: tuple[str, ...] | list[str] = shuffled_deck(seed, context)
-    else:
-        deck = state.deck
-    dealt, rest = deal_from(deck, event.order, state.rules.cards, state.rules.kitty)
-    expected = {int(p): c for p, c in dealt.items() if p != "kitty"}
-    if expected != event.cards or dealt.get("kitty", ()) != event.kitty or rest != event.deck:
-        raise ValueError("the dealt cards are not the deck derived from the seed")
-
-
-def _check_dealt(state: TableState, event: ev.HandDealt) -> None:
-    """The deal is the one the rules make at that moment from the committed seed: its cards,
-    who is dealt in and in which order, the antes they pay, their stacks, the seeds mixed in.
-    When it is not, `_check_deal` names a seed, commitment or card problem first (the deck is
-    derived once on an honest log)."""
-    try:
-        expected = _redeal(state, event)
-    except Exception:
-        _check_deal(state, event)
-        raise
-    if expected != event:
-        _check_deal(state, event)
-        _require_same(expected, event, "deal")
-
-
-def _redeal(state: TableState, event: ev.HandDealt) -> ev.HandDealt:
-    """The rules' deal with `event`'s seed, time and next seed (and for a sandbox deal, its
-    stacked cards). Players whose loss limit kept them out are kept out again (the limits are
-    not in the log)."""
-    dealt_in = set(event.order)
-    kept_out = {
-        seat.player_id: Allowance(limit=-1, net_loss=0)
-        for seat in state.seated()
-        if seat.seat not in dealt_in and event.removed.get(seat.seat, "loss_limit") == "loss_limit"
-    }
-    stacked: dict[str, tuple[str, ...]] = {}
-    if event.stacked:
-        stacked = {str(seat): cards for seat, cards in event.cards.items()}
-        if event.kitty:
-            stacked["kitty"] = event.kitty
-    (expected,) = deal(
-        state,
-        bytes.fromhex(event.seed),
-        parse_iso(event.at),
-        event.client_seed,
-        stacked,
-        bytes.fromhex(event.next_seed),
-        kept_out,
-    )
-    assert isinstance(expected, ev.HandDealt)
-    if event.stacked:  # (the stacked "next" cards are not recorded as such)
-        expected = replace(expected, deck=event.deck)
-    return expected
-
-
-def _check_decision(state: TableState, event: ev.DecisionMade) -> None:
-    """A player's decision is one the rules accept then (a hand in play, its seat dealt in,
-    not declared yet, on turn, in time); the platform's is what they decide once the deadline
-    has passed; a dealer's automatic "in" follows everyone before them going out."""
-    hand = state.hand
-    if hand is None or hand.number != event.hand:
-        raise ValueError(f"there is no hand {event.hand} in play to declare in")
-    now = parse_iso(event.at)
-    if event.by == "player":
-        verify_declare(state, event.seat, event.decision, now)
-        sequential = state.rules.declare == "sequential"  # (`declare`'s first event, unbuilt)
-        deadline = later(now, state.rules.decision_timeout_s) if sequential else None
-        if event.deadline != deadline:
-            raise ValueError(f"the decision's next deadline is not the rules' {deadline}")
-        return
-    if event.by == "platform":
-        expected = close_at_deadline(state, now)[0]
-    else:
-        dealer = hand.order[-1]
-        if not (
-            state.rules.dealer_auto_in
-            and event.seat == dealer not in hand.decisions
-            and all(hand.decisions.get(s) == "out" for s in hand.order[:-1])
-        ):
-            raise ValueError("an automatic decision the rules would not make")
-        return
-    _require_same(expected, event, "decision")
-
-
-def _check_cards(
-    state: TableState, event: ev.CommunityCardDealt | ev.CardsDrawn | ev.CardPassed
-) -> None:
-    hand = state.hand
-    if hand is None or hand.number != event.hand:
-        raise ValueError("no such hand in play")
-    if isinstance(event, ev.CommunityCardDealt):
-        if not state.deck or event.card != state.deck[0]:
-            raise ValueError("the community card is not the top of the deck")
-    elif isinstance(event, ev.CardPassed):
-        if event.card not in hand.cards[event.seat]:
-            raise ValueError("the passed card is not in the passer's hand")
-    else:
-        if any(card not in hand.cards[event.seat] for card in event.discarded):
-            raise ValueError("a discarded card is not in the drawer's hand")
-        expected = draw_from(state, len(event.discarded))
-        if expected != (event.drawn, event.deck, event.reshuffled):
-            raise ValueError("the drawn cards are not the top of the deck")
-
-
-def _require_same(expected: ev.Event, event: ev.Event, what: str) -> None:
-    """`event` must be exactly what the rules decided (`expected`); name the fields if not."""
-    if expected != event:
-        differs = [
-            name
-            for name in event.__dataclass_fields__
-            if getattr(expected, name) != getattr(event, name)
-        ]
-        raise ValueError(f"the {what} differs from the rules' in: {', '.join(differs)}")
-
-
-def _check_resolution(state: TableState, event: ev.HandResolved) -> None:
-    _require_same(settle(state, parse_iso(event.at)), event, "settlement")
-
-
-def _check_bet(state: TableState, event: ev.BetMade) -> None:
-    """A betting action is what the rules decide for that seat and action at that moment (the
-    platform's, what they decide once the deadline has passed)."""
-    now = parse_iso(event.at)
-    if event.by == "platform":
-        (expected,) = close_at_deadline(state, now)
-    else:
-        (expected,) = bet(state, event.seat, event.action, now)
-    _require_same(expected, event, "bet")
-
-
-def _next_entry(replay: _Replay, entry: _Entry) -> bytes:
+def _next_entry(replay: _Replay, entry: Entry) -> bytes:
     """`entry`'s data, when it is the next version of the log; else the discrepancy."""
     expected = replay.state.version + 1
     if entry.version is None:
@@ -350,13 +131,13 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> ev.Event:
         event = event_from_data(upcast(record))
         kind = "rules"
         if isinstance(event, ev.HandDealt):
-            _check_dealt(replay.state, event)
+            check_dealt(replay.state, event)
         elif isinstance(event, ev.DecisionMade):
-            _check_decision(replay.state, event)
+            check_decision(replay.state, event)
         elif isinstance(event, ev.HandResolved):
-            _check_resolution(replay.state, event)
+            check_resolution(replay.state, event)
         elif isinstance(event, ev.BetMade):
-            _check_bet(replay.state, event)
+            check_bet(replay.state, event)
         elif isinstance(event, ev.TableCreated):
             if event.next_seed and (
                 hashlib.sha256(bytes.fromhex(event.next_seed)).hexdigest() != event.next_commitment
@@ -364,9 +145,9 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> ev.Event:
                 raise ValueError("the first hand's commitment is not the SHA-256 of its seed")
         elif isinstance(event, ev.TableEnded):
             (expected,) = end_table(replay.state, parse_iso(event.at))
-            _require_same(expected, event, "end of the table")
+            require_same(expected, event, "end of the table")
         elif isinstance(event, ev.CommunityCardDealt | ev.CardsDrawn | ev.CardPassed):
-            _check_cards(replay.state, event)
+            check_cards(replay.state, event)
         elif isinstance(event, ev.DeclarationsRevealed):
             hand = replay.state.hand
             if hand is None or {**hand.decisions} != event.decisions:
@@ -385,107 +166,6 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> ev.Event:
     return event
 
 
-def _entries(store: EventStore, table_id: str) -> Iterator[_Entry]:
-    """The table's log as stored, oldest first: from a `RawStream`, the archived events, then
-    the stream's entries unchecked; from another store, its (checked) read."""
-    if not isinstance(store, RawStream):
-        after = 0
-        while True:
-            page = store.read(table_id, after, PAGE)
-            yield from (_Entry(f"{s.version}-0", s.version, s.data) for s in page)
-            if len(page) < PAGE:
-                return
-            after = page[-1].version
-    trimmed = store.trimmed(table_id)
-    yield from _from_archive(store, table_id, 0, trimmed)
-    start, following = (f"({trimmed}-0".encode() if trimmed else b"-"), trimmed + 1
-    while True:
-        raw = store.stream_entries(table_id, start, PAGE)
-        first = _version_of(raw[0][0]) if raw else None
-        if first is not None and first > following and store.trimmed(table_id) >= first - 1:
-            # Trimmed while the audit read the stream: the archive holds those events.
-            yield from _from_archive(store, table_id, following - 1, first - 1)
-        for entry_id, data in raw:
-            version = _version_of(entry_id)
-            yield _Entry(entry_id.decode(errors="replace"), version, data)
-            following = following if version is None else version + 1
-        if len(raw) < PAGE:
-            return
-        start = b"(" + raw[-1][0]
-
-
-def _from_archive(store: RawStream, table_id: str, after: int, upto: int) -> Iterator[_Entry]:
-    """The archived events after `after` up to `upto` (trimmed from the stream)."""
-    if upto > after and store.archive is None:
-        raise StoreError(f"events up to {upto} are archived, and the audit has no archive")
-    while after < upto:
-        page = _archived_page(store.archive, table_id, after, upto)
-        yield from (_Entry(f"{s.version}-0", s.version, s.data) for s in page)
-        if not page or page[-1].version < min(upto, after + PAGE):
-            version = after + len(page) + 1
-            problem = (
-                f"version {version} is missing: the stream was trimmed up to {upto}, and "
-                "the archive does not hold it"
-            )
-            raise Discrepancy(version, "?", problem, "missing")
-        after = page[-1].version
-
-
-def _archived_page(archive: Any, table_id: str, after: int, upto: int) -> list[StoredEvent]:
-    """Up to `PAGE` archived events after `after`: as many as are there in a row."""
-    try:
-        return list(archive.read(table_id, after, upto, PAGE))
-    except CorruptLog:  # a version is missing: find how many are there before it
-        there, lacking = 0, min(PAGE, upto - after)
-        while lacking - there > 1:
-            middle = (there + lacking) // 2
-            try:
-                archive.read(table_id, after, upto, middle)
-                there = middle
-            except CorruptLog:
-                lacking = middle
-        return list(archive.read(table_id, after, upto, there)) if there else []
-
-
-def _version_of(entry_id: bytes) -> int | None:
-    """The version a stream id ``<version>-0`` says, None for any other id."""
-    milliseconds, dash, sequence = entry_id.partition(b"-")
-    if dash and sequence == b"0" and milliseconds.isdigit() and milliseconds[:1] != b"0":
-        return int(milliseconds)
-    return None
-
-
-class _ArchivedCopies:
-    """The archive's copies of the versions after the stream's trim up to how far the archive
-    holds the table, to compare with the stream's."""
-
-    def __init__(self, store: EventStore, table_id: str) -> None:
-        self.table_id = table_id
-        self.archive: ArchivePositions | None = None
-        self.upto = self.after = 0
-        archive = store.archive if isinstance(store, RawStream) else None
-        if isinstance(archive, ArchivePositions):
-            self.archive = archive
-            (self.upto,) = archive.positions([("", table_id)])  # (the tenant is not needed)
-            self.after = store.trimmed(table_id) if isinstance(store, RawStream) else 0
-        self.copies: dict[int, bytes] = {}
-
-    def check(self, version: int, data: bytes, event_type: str) -> None:
-        """The stream's `data` of `version` must be the archive's, when it holds it."""
-        if self.archive is None or version <= self.after or version > self.upto:
-            return
-        if version not in self.copies:
-            page = _archived_page(self.archive, self.table_id, version - 1, self.upto)
-            self.copies = {stored.version: stored.data for stored in page}
-        copy = self.copies.pop(version, None)
-        if copy is None:
-            problem = f"the archive holds the table up to {self.upto}, but not version {version}"
-            raise Discrepancy(version, event_type, problem, "archive")
-        if copy != data:
-            problem = "the event differs from the archive's copy of it (changed after archiving)"
-            raise Discrepancy(version, event_type, problem, "archive")
-
-
 def audit_table(
     store: EventStore, table_id: str, ledger: StoredLedger | None = None
 ) -> dict[str, Any]:
@@ -497,11 +177,11 @@ def audit_table(
     loaded: Loaded | None = None
     books: LedgerCheck | None = None
     try:
-        archived = _ArchivedCopies(store, table_id)  # (first: it never holds more than a load)
+        archived = ArchivedCopies(store, table_id)  # (first: it never holds more than a load)
         with contextlib.suppress(StoreError):  # (the replay below finds what cannot be read)
             loaded = store.load(table_id)
         recorded = _recorded_version(store, table_id, loaded)
-        for entry in _entries(store, table_id):
+        for entry in entries(store, table_id):
             if loaded is not None and replay.state.version == loaded.version:
                 _check_beyond(store, table_id, loaded, entry)
                 break  # (the audit covers the table as it was loaded)
@@ -551,7 +231,7 @@ def audit_table(
     }
 
 
-def _check_beyond(store: EventStore, table_id: str, loaded: Loaded, entry: _Entry) -> None:
+def _check_beyond(store: EventStore, table_id: str, loaded: Loaded, entry: Entry) -> None:
     """`entry` follows the table's version as the audit loaded it: an event appended since
     (the table is live), unless the table is still at that version."""
     with contextlib.suppress(StoreError):

@@ -457,7 +457,7 @@ def test_the_kinds_of_discrepancy_are_the_ones_the_api_documents():
 
     import yaml
 
-    from service.audit.rebuild import KINDS
+    from service.audit.findings import KINDS
 
     spec = yaml.safe_load((Path(__file__).parents[2] / "openapi.yaml").read_text())
     found = spec["components"]["schemas"]["AuditReport"]["properties"]["first_discrepancy"]
