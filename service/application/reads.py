@@ -69,8 +69,8 @@ class TableReads:
     """Where RQ's queues are (None: `redis`)."""
 
     def _load(self, caller: Caller, table_id: str) -> TableState:
-        """The table's state for `caller`: a quarantined table is refused (409) to those who
-        may know it, and not found for another tenant's callers."""
+        """The table's state for `caller`: a quarantined table is refused (TableQuarantined)
+        to those who may know it, and not found for another tenant's callers."""
         try:
             return self.tables.load(checked_table_id(table_id))
         except TableQuarantined as error:

@@ -58,7 +58,7 @@ class Subject(NamedTuple):
     """What an outcome is about, by kind and id: ("table", table_id), ("webhook", id),
     ("audit", id), ("report", id). What was made or started can be read there."""
 
-    kind: str
+    kind: Literal["table", "webhook", "audit", "report"]
     id: str
 
 
