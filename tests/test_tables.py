@@ -56,6 +56,24 @@ def test_a_refusal_is_decided_on_the_current_snapshot():
     assert dealt.state.hand is not None
 
 
+def test_the_application_s_part_of_a_command_is_made_on_the_state_each_attempt_decides_on():
+    store = InMemoryEventStore()
+    first, second = Tables(store), Tables(store)
+    rules = resolve_ruleset("three-card")
+    first.execute("t", CreateTable("t", rules), create=True)
+    first.execute("t", SeatPlayer("p0", 10))
+    second.execute("t", SeatPlayer("p1", 10))
+    seen: list[int] = []
+
+    def deal(state):
+        seen.append(state.version)  # (where the use case looks up the players' loss limits)
+        return Deal(b"x" * 32)
+
+    # On the first process's snapshot (one player) the deal is refused; on the table's, dealt.
+    dealt = first.execute("t", deal)
+    assert seen == [2, 3] and dealt.state.version == 4
+
+
 class RecordingIndex:
     """Stands in for the due index (a Redis structure) in these pure tests: what it was told."""
 
