@@ -2,12 +2,12 @@
 
 ``guts serve``
     The API under gunicorn (gevent workers), one RQ worker (audits) and one deadline
-    dispatcher (``service.serve``). Without ``REDIS_URL`` it first starts
+    dispatcher (``service.processes.serve``). Without ``REDIS_URL`` it first starts
     an embedded redis-server (append-only file, fsync every second) under
     ``<data-dir>/redis``, and without ``GUTS_DATABASE_URL`` an embedded PostgreSQL (the
     archive) under ``<data-dir>/postgres``, and hands their URLs to them; a ``REDIS_URL``
     that does not answer is waited for up to ``--redis-wait`` seconds. A child that dies,
-    the API included, is started again after a short delay (``service.supervisor``).
+    the API included, is started again after a short delay (``service.processes.supervisor``).
     SIGTERM or SIGINT stops it cleanly: gunicorn finishes the requests in flight, the worker
     its job in flight, Redis flushes its log last, and the command exits 0.
 ``guts worker``
@@ -40,8 +40,9 @@ from pathlib import Path
 
 from service.config import Settings
 from service.logs import LEVELS, configure_logging, fail, redact_url
-from service.preflight import missing_dependency
-from service.supervisor import HEARTBEAT_ENV, Backoff, Heartbeat, StopSignal
+from service.pacing import HEARTBEAT_ENV, Backoff, Heartbeat
+from service.processes.preflight import missing_dependency, missing_line
+from service.processes.supervisor import StopSignal
 
 WORKER_BACKOFF = Backoff(first_s=0.5, cap_s=10.0, stable_s=30.0)
 log = logging.getLogger("guts.worker")
@@ -109,7 +110,7 @@ def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
     missing = missing_dependency()
     if missing is not None:
         return fail(missing)
-    from service.serve import serve
+    from service.processes.serve import serve
 
     return serve(
         settings,
@@ -130,7 +131,7 @@ def _run_worker(args: argparse.Namespace, settings: Settings) -> int:
         )
     import redis
 
-    from service.redis_clients import queue_url
+    from service.infrastructure import queue_url
     from workers.worker import run_worker
 
     queues = queue_url(settings)  # RQ's (GUTS_QUEUE_REDIS_URL, else REDIS_URL)
@@ -165,8 +166,7 @@ def _run_release(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.redis_url:
         return fail("REDIS_URL is not set: `guts release` needs the Redis that the API uses")
     from service.eventlog.due_index import DueIndex
-    from service.redis_clients import store_client
-    from service.stores import event_store, open_archive
+    from service.infrastructure import event_store, open_archive, store_client
     from service.tables import Tables
 
     client = store_client(settings)
@@ -221,7 +221,7 @@ def _configure_verify(parser: argparse.ArgumentParser, settings: Settings) -> No
 
 
 def _run_verify(args: argparse.Namespace, settings: Settings) -> int:
-    from service.verify import main as verify_main
+    from service.fairness import main as verify_main
 
     return verify_main(list(args.args))
 
@@ -264,17 +264,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``guts`` console script; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["verify"]:  # the verifier parses its own options (and needs no settings)
-        from service.verify import main as verify_main
+        from service.fairness import main as verify_main
 
         return verify_main(argv[1:])
     try:
-        settings = Settings.from_env()
-    except ValueError as error:
+        try:
+            settings = Settings.from_env()
+        except ValueError as error:
+            configure_logging()
+            return fail(f"bad setting in the environment: {error}", code=2)
+        args = build_parser(settings).parse_args(argv)
+        configure_logging(args.log_level)
+        code: int = args.run(args, settings)
+    except ModuleNotFoundError as error:  # a dependency missing anywhere on the way
         configure_logging()
-        return fail(f"bad setting in the environment: {error}", code=2)
-    args = build_parser(settings).parse_args(argv)
-    configure_logging(args.log_level)
-    code: int = args.run(args, settings)
+        return fail(missing_line(error, f"guts {argv[0] if argv else ''}".strip()))
     return code
 
 
@@ -288,7 +292,7 @@ def _work_until_stopped(
     import redis
     from rq.exceptions import StopRequested
 
-    from service.serve import redis_answers
+    from service.processes.serve import redis_answers
     from workers.worker import run_worker
 
     stops = {signal.SIGTERM, signal.SIGINT}

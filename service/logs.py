@@ -5,7 +5,8 @@ Each line is ``{"ts": "2026-11-23T20:33:11.123Z", "level": "info", "logger": "gu
 source: ``guts.*``, ``gunicorn.error``, ``rq.worker``, ...), the message, then the record's
 own fields (what the code passed as ``extra=``) and, for an exception, its traceback as one
 string under ``exc``. One format, whoever logs: our code, gunicorn (through
-``service.gunicorn_conf``'s ``logconfig_dict``), RQ (which adds no handler of its own when the
+``service.processes.gunicorn_conf``'s ``logconfig_dict``), RQ (which adds no handler of its own
+when the
 root logger has one), Python's warnings and uncaught exceptions.
 
 Entry points call :func:`configure_logging` with the level they were given (``--log-level``

@@ -227,8 +227,8 @@ def follow_webhooks(api: Api, table: str) -> None:
     """Derive the webhook deliveries of `table`'s new events now, as the dispatchers' follower
     does (the test servers run none)."""
     from service.eventlog.redis_store import RedisEventStore
-    from service.follow import Follower
-    from service.webhooks import WebhookStore
+    from service.projections.follower import Follower
+    from service.projections.webhooks import WebhookStore
 
     client = SERVED[api.base].extensions["guts"].redis
     Follower(RedisEventStore(client), [WebhookStore(client)]).catch_up(table)

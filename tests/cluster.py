@@ -15,7 +15,7 @@ from types import TracebackType
 
 import redis
 
-from service.redis_server import find_redis_server, free_port
+from service.processes.redis_server import find_redis_server, free_port
 
 SLOTS = 16384
 

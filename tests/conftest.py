@@ -1,6 +1,6 @@
 """Fixtures shared by the whole suite.
 
-A private redis-server (see ``service.redis_server``) is started once per session on a
+A private redis-server (see ``service.processes.redis_server``) is started once per session on a
 free port, never the machine's 6379, and stopped at the end even when tests fail.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from service.redis_server import RedisServer
+from service.processes.redis_server import RedisServer
 
 pytest_plugins = ["tests.apiclient"]
 

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import requests
 
-from service.redis_server import free_port
+from service.processes.redis_server import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 OPERATOR_KEY = "cli-test-operator-key"
@@ -580,8 +580,8 @@ def test_worker_alone_waits_for_redis_and_works_once_it_is_back(tmp_path: Path) 
     import redis
     from rq import Queue
 
-    from service.audits import AUDITS_QUEUE, SERIALIZER
-    from service.redis_server import RedisServer
+    from service.audit.jobs import AUDITS_QUEUE, SERIALIZER
+    from service.processes.redis_server import RedisServer
 
     port = free_port()
     stderr_path = tmp_path / "worker.err"
@@ -635,7 +635,7 @@ def test_serve_started_before_its_redis_answers_503_then_works_once_redis_is_up(
 ) -> None:
     """The API's workers boot without Redis (the token secret is read when first needed):
     /healthz says 503 until Redis is there, then everything works, nothing restarted by hand."""
-    from service.redis_server import RedisServer
+    from service.processes.redis_server import RedisServer
 
     port = free_port()
     served = Served(tmp_path / "data", tmp_path, _env(REDIS_URL=f"redis://127.0.0.1:{port}/0"))

@@ -9,12 +9,12 @@ from __future__ import annotations
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.table_list import TableList
-from service.follow import Follower
-from service.ledger_store import LedgerStore
+from service.projections.follower import Follower
+from service.projections.ledger import LedgerStore
+from service.projections.webhooks import WebhookStore
 from service.rules.decide import CreateTable, Deal, SeatPlayer, VoidHand
 from service.rules.ruleset import resolve_ruleset
 from service.tables import Tables
-from service.webhooks import WebhookStore
 
 
 def test_tables_indexes_and_projections_run_on_a_cluster(cluster_client):

@@ -367,7 +367,7 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
     """Each subcommand's own parser, as `guts` builds it (verify parses its own arguments)."""
     from service.cli import SUBCOMMANDS
     from service.config import Settings
-    from service.verify.cli import _parser as verify_parser
+    from service.fairness.cli import _parser as verify_parser
 
     parsers = {}
     for command in SUBCOMMANDS:

@@ -11,7 +11,7 @@ from typing import cast
 import redis
 
 from service.eventlog.redis_store import RedisEventStore
-from service.follow import Followed, Follower
+from service.projections.follower import Followed, Follower
 from service.rules.decide import CreateTable, SeatPlayer
 from service.rules.ruleset import resolve_ruleset
 from service.tables import Tables

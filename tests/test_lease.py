@@ -1,4 +1,5 @@
-"""The lease that lets one process at a time do a duty (service/lease.py), on a real Redis."""
+"""The lease that lets one process at a time do a duty (service/projections/lease.py), on a real
+Redis."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 
 import pytest
 
-from service.lease import Lease, run_while_holding
+from service.projections.lease import Lease, run_while_holding
 
 
 def _wait_until(predicate, within_s: float = 10.0) -> None:

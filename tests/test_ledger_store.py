@@ -10,8 +10,8 @@ from typing import Any
 
 from service.eventlog.codec import decode_event
 from service.eventlog.redis_store import RedisEventStore
-from service.follow import Followed, Follower
-from service.ledger_store import LedgerStore
+from service.projections.follower import Followed, Follower
+from service.projections.ledger import LedgerStore
 from service.rules import ledger
 from service.rules.decide import CreateTable, Deal, Declare, Leave, Resolve, SeatPlayer, TopUp
 from service.rules.ruleset import resolve_ruleset

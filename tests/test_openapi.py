@@ -37,7 +37,7 @@ from schemathesis.specs.openapi.checks import (
 
 from service.api.app import SPEC_PATH, create_app
 from service.config import Settings
-from service.vitals import Vitals
+from service.eventlog.vitals import Vitals
 from tests.apiclient import AUDITOR, OPERATOR, Api
 from tests.openapi_helpers import BUGS, PLAN, SpecValidator, World, aim_body, aim_path, audit_runner
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import requests
 
-from service.redis_server import RedisServer, free_port
+from service.processes.redis_server import RedisServer, free_port
 from tests.test_cli import (
     OPERATOR_KEY,
     START_TIMEOUT_S,
@@ -35,7 +35,9 @@ from tests.test_cli import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-LIMIT_REQUEST_LINE = 4094  # service/gunicorn_conf.py, docs/operations.md "Limits", openapi.yaml
+LIMIT_REQUEST_LINE = (
+    4094  # service/processes/gunicorn_conf.py, docs/operations.md "Limits", openapi.yaml
+)
 ISO_MS_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 LEVELS = ("debug", "info", "warning", "error", "critical")
 

@@ -34,10 +34,10 @@ import redis
 from service.archive.archive import Archive
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
-from service.lease import Lease, run_while_holding
-from service.ledger_store import LedgerStore
+from service.projections.lease import Lease, run_while_holding
+from service.projections.ledger import LedgerStore
+from service.projections.webhooks import WebhookStore
 from service.rules.times import parse_iso
-from service.webhooks import WebhookStore
 from workers.dispatcher import DispatchTimes, build_archiver, build_dispatcher, build_follower
 
 PREFIX = "guts"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from service import redis_server
-from service.redis_server import RedisServer, RedisServerError, find_redis_server
+from service.processes import redis_server
+from service.processes.redis_server import RedisServer, RedisServerError, find_redis_server
 
 BINARIES = {
     "path": shutil.which("redis-server"),
@@ -141,7 +141,7 @@ def test_a_picked_port_taken_meanwhile_is_replaced(monkeypatch: pytest.MonkeyPat
 
 def test_a_server_left_running_is_stopped_at_interpreter_exit() -> None:
     script = (
-        "from service.redis_server import RedisServer\n"
+        "from service.processes.redis_server import RedisServer\n"
         "server = RedisServer().start()\n"
         "print(server.pid, server.data_dir, flush=True)\n"
         "raise SystemExit('exiting without stop()')\n"

@@ -1,6 +1,6 @@
 """Request bodies over a real `guts serve` (gunicorn, gevent workers), sent byte for byte on
 raw sockets: a malformed, truncated, oversized or endless body is refused promptly in
-problem+json, never a 500, and changes nothing (service/gunicorn_bodies.py)."""
+problem+json, never a 500, and changes nothing (service/processes/gunicorn_bodies.py)."""
 
 from __future__ import annotations
 

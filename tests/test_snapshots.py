@@ -11,8 +11,8 @@ from service.eventlog.memory import InMemoryEventStore
 from service.eventlog.store import Loaded, VersionConflict
 from service.rules.decide import CreateTable, Deal, Declare, SeatPlayer
 from service.rules.ruleset import resolve_ruleset
-from service.snapshots import Known, SharedTails, StateCache
 from service.tables import Tables
+from service.tables.state_cache import Known, SharedTails, StateCache
 
 KEY = SharedTails.key("ns", "t1")
 

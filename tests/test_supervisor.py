@@ -1,4 +1,5 @@
-"""The supervisor of `guts serve` (service/supervisor.py): the restart delays on pure code,
+"""The supervisor of `guts serve` (service/processes/supervisor.py): the restart delays on pure
+code,
 and restarts of real (tiny) child processes driven by a clock the test moves."""
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from service.redis_server import RedisServer
-from service.supervisor import (
+from service.processes.redis_server import RedisServer
+from service.processes.supervisor import (
     HEARTBEAT_ENV,
     Backoff,
     ChildSpec,

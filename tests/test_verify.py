@@ -1,4 +1,4 @@
-"""The standalone verifier (service/verify/) against real hand histories from the API."""
+"""The standalone verifier (service/fairness/) against real hand histories from the API."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from service import verify
+from service import fairness as verify
+from service.fairness import deck as verify_deck
+from service.fairness import derive_deck, main, verify_history
 from service.rules import cards as rules_cards
 from service.rules.cards import deck_context, shuffled_deck
-from service.verify import deck as verify_deck
-from service.verify import derive_deck, main, verify_history
 from tests.apiclient import AUDITOR, Api
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -386,7 +386,7 @@ def test_the_rejection_path_matches_the_service(monkeypatch):
 
 def test_the_verifier_imports_nothing_from_the_service():
     """Its modules import the standard library and each other (relatively) only."""
-    for path in sorted((ROOT / "service" / "verify").glob("*.py")):
+    for path in sorted((ROOT / "service" / "fairness").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level:
                 assert node.level == 1, f"{path.name} imports from outside its package"
@@ -400,14 +400,14 @@ def test_the_verifier_imports_nothing_from_the_service():
             outside = [n for n in names if n.partition(".")[0] not in sys.stdlib_module_names]
             assert not outside, f"{path.name} imports {outside}"
     code = (
-        "import sys, service.verify; "
+        "import sys, service.fairness; "
         "print(sorted(m for m in sys.modules if m.startswith('service.')"
-        " and not m.startswith('service.verify.')))"
+        " and not m.startswith('service.fairness.')))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
-    assert out.strip() == "['service.verify']"
+    assert out.strip() == "['service.fairness']"
 
 
 # --- the command line -------------------------------------------------------------------------
@@ -477,7 +477,7 @@ def test_python_dash_m(showdown, tmp_path):
     path = tmp_path / "hand.json"
     path.write_text(json.dumps(showdown["auditor"]))
     done = subprocess.run(
-        [sys.executable, "-m", "service.verify", str(path), "--json"],
+        [sys.executable, "-m", "service.fairness", str(path), "--json"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -487,9 +487,9 @@ def test_python_dash_m(showdown, tmp_path):
 
 
 def test_a_copy_of_the_package_runs_anywhere_with_the_standard_library(showdown, tmp_path):
-    """docs/fairness.md: copy service/verify/ and run it; -S leaves out every site-packages."""
+    """docs/fairness.md: copy service/fairness/ and run it; -S leaves out every site-packages."""
     shutil.copytree(
-        ROOT / "service" / "verify", tmp_path / "verify", ignore=shutil.ignore_patterns("*.pyc")
+        ROOT / "service" / "fairness", tmp_path / "verify", ignore=shutil.ignore_patterns("*.pyc")
     )
     (tmp_path / "hand.json").write_text(json.dumps(showdown["auditor"]))
     done = subprocess.run(

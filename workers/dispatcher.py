@@ -16,7 +16,7 @@ log line, and the dispatcher goes on where it was.
 
 Each dispatcher beats a heartbeat in Redis from its loop (at most every `beat_s`), and counts
 how late it acted on each due table (now - due) in a histogram kept there too; the API reads
-both (``/readyz``, ``/metrics``: ``service.vitals``).
+both (``/readyz``, ``/metrics``: ``service.eventlog.vitals``).
 """
 
 from __future__ import annotations
@@ -37,19 +37,19 @@ import redis
 from service.application import TableService
 from service.archive.archive import Archive
 from service.archive.database import connect, migrate
+from service.audit.jobs import QueuedJobs
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.store import CorruptLog, StoreUnavailable
 from service.eventlog.table_list import TableList
-from service.follow import Follower, Projection
-from service.lease import Lease, run_while_holding
-from service.ledger_store import LedgerStore
-from service.redis_clients import queue_client, store_client
-from service.stores import archiver, event_store, open_archive
-from service.supervisor import Backoff, Heartbeat
+from service.eventlog.vitals import Vitals
+from service.infrastructure import archiver, event_store, open_archive, queue_client, store_client
+from service.pacing import Backoff, Heartbeat
+from service.projections.follower import Follower, Projection
+from service.projections.lease import Lease, run_while_holding
+from service.projections.ledger import LedgerStore
+from service.projections.webhooks import Schedule, WebhookStore
 from service.tables import Tables
-from service.vitals import Vitals
-from service.webhooks import Schedule, WebhookStore
 
 log = logging.getLogger("guts.dispatcher")
 _GONE = 1 << 62
@@ -225,14 +225,16 @@ def build_dispatcher(
     index = DueIndex(client, prefix=settings.key_prefix)
     listing = TableList(client, prefix=settings.key_prefix)
     tables = Tables(store, index=index, listing=listing)
-    usecases = TableService(tables, client, settings.key_prefix)
+    jobs = QueuedJobs(client, queue_client(settings, client), settings.key_prefix)
+    usecases = TableService(tables, jobs)
     return Dispatcher(usecases, index, vitals=Vitals(client, prefix=settings.key_prefix))
 
 
 def projections(
     settings: Settings, client: redis.Redis, archived: bool = False
 ) -> list[Projection]:
-    """Every projection of the tables' logs that the dispatchers keep (``service.follow``)
+    """Every projection of the tables' logs that the dispatchers keep
+    (``service.projections.follower``)
     beside the archive (which, when there is one, keeps the ledger)."""
     webhooks = WebhookStore(client, prefix=settings.key_prefix)
     return [webhooks] if archived else [LedgerStore(client, prefix=settings.key_prefix), webhooks]
@@ -290,7 +292,7 @@ def build_archiver(settings: Settings, client: redis.Redis, archive: Archive) ->
     """A follower copying the logs under `settings.key_prefix` into `archive` and trimming
     them from Redis (``service.archive``); apart from the other projections, so PostgreSQL
     going away delays neither the ledger nor the webhooks. Each sweep reports the archive's
-    lag (``service.vitals``: ``/readyz`` and ``/metrics`` read it)."""
+    lag (``service.eventlog.vitals``: ``/readyz`` and ``/metrics`` read it)."""
     store = event_store(settings, client, archive)
     index = DueIndex(client, prefix=settings.key_prefix)
     vitals = Vitals(client, prefix=settings.key_prefix)
@@ -324,7 +326,7 @@ def run_dispatcher(settings: Settings, heartbeat: Heartbeat | None = None) -> in
         archive = open_archive(settings, size=2)
     # The projections are followed beside the clock, in a thread of their own: a slow
     # projection never delays a deadline; the archive in another. One dispatcher at a time
-    # follows (a lease: the others are its hot spares, see service.lease).
+    # follows (a lease: the others are its hot spares, see service.projections.lease).
     follower, notices = build_follower(settings, client, archive)
     followers = [follower] if follower.projections else []
     if archive is not None:

@@ -1,5 +1,5 @@
 """RQ jobs. Jobs take ids (never objects), are idempotent, and are enqueued by name
-(``service.audits``), so nothing outside the workers imports this module.
+(``service.audit.jobs``), so nothing outside the workers imports this module.
 
 Deadlines are not jobs: the dispatcher (``workers.dispatcher``) enforces them.
 """
@@ -17,14 +17,13 @@ from redis import Redis
 from rq import get_current_job
 
 from service.archive import collusion
-from service.audit import audit_table
-from service.audits import audit_key, load_record, report_key, save_record
+from service.audit.jobs import audit_key, load_record, report_key, save_record
+from service.audit.rebuild import audit_table
 from service.config import Settings
-from service.redis_clients import store_client
+from service.infrastructure import event_store, ledger_of, open_archive, store_client
+from service.projections.webhooks import Schedule, WebhookStore, sign
 from service.rules.errors import GutsError
 from service.rules.times import parse_iso
-from service.stores import event_store, ledger_of, open_archive
-from service.webhooks import Schedule, WebhookStore, sign
 
 
 def audit_job(audit_id: str, table_id: str, key_prefix: str) -> dict[str, Any]:
@@ -86,7 +85,8 @@ def _job_stores(key_prefix: str) -> tuple[Settings, Redis]:
 def deliver_webhook(
     key_prefix: str, tenant: str, delivery_id: str, schedule: dict[str, float]
 ) -> str:
-    """One attempt of a webhook delivery (see `service.webhooks`): post its body, signed, with
+    """One attempt of a webhook delivery (see `service.projections.webhooks`): post its body,
+    signed, with
     a bounded timeout and no redirects followed, and record how it went. Idempotent enough
     for at-least-once: an attempt another job recorded first is not recorded twice."""
     _, connection = _job_stores(key_prefix)

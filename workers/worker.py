@@ -14,7 +14,7 @@ from redis import Redis
 from redis.client import Pipeline
 from rq import Worker
 
-from service.supervisor import Heartbeat
+from service.pacing import Heartbeat
 
 from .queues import QUEUES, SERIALIZER
 
@@ -31,7 +31,7 @@ one in a job every 30 s (RQ's job monitoring interval)."""
 
 class BeatingWorker(Worker):
     """RQ's worker, whose own heartbeat (its public ``heartbeat`` method, called from its
-    loop) also beats the supervisor's (``service.supervisor.Heartbeat``)."""
+    loop) also beats the supervisor's (``service.processes.supervisor.Heartbeat``)."""
 
     beats: Heartbeat | None = None
 

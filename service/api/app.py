@@ -29,17 +29,24 @@ from prometheus_client.core import GaugeMetricFamily
 from werkzeug.routing import Rule
 
 from service.application import TableService
+from service.audit.jobs import QueuedJobs
 from service.config import Settings
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import StoreUnavailable
 from service.eventlog.table_list import TableList
-from service.follow import Follower
+from service.infrastructure import (
+    archiver,
+    event_store,
+    ledger_of,
+    open_archive,
+    queue_client,
+    store_client,
+)
 from service.logs import LEVELS, REQUEST_ID, json_line
-from service.redis_clients import queue_client, store_client
-from service.snapshots import StateCache, inherited
-from service.stores import archiver, event_store, ledger_of, open_archive
+from service.projections.follower import Follower
+from service.projections.webhooks import WebhookStore
 from service.tables import Tables
-from service.webhooks import WebhookStore
+from service.tables.state_cache import StateCache, inherited
 
 from . import errors
 from .auth import Authenticator
@@ -369,15 +376,13 @@ def create_app(
     )
     usecases = TableService(
         tables,
-        redis_client,
-        settings.key_prefix,
+        QueuedJobs(redis_client, queue, settings.key_prefix),
         issue_token=auth.issue,
         sandbox=settings.sandbox,
         ledger=ledger,
         follower=follower,
         archive=archive,
         archiver=None if archive is None else follower,
-        queue=queue,
         webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
     )
     feed = Feed(redis_client, usecases, store.notices)

@@ -18,6 +18,7 @@ from werkzeug.exceptions import HTTPException
 
 from service.application.access import Forbidden
 from service.application.hooks import WebhookNotFound
+from service.application.money import LedgerUnavailable
 from service.application.values import AuditNotFound, HandNotFound, ReportNotFound
 from service.eventlog.store import ArchiveUnavailable, CorruptLog, StoreError, StoreUnavailable
 from service.logs import REQUEST_ID
@@ -170,6 +171,8 @@ def install(app: Flask) -> None:
         log.error("store unavailable: %s", type(exc).__name__)
         if isinstance(exc, ArchiveUnavailable):
             return problem(503, "Unavailable", "the archive cannot be reached; retry")
+        if isinstance(exc, LedgerUnavailable):
+            return problem(503, "Unavailable", "the ledger cannot be read here; retry")
         return problem(503, "Unavailable", "the event store cannot be reached; retry")
 
     @app.errorhandler(CorruptLog)

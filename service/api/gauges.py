@@ -7,14 +7,15 @@ Where a value lives decides how it is exposed:
 - **Per process** (open streams, pool use): `Sampler` sets prometheus gauges, at most once a
   second after a request and at every scrape. Under gunicorn (``PROMETHEUS_MULTIPROC_DIR``)
   they are ``livesum`` gauges: the scrape sums every live worker's last sample (a worker's
-  files are dropped when it exits: ``service.gunicorn_conf.child_exit``).
+  files are dropped when it exits: ``service.processes.gunicorn_conf.child_exit``).
 - **Process metrics** (CPU, memory, file descriptors, start time): prometheus_client's
   ``ProcessCollector`` for this process; under gunicorn, `WorkerProcesses` reads them for
   every live worker (the pids the multiprocess directory names), each with a ``pid`` label.
 - **Shared in Redis** (`FromRedis`, read at each scrape, so every node answers the same; take
   them from any one node): ``guts_due_lateness_seconds``, a histogram of now - due each time a
   dispatcher acted on a due table (the dispatchers are other processes, on any host: they
-  count it in Redis, ``service.vitals``); ``guts_archive_lag_events``; ``guts_webhook_backlog``.
+  count it in Redis, ``service.eventlog.vitals``); ``guts_archive_lag_events``;
+  ``guts_webhook_backlog``.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from prometheus_client import CollectorRegistry, Gauge, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from service.vitals import Vitals
-from service.webhooks import WebhookStore
+from service.eventlog.vitals import Vitals
+from service.projections.webhooks import WebhookStore
 
 SAMPLE_S = 1.0
 """A process samples its gauges at most this often after requests."""

@@ -7,10 +7,10 @@ never hangs the probe):
 - ``redis``: a PING on a client of its own (short socket timeouts, so a Redis that stopped
   answering fails in about a second);
 - ``postgres``: ``SELECT 1`` on a connection of its own, where an archive is configured;
-- ``dispatcher``: a dispatcher beat its heartbeat within ``service.vitals.ALIVE_S`` (5 s);
+- ``dispatcher``: a dispatcher beat its heartbeat within ``service.eventlog.vitals.ALIVE_S`` (5 s);
 - ``archive``: the archive's lag, as its archiver last measured it (events the logs hold that
   the archive has not taken, over every table), is at most ``GUTS_ARCHIVE_LAG_LIMIT``, and was
-  measured within ``service.vitals.LAG_FRESH_S``.
+  measured within ``service.eventlog.vitals.LAG_FRESH_S``.
 
 The status is ``ok`` when all pass, ``down`` when Redis fails (nothing works without it),
 else ``degraded``.
@@ -29,7 +29,7 @@ from redis.cluster import RedisCluster
 
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
-from service.vitals import ALIVE_S, LAG_FRESH_S, Vitals
+from service.eventlog.vitals import ALIVE_S, LAG_FRESH_S, Vitals
 
 CHECK_S = 1.0
 """How long one check may take."""

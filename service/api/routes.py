@@ -19,8 +19,8 @@ from service.application import TableService
 from service.application.access import require
 from service.application.values import checked_table_id
 from service.eventlog.table_list import BadCursor
-from service.ledger_store import BadCursor as BadLedgerCursor
 from service.phh import to_phh
+from service.projections.ledger import BadCursor as BadLedgerCursor
 from service.rules.times import iso
 from service.rules.views import AUDITOR, OPERATOR, PLAYER
 

@@ -1,16 +1,17 @@
 """The webhook use cases: a casino's operator registers, lists and deletes its webhooks, pages
-a webhook's deliveries and asks for one again (`service.webhooks` keeps them). Webhooks are
-the tenant's operational settings: operators only; another tenant's are not found."""
+a webhook's deliveries and asks for one again (`service.projections.webhooks` keeps them).
+Webhooks are the tenant's operational settings: operators only; another tenant's are not
+found."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from service.rules.errors import GutsError, InvalidCommand
+from service.rules.errors import GutsError
 from service.rules.views import OPERATOR
-from service.webhooks import BadWebhook, WebhookStore
 
 from .access import DEFAULT_TENANT, Caller, Forbidden, require
+from .ports import WebhookRegistry
 from .values import Outcome, Subject
 
 
@@ -21,9 +22,9 @@ class WebhookNotFound(GutsError):
 class WebhookUses:
     """The webhook use cases (mixed into `TableService`, which provides `webhooks`)."""
 
-    webhooks: WebhookStore | None
+    webhooks: WebhookRegistry | None
 
-    def _hooks(self, caller: Caller) -> tuple[WebhookStore, str]:
+    def _hooks(self, caller: Caller) -> tuple[WebhookRegistry, str]:
         require(caller, OPERATOR)
         if self.webhooks is None:
             raise Forbidden("this service keeps no webhooks")
@@ -32,10 +33,7 @@ class WebhookUses:
     def register_webhook(self, caller: Caller, url: str, events: list[str]) -> Outcome:
         """A new webhook of the caller's tenant; the answer is the only one with its secret."""
         hooks, tenant = self._hooks(caller)
-        try:
-            record = hooks.register(tenant, url, events)
-        except BadWebhook as bad:
-            raise InvalidCommand(str(bad), bad.field) from None
+        record = hooks.register(tenant, url, events)  # (InvalidCommand naming the field)
         return Outcome("made", record, subject=Subject("webhook", record["webhook_id"]))
 
     def list_webhooks(self, caller: Caller) -> Outcome:

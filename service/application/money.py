@@ -1,7 +1,7 @@
 """The money use cases: the ledger's pages and players' responsible-gaming limits, and what
 the game's use cases ask of them (a player's loss-limit allowance, an exclusion's end).
 
-The ledger is a projection of the tables' logs (`service.ledger_store`), kept by the
+The ledger is a projection of the tables' logs (`service.projections.ledger`), kept by the
 dispatchers' follower within milliseconds; a page of one table, and every loss-limit decision,
 first catches that table up itself, so it counts the table's latest movements.
 """
@@ -12,20 +12,21 @@ from collections.abc import Iterable
 from dataclasses import asdict, replace
 from datetime import datetime
 
-from service.follow import Follower
-from service.ledger_store import LedgerStore, Limits
+from service.eventlog.store import StoreUnavailable
 from service.rules.errors import InvalidCommand
-from service.rules.limits import Allowance
+from service.rules.limits import Allowance, Limits
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
 from service.tables import TableNotFound, TableQuarantined, Tables
 
 from .access import ALL_TENANTS, DEFAULT_TENANT, Caller, Forbidden, hide_quarantined, require
+from .ports import Catcher, LedgerBook
 from .values import Outcome, checked_table_id
 
 
-class LedgerUnavailable(Exception):
-    """This service was built without a ledger (e.g. a process that keeps none)."""
+class LedgerUnavailable(StoreUnavailable):
+    """This service keeps no ledger (a 503, as a store that cannot be reached: it was one
+    that does not answer that had none to give)."""
 
 
 def tenant_of(caller: Caller, asked: str | None) -> str:
@@ -45,10 +46,10 @@ class MoneyUses:
     """The money use cases (mixed into `TableService`, which provides these attributes)."""
 
     tables: Tables
-    ledger: LedgerStore | None
-    follower: Follower | None
+    ledger: LedgerBook | None
+    follower: Catcher | None
 
-    def _ledger(self) -> LedgerStore:
+    def _ledger(self) -> LedgerBook:
         if self.ledger is None:
             raise LedgerUnavailable("this service keeps no ledger")
         return self.ledger

@@ -10,13 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from redis import Redis
-
-from service import audits
-from service.archive.archive import Archive
 from service.eventlog.codec import decode_event
 from service.eventlog.store import ArchiveUnavailable, CorruptLog, StoredEvent
-from service.follow import Follower
 from service.rules import events as ev
 from service.rules.history import hand_history
 from service.rules.state import TableState
@@ -33,6 +28,7 @@ from .access import (
     require_tenant_of,
     tenant_scope,
 )
+from .ports import Catcher, HandArchive, Jobs
 from .values import (
     NO_CONDITIONS,
     AuditNotFound,
@@ -56,17 +52,13 @@ def render_events(
 
 @dataclass
 class TableReads:
-    """The reading use cases of the tables kept by `tables`; audits are recorded in `redis`
-    under `key_prefix`."""
+    """The reading use cases of the tables kept by `tables`; audits and reports are `jobs`."""
 
     tables: Tables
-    redis: Redis
-    key_prefix: str
-    archive: Archive | None = None
-    archiver: Follower | None = None
+    jobs: Jobs
+    archive: HandArchive | None = None
+    archiver: Catcher | None = None
     """Catches a table's archive up before a page of its hands (None: the dispatchers' does)."""
-    queue: Redis | None = None
-    """Where RQ's queues are (None: `redis`)."""
 
     def _load(self, caller: Caller, table_id: str) -> TableState:
         """The table's state for `caller`: a quarantined table is refused (TableQuarantined)
@@ -228,9 +220,7 @@ class TableReads:
             "to": iso(end) if end else None,
             "min_hands": min_hands,
         }
-        audits.enqueue_report(
-            self.redis, self.queue or self.redis, self.key_prefix, report_id, record
-        )
+        self.jobs.start_report(report_id, record)
         body = {"report_id": report_id, "status": "queued"}
         return Outcome("started", body, subject=Subject("report", report_id))
 
@@ -240,13 +230,10 @@ class TableReads:
         require(caller, OPERATOR, AUDITOR)
         known = None
         if report_id.isalnum():
-            known = audits.load_record(self.redis, audits.report_key(self.key_prefix, report_id))
+            known = self.jobs.report_record(report_id)
         if known is None or tenant_scope(caller) not in (None, known["tenant"]):
             raise ReportNotFound(f"no report {report_id!r}"[:80])
-        queue = self.queue or self.redis
-        if known["status"] in ("queued", "running") and audits.job_failed(
-            queue, f"report-{report_id}"
-        ):
+        if known["status"] in ("queued", "running") and self.jobs.report_failed(report_id):
             known = {**known, "status": "failed"}
         return Outcome("found", {"result": None, **known})
 
@@ -267,11 +254,9 @@ class TableReads:
         else:
             scoped = f"{table_id}\0{conditions.request_hash}\0{key}"
             audit_id = hashlib.sha256(scoped.encode()).hexdigest()[:24]
-        known = audits.load_record(self.redis, audits.audit_key(self.key_prefix, audit_id))
+        known = self.jobs.audit_record(audit_id)
         if known is None:
-            audits.enqueue_audit(
-                self.redis, self.queue or self.redis, self.key_prefix, audit_id, table_id
-            )
+            self.jobs.start_audit(audit_id, table_id)
         status = known["status"] if known else "queued"
         body = {"audit_id": audit_id, "table_id": table_id, "status": status}
         return Outcome("started", body, subject=Subject("audit", audit_id))
@@ -281,11 +266,10 @@ class TableReads:
         require(caller, OPERATOR, AUDITOR)
         known = None
         if audit_id.isalnum():
-            known = audits.load_record(self.redis, audits.audit_key(self.key_prefix, audit_id))
+            known = self.jobs.audit_record(audit_id)
         if known is None or not self._may_read_audit(caller, known):
             raise AuditNotFound(f"no audit {audit_id!r}"[:80])
-        queue = self.queue or self.redis
-        if known["status"] in ("queued", "running") and audits.audit_failed(queue, audit_id):
+        if known["status"] in ("queued", "running") and self.jobs.audit_failed(audit_id):
             known = {**known, "status": "failed"}
         return Outcome("found", {"audit_id": audit_id, "result": None, **known})
 

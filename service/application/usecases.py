@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from service.follow import Follower
-from service.ledger_store import LedgerStore
 from service.rules.clock import NothingDue
 from service.rules.decide import (
     ActWhenDue,
@@ -45,7 +43,6 @@ from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState
 from service.rules.views import OPERATOR
 from service.tables import Prepare, Result, TableQuarantined, Tell
-from service.webhooks import WebhookStore
 
 from . import facts
 from .access import (
@@ -60,6 +57,7 @@ from .access import (
 )
 from .hooks import WebhookUses
 from .money import MoneyUses
+from .ports import Catcher, LedgerBook, WebhookRegistry
 from .reads import TableReads
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, Subject, checked_table_id
 
@@ -83,9 +81,9 @@ class TableService(TableReads, MoneyUses, WebhookUses):
 
     issue_token: IssueToken | None = None
     sandbox: bool = False
-    ledger: LedgerStore | None = None
-    follower: Follower | None = None
-    webhooks: WebhookStore | None = None
+    ledger: LedgerBook | None = None
+    follower: Catcher | None = None
+    webhooks: WebhookRegistry | None = None
 
     def _command(
         self,

@@ -1,7 +1,8 @@
 """The archive: the tables' logs copied from Redis into PostgreSQL, verified, then trimmed
 from Redis; and the per-hand rows auditors search.
 
-It is a projection of the logs (`service.follow`): a follower hands it a table's events after
+It is a projection of the logs (`service.projections.follower`): a follower hands it a table's
+events after
 its position, and `apply` copies them in one PostgreSQL transaction that also moves the
 position, only if the position is still the one it read (the row is locked while it is
 checked). So each event is archived exactly once, whoever archives and however often, and a
@@ -35,7 +36,7 @@ from psycopg.types.json import Jsonb
 from service.archive.pool import Connections
 from service.eventlog.codec import GENESIS, chain_hash, upcast
 from service.eventlog.store import ArchiveUnavailable, CorruptLog, StoredEvent
-from service.follow import Followed
+from service.projections.follower import Followed
 from service.rules import events as ev
 from service.rules import ledger
 from service.rules.serial import from_data, to_data

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from service.archive.archive import Archive, reachable
-from service.ledger_store import DAY_MS, LedgerStore, page_cursor
+from service.projections.ledger import DAY_MS, LedgerStore, page_cursor
 from service.rules import ledger
 
 

@@ -16,6 +16,14 @@ from .state import TableState
 from .times import parse_iso
 
 
+@dataclass(frozen=True)
+class Limits:
+    """A player's responsible-gaming limits in one tenant (None: no limit, not excluded)."""
+
+    loss_limit_24h: int | None = None
+    excluded_until: str | None = None
+
+
 class LossLimitReached(RuleViolation):
     """Declaring in could take the player past their 24 h loss limit."""
 

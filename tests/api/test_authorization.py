@@ -12,7 +12,7 @@ import pytest
 import requests
 import yaml
 
-from service.vitals import Vitals
+from service.eventlog.vitals import Vitals
 from tests.apiclient import (
     AUDITOR,
     AUDITOR_A,
@@ -422,7 +422,7 @@ def _cases() -> list[tuple[str, str, int]]:
 
 PROBES = ("/healthz", "/readyz")
 """Ready (200) only while a dispatcher beats and the archive's lag is known: `_ask` has the
-scene's Redis say both, as a dispatcher and an archiver would (``service.vitals``)."""
+scene's Redis say both, as a dispatcher and an archiver would (``service.eventlog.vitals``)."""
 
 
 def _ask(api: Api, scene: Scene, method: str, path: str, body: Any, token: str | None) -> Any:

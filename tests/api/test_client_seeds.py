@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from service.verify import verify_history
+from service.fairness import verify_history
 from tests.apiclient import AUDITOR, OPERATOR, Api
 from tests.openapi_helpers import SpecValidator
 

@@ -63,7 +63,7 @@ def test_every_request_logs_one_line_with_its_route_table_and_command(api: Api, 
 def test_without_redis_every_503_says_when_to_retry(redis_url: str) -> None:
     from service.api.app import create_app
     from service.config import Settings
-    from service.redis_server import free_port
+    from service.processes.redis_server import free_port
 
     dead = f"redis://127.0.0.1:{free_port()}/0"
     settings = Settings(redis_url=dead, operator_keys=("op",), token_secret="s")
@@ -72,3 +72,18 @@ def test_without_redis_every_503_says_when_to_retry(redis_url: str) -> None:
         answer = client.get(path, headers={"Authorization": "Bearer op"})
         assert answer.status_code == 503, (path, answer.data)
         assert answer.headers["Retry-After"] == "1"
+
+
+def test_a_service_that_keeps_no_ledger_answers_503_not_500(redis_client, redis_url: str):
+    """Every refusal has its status: `LedgerUnavailable` (a process built without a ledger)
+    was unmapped, a 500."""
+    from service.api.app import create_app
+    from service.config import Settings
+
+    settings = Settings(redis_url=redis_url, operator_keys=("op",), token_secret="t")
+    app = create_app(settings)
+    app.extensions["guts"].usecases.ledger = None
+    answer = app.test_client().get("/v1/ledger", headers={"Authorization": "Bearer op"})
+    assert answer.status_code == 503, answer.get_data(as_text=True)
+    assert answer.mimetype == "application/problem+json"
+    assert answer.json["title"] == "Unavailable" and answer.headers["Retry-After"]

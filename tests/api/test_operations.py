@@ -23,10 +23,9 @@ import pytest
 import requests
 
 from service.config import Settings
+from service.infrastructure import open_archive, store_client
 from service.logs import StderrLines
-from service.redis_clients import store_client
-from service.redis_server import free_port
-from service.stores import open_archive
+from service.processes.redis_server import free_port
 from tests.apiclient import Api, follow_webhooks
 from workers.dispatcher import build_archiver, build_dispatcher
 

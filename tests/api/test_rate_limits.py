@@ -133,7 +133,7 @@ def test_a_rate_that_cannot_be_read_is_refused_at_start():
 
 
 def test_without_redis_a_limited_request_is_503_not_500(serve_with: Callable[..., Api]):
-    from service.redis_server import free_port
+    from service.processes.redis_server import free_port
 
     dead = serve_with(
         redis_url=f"redis://127.0.0.1:{free_port()}/0",

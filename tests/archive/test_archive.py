@@ -23,8 +23,8 @@ from service.archive.database import migrations
 from service.config import Settings
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import CorruptLog
-from service.follow import Follower
-from service.stores import archiver
+from service.infrastructure import archiver
+from service.projections.follower import Follower
 from service.tables import Tables
 from tests.apiclient import AUDITOR, KEEP, OPERATOR, SERVED, Api
 from tests.sse import Stream

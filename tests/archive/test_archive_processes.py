@@ -21,9 +21,9 @@ import pytest
 import redis
 
 from service.archive.archive import Archive
-from service.audit import audit_table
+from service.audit.rebuild import audit_table
 from service.eventlog.redis_store import RedisEventStore
-from service.ledger_store import LedgerStore
+from service.projections.ledger import LedgerStore
 from service.tables import Tables
 from tests.playing import new_table, play
 

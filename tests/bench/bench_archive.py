@@ -40,9 +40,9 @@ import redis
 
 from service.archive.archive import Archive
 from service.eventlog.redis_store import RedisEventStore
-from service.follow import Follower
-from service.redis_server import RedisServer
-from service.stores import archiver
+from service.infrastructure import archiver
+from service.processes.redis_server import RedisServer
+from service.projections.follower import Follower
 from service.tables import Tables
 from tests.playing import new_table, play
 from tests.postgres import EMPTY_ARCHIVE, fresh_database

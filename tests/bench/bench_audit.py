@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 
 import redis
 
-from service.audit import audit_table
+from service.audit.rebuild import audit_table
 from service.eventlog.redis_store import RedisEventStore
-from service.redis_server import RedisServer
+from service.processes.redis_server import RedisServer
 from service.rules.decide import CreateTable, Deal, Declare, Resolve, SeatPlayer
 from service.rules.ruleset import resolve_ruleset
 from service.tables import Tables

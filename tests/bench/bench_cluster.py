@@ -24,7 +24,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from service.eventlog.redis_store import RedisEventStore
-from service.redis_server import RedisServer
+from service.processes.redis_server import RedisServer
 from service.tables import Tables
 from tests.cluster import LocalCluster
 from tests.playing import new_table, play

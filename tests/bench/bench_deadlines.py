@@ -33,7 +33,7 @@ import redis
 
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
-from service.redis_server import RedisServer
+from service.processes.redis_server import RedisServer
 from service.rules.decide import CreateTable, Deal, SeatPlayer
 from service.rules.ruleset import resolve_ruleset
 from service.rules.times import parse_iso

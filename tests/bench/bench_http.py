@@ -55,8 +55,8 @@ from typing import Any
 
 import requests
 
-from service.redis_server import RedisServer, free_port
-from service.serve import gunicorn_command
+from service.processes.redis_server import RedisServer, free_port
+from service.processes.serve import gunicorn_command
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENTS = 32

@@ -35,10 +35,11 @@ import redis
 
 from service.application import TableService
 from service.application.access import Caller
+from service.audit.jobs import QueuedJobs
 from service.eventlog.redis_store import RedisEventStore
-from service.follow import Followed, Follower
-from service.ledger_store import LedgerStore, Limits
-from service.redis_server import RedisServer
+from service.processes.redis_server import RedisServer
+from service.projections.follower import Followed, Follower
+from service.projections.ledger import LedgerStore, Limits
 from service.rules import commands, ledger
 from service.rules import events as ev
 from service.rules.ruleset import resolve_ruleset
@@ -199,8 +200,7 @@ def _service_hands(
     projection = LedgerStore(client, prefix=name) if ledger_on else None
     service = TableService(
         Tables(store),
-        client,
-        name,
+        QueuedJobs(client, client, name),
         issue_token=lambda table, seat, joined: "token",
         ledger=projection,
         follower=Follower(store, [projection]) if projection is not None else None,
@@ -263,7 +263,9 @@ def lag(client: redis.Redis) -> None:
     thread.start()
     try:
         time.sleep(0.2)  # subscribed
-        service = TableService(Tables(store), client, "lag", issue_token=lambda *_: "token")
+        service = TableService(
+            Tables(store), QueuedJobs(client, client, "lag"), issue_token=lambda *_: "token"
+        )
         operator = Caller(OPERATOR, tenant="default")
         table_id = service.create_table(operator, "three-card", {}).facts["table_id"]
         service.seat(operator, table_id, "p0", 10)

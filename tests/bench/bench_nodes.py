@@ -30,7 +30,7 @@ from pathlib import Path
 import redis
 import requests
 
-from service.redis_server import RedisServer
+from service.processes.redis_server import RedisServer
 from tests.bench.bench_http import CpuTimes
 from tests.postgres import fresh_database
 from tests.test_cli import AUDITOR_KEY, Served, _env

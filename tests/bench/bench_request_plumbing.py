@@ -177,7 +177,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--hands", type=int, default=30, help="hands per round and variant")
     args = parser.parse_args()
-    from service.redis_server import RedisServer
+    from service.processes.redis_server import RedisServer
 
     here = str(Path.cwd())
     variants = VARIANTS if args.old else tuple(v for v in VARIANTS if v.startswith("new"))

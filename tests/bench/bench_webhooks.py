@@ -36,7 +36,7 @@ from typing import Any
 
 import requests
 
-from service.redis_server import RedisServer, free_port
+from service.processes.redis_server import RedisServer, free_port
 from service.rules.times import parse_iso
 
 KEY = "bench-operator-key"

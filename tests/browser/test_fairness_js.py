@@ -1,5 +1,5 @@
 """The page's deck verifier (service/api/web/fairness.js, run in Chromium) against the Python
-verifier (service/verify) on the same hand histories: real hands from the API, the same hands
+verifier (service/fairness) on the same hand histories: real hands from the API, the same hands
 tampered with, and the documented test vectors. They must reach the same verdict, and every
 check the page makes must agree with the Python check of the same name."""
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from service import verify
-from service.verify import verify_history
+from service import fairness as verify
+from service.fairness import verify_history
 from tests.apiclient import AUDITOR, Api
 from tests.test_verify import (
     _history,

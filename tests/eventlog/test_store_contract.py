@@ -582,7 +582,7 @@ class TestRedisEventStore:
             client.close()
 
     def test_unreachable_redis_is_store_unavailable(self, redis_client: redis.Redis) -> None:
-        from service.redis_server import free_port
+        from service.processes.redis_server import free_port
 
         dead = redis.Redis(port=free_port(), retry=Retry(NoBackoff(), 0))  # nobody listens
         try:

@@ -6,13 +6,13 @@ import itertools
 
 import pytest
 
+from service.fairness import deck as verify_deck
 from service.rules import commands
 from service.rules import events as ev
 from service.rules.cards import deck_context, draw_context, hand_context, shuffled_deck
 from service.rules.errors import InvalidCommand, RuleViolation, UnknownSeat
 from service.rules.state import TableState, replay
 from service.rules.views import AUDITOR, OPERATOR, PLAYER, Viewer, event_view, table_view
-from service.verify import deck as verify_deck
 
 from .harness import Table
 

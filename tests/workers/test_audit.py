@@ -457,7 +457,7 @@ def test_the_kinds_of_discrepancy_are_the_ones_the_api_documents():
 
     import yaml
 
-    from service.audit import KINDS
+    from service.audit.rebuild import KINDS
 
     spec = yaml.safe_load((Path(__file__).parents[2] / "openapi.yaml").read_text())
     found = spec["components"]["schemas"]["AuditReport"]["properties"]["first_discrepancy"]
@@ -482,7 +482,7 @@ def test_events_appended_while_the_audit_runs_are_left_to_the_next_audit(api: Ap
     live) is not a discrepancy."""
     from dataclasses import replace
 
-    from service.audit import audit_table
+    from service.audit.rebuild import audit_table
     from service.eventlog.redis_store import RedisEventStore
 
     table, _ = _seeded_table(api)
@@ -505,7 +505,7 @@ def test_events_trimmed_while_the_audit_reads_are_read_from_the_archive(
     api: Api, redis_client, database_url
 ):
     from service.archive.archive import Archive
-    from service.audit import audit_table
+    from service.audit.rebuild import audit_table
     from service.eventlog.redis_store import RedisEventStore
 
     table, _ = _seeded_table(api)
@@ -532,7 +532,7 @@ def test_an_archive_that_cannot_be_reached_is_an_error_not_a_finding(api: Api, r
     import socket
 
     from service.archive.archive import Archive
-    from service.audit import audit_table
+    from service.audit.rebuild import audit_table
     from service.eventlog.redis_store import RedisEventStore
 
     table, _ = _seeded_table(api)

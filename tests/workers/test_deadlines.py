@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from service.application import TableService
+from service.audit.jobs import QueuedJobs
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
@@ -70,7 +71,7 @@ def make_dispatcher(redis_client, clock: Clock) -> Callable[..., Dispatcher]:
         store = RedisEventStore(redis_client, prefix=prefix)
         index = DueIndex(redis_client, prefix=prefix)
         tables = Tables(store, index=index, now=clock.now)
-        usecases = TableService(tables, redis_client, prefix)
+        usecases = TableService(tables, QueuedJobs(redis_client, redis_client, prefix))
         return Dispatcher(usecases, index, DispatchTimes(**times), clock=clock.time)
 
     return make

@@ -12,7 +12,7 @@ from typing import Any
 
 from service.eventlog.codec import decode_event
 from service.eventlog.redis_store import RedisEventStore
-from service.ledger_store import LedgerStore
+from service.projections.ledger import LedgerStore
 from service.rules import ledger
 from tests.apiclient import Api
 from tests.workers.test_worker_processes import Start, _wait_for, start  # noqa: F401 - fixture

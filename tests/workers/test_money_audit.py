@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from service.verify.checks import verify_history
+from service.fairness.checks import verify_history
 from tests.apiclient import AUDITOR, Api
 from tests.tampering import rewrite_log
 from tests.workers.test_audit import _audit, _find

@@ -19,7 +19,7 @@ import pytest
 from rq import Queue
 from rq.serializers import JSONSerializer
 
-from service.webhooks import WEBHOOKS_QUEUE, Schedule, WebhookStore
+from service.projections.webhooks import WEBHOOKS_QUEUE, Schedule, WebhookStore
 from tests.apiclient import Api, follow_webhooks
 
 FAST = Schedule(first_retry_s=0.1, max_wait_s=0.4, retry_for_s=30.0, timeout_s=0.5)

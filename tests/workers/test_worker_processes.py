@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from service.redis_server import RedisServer
+from service.processes.redis_server import RedisServer
 from service.rules.times import parse_iso
 from tests.apiclient import Api, _serve, _settings
 

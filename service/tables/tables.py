@@ -15,7 +15,8 @@ the command changed it, the due index is told right after (a separate step: the 
 only the table's own keys; see `service.eventlog.due_index`).
 
 Each process remembers the last state it stored or saw per table, decoded, brought up to date
-with the events its sibling workers stored (`service.snapshots`). A command takes that state,
+with the events its sibling workers stored (`service.tables.state_cache`). A command takes that
+state,
 decides on it and appends conditionally on its version: when it is current that is the
 command's only round trip; when the table moved on, the conflict reply carries the stored
 snapshot and the events since, and the command is decided again on them. Decisions are never
@@ -58,7 +59,7 @@ from service.rules.decide import Command, decide
 from service.rules.errors import GutsError
 from service.rules.events import Event, TableCreated
 from service.rules.state import TableState, evolve
-from service.snapshots import Known, StateCache
+from service.tables.state_cache import Known, StateCache
 
 Effect = Literal["made", "changed"]
 """What a command did: made something (a table, a seat, a hand in play), or changed the table."""

@@ -1,7 +1,8 @@
 """Webhooks: what a casino registers, the deliveries derived from the tables' logs, and how a
 delivery is signed and scheduled.
 
-Deliveries are a projection of the logs (`service.follow`): for each new event of one of the
+Deliveries are a projection of the logs (`service.projections.follower`): for each new event of one
+of the
 tenant's tables, a delivery is recorded for every webhook of the tenant subscribed to its
 name, in the same Lua script that moves the projection's position. So a delivery exists, and
 is due, before any attempt is made, and no process dying between an append and its delivery
@@ -50,8 +51,9 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from service.eventlog.decoding import CorruptTable, parse_each, position
-from service.follow import Followed
+from service.projections.follower import Followed
 from service.rules import events as ev
+from service.rules.errors import InvalidCommand
 from service.rules.serial import to_data
 from service.rules.times import iso, parse_iso
 
@@ -91,12 +93,8 @@ class Schedule:
         return float(min(self.first_retry_s * 2 ** (attempts - 1), self.max_wait_s))
 
 
-class BadWebhook(ValueError):
+class BadWebhook(InvalidCommand):
     """A registration that cannot be accepted (422), naming the field."""
-
-    def __init__(self, message: str, field: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 def check_url(url: str) -> str:

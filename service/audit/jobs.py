@@ -7,6 +7,7 @@ public API, so that nothing in `service` imports the workers.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -105,3 +106,31 @@ def enqueue_report(
         failure_ttl=AUDIT_TTL_S,
         job_timeout=3600,
     )
+
+
+@dataclass(frozen=True)
+class QueuedJobs:
+    """The use cases' `Jobs` (``service.application.ports``): records in the store's Redis
+    (`store`), jobs in RQ's (`queue`), under `key_prefix`."""
+
+    store: Redis
+    queue: Redis
+    key_prefix: str
+
+    def audit_record(self, audit_id: str) -> dict[str, Any] | None:
+        return load_record(self.store, audit_key(self.key_prefix, audit_id))
+
+    def start_audit(self, audit_id: str, table_id: str) -> None:
+        enqueue_audit(self.store, self.queue, self.key_prefix, audit_id, table_id)
+
+    def audit_failed(self, audit_id: str) -> bool:
+        return audit_failed(self.queue, audit_id)
+
+    def report_record(self, report_id: str) -> dict[str, Any] | None:
+        return load_record(self.store, report_key(self.key_prefix, report_id))
+
+    def start_report(self, report_id: str, record: dict[str, Any]) -> None:
+        enqueue_report(self.store, self.queue, self.key_prefix, report_id, record)
+
+    def report_failed(self, report_id: str) -> bool:
+        return job_failed(self.queue, f"report-{report_id}")

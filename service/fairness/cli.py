@@ -1,4 +1,4 @@
-"""The command line: ``guts verify`` and ``python -m service.verify``."""
+"""The command line: ``guts verify`` and ``python -m service.fairness``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The two gunicorn classes ``guts serve`` substitutes for gunicorn's own, through its
-public settings (``service.gunicorn_conf``): a gevent worker that answers in problem+json the
+public settings (``service.processes.gunicorn_conf``): a gevent worker that answers in problem+json
+the
 requests gunicorn refuses itself, and a logger that writes the service's JSON lines.
 
 Both are written against gunicorn 27 (pinned in pyproject.toml); tests/test_operating.py
@@ -14,7 +15,8 @@ a request, ``handle_error``, and writes the problem itself, with gunicorn's own 
 helper. The status follows the refusal: 414 for the request line, 431 for the header fields
 (both naming the limit), 501 for a transfer coding gunicorn does not know, 417 for an
 ``Expect`` it cannot meet, 400 for a malformed chunked body (saying what was wrong with it)
-and anything else malformed, the status `service.gunicorn_bodies` chose for a body it refused
+and anything else malformed, the status `service.processes.gunicorn_bodies` chose for a body it
+refused
 (400, 408, 413), 500 (logged with its traceback, as gunicorn does) for what is not the
 client's fault.
 
@@ -51,8 +53,8 @@ from gunicorn.http.errors import (  # type: ignore[import-untyped]
 from gunicorn.workers.ggevent import GeventWorker  # type: ignore[import-untyped]
 
 from service.api.errors import PROBLEM, problem_body
-from service.gunicorn_bodies import BodyRefused
 from service.logs import JsonLines, RequestIds
+from service.processes.gunicorn_bodies import BodyRefused
 
 
 class JsonLogger(Logger):  # type: ignore[misc]
@@ -125,7 +127,7 @@ class ProblemAnswers:
         the client's fault. The details never echo the request (it is the client's own, but
         may be large)."""
         cfg = self.cfg
-        if isinstance(exc, BodyRefused):  # service.gunicorn_bodies
+        if isinstance(exc, BodyRefused):  # service.processes.gunicorn_bodies
             return exc.status, exc.title, exc.detail
         for chunk_error, meaning in _CHUNKS.items():
             if isinstance(exc, chunk_error):

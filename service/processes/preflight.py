@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 
 SERVED_MODULES = {
-    "service.gunicorn_overrides": "gunicorn's gevent worker and logger",
+    "service.processes.gunicorn_overrides": "gunicorn's gevent worker and logger",
     "service.api.app": "the API",
     "workers.dispatcher": "the dispatcher",
     "workers.worker": "the RQ worker",
@@ -14,7 +14,7 @@ SERVED_MODULES = {
     "yaml": "the API reference (/docs)",
 }
 """What the children of ``guts serve`` import (each module, and what it is for). The modules
-that have an effect when imported (``service.gunicorn_conf`` patches the standard library,
+that have an effect when imported (``service.processes.gunicorn_conf`` patches the standard library,
 ``service.wsgi`` builds the app) are left out: what they import is imported here."""
 
 DISTRIBUTIONS = {"yaml": "pyyaml", "psycopg_binary": "psycopg[binary]", "psycopg_c": "psycopg[c]"}
@@ -31,13 +31,19 @@ def missing_dependency(modules: dict[str, str] = SERVED_MODULES) -> str | None:
         try:
             importlib.import_module(module)
         except ImportError as error:
-            name = (error.name or "").partition(".")[0]
-            if name in ("", "service", "workers"):  # not a dependency that is missing
-                return f"cannot start: {what} ({module}) does not import: {error}"
-            distribution = DISTRIBUTIONS.get(name, name)
-            return (
-                f"cannot start: {what} ({module}) needs the Python distribution "
-                f"{distribution!r}, which is not installed: reinstall guts with its "
-                f"dependencies, or add it (pip install '{distribution}')"
-            )
+            return missing_line(error, f"{what} ({module})")
     return None
+
+
+def missing_line(error: ImportError, what: str) -> str:
+    """One line saying that `what` cannot start for `error`, naming the distribution that is
+    missing when a module of one is."""
+    name = (error.name or "").partition(".")[0]
+    if name in ("", "service", "workers"):  # not a dependency that is missing
+        return f"cannot start: {what} does not import: {error}"
+    distribution = DISTRIBUTIONS.get(name, name)
+    return (
+        f"cannot start: {what} needs the Python distribution {distribution!r}, which is not "
+        f"installed: reinstall guts with its dependencies, or add it (pip install "
+        f"'{distribution}')"
+    )

@@ -38,6 +38,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
+from service.pacing import HEARTBEAT_ENV, Backoff, Heartbeat
+
 __all__ = [
     "HEARTBEAT_ENV",
     "Backoff",
@@ -67,29 +69,6 @@ class ChildSpec:
     its environment) at least this often, and one that stops is killed and replaced."""
 
 
-HEARTBEAT_ENV = "GUTS_HEARTBEAT_FILE"
-"""The environment variable that names a supervised child's heartbeat file."""
-
-
-class Heartbeat:
-    """A child's side of the heartbeat: :meth:`beat` touches the file at `path` (at most once
-    every `every_s`; nothing without a path: a child run alone)."""
-
-    def __init__(self, path: str | None, every_s: float = 0.5) -> None:
-        self.path = path
-        self.every_s = every_s
-        self._next = 0.0
-
-    def beat(self) -> None:
-        """Say "alive"; call it from the loop that must not hang, not from a thread of its
-        own (which would go on beating while the loop is stuck)."""
-        if self.path is None or time.monotonic() < self._next:
-            return
-        self._next = time.monotonic() + self.every_s
-        with contextlib.suppress(OSError):  # the supervisor's directory gone: it is stopping
-            os.utime(self.path)
-
-
 class Restartable(Protocol):
     """An embedded server the supervisor keeps running (not a child of ours: it is asked)."""
 
@@ -105,28 +84,6 @@ class ServerSpec:
 
     name: str
     server: Restartable = field(hash=False)
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """How long to wait before restarting a child that died: `first_s` after its first death,
-    doubled after each further death, at most `cap_s`; a child that stayed up `stable_s` or
-    longer before dying starts over from `first_s`."""
-
-    first_s: float = 0.5
-    cap_s: float = 10.0
-    stable_s: float = 5.0
-    """Long enough to have started and done work: a child killed after that is a fault of
-    its own, not the crash loop its earlier deaths were (which would otherwise leave it down
-    for up to `cap_s`)."""
-
-    def failures_after(self, failures: int, uptime_s: float) -> int:
-        """Deaths in a row once a child that had `failures` before dies after `uptime_s`."""
-        return 1 if uptime_s >= self.stable_s else failures + 1
-
-    def delay(self, failures: int) -> float:
-        """The wait before the restart that follows `failures` deaths in a row (1 or more)."""
-        return float(min(self.cap_s, self.first_s * 2 ** max(0, failures - 1)))
 
 
 DEFAULT_BACKOFF = Backoff()

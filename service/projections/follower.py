@@ -44,8 +44,8 @@ from service.eventlog.codec import GENESIS, CodecError, check_chain, decode_even
 from service.eventlog.decoding import CorruptTable
 from service.eventlog.due_index import DueIndex
 from service.eventlog.store import CorruptLog, EventStore, StoredEvent, StoreUnavailable
+from service.pacing import Backoff
 from service.rules import events as ev
-from service.supervisor import Backoff
 
 _UNREACHABLE = (StoreUnavailable, redis.ConnectionError, redis.TimeoutError)
 """What a follower waits out quietly (a warning, no traceback): its stores going away."""
@@ -131,7 +131,7 @@ class Follower:
         self.backoff = backoff
         self.on_sweep = on_sweep
         """Told, at each sweep, how far its projections were behind the logs when it began:
-        (events, tables) (the archiver reports its lag so: ``service.vitals``)."""
+        (events, tables) (the archiver reports its lag so: ``service.eventlog.vitals``)."""
         self._tenants: dict[str, str] = {}  # table id -> tenant (a table never changes tenant)
 
     def tenant(self, table_id: str) -> str | None:

@@ -1,6 +1,7 @@
 """The ledger projection: every chip movement of a tenant's tables, kept in Redis and paged.
 
-A projection (`service.follow`): the follower hands it a table's events after its position;
+A projection (`service.projections.follower`): the follower hands it a table's events after its
+position;
 it folds them with the rules' ledger (`service.rules.ledger.step`, from the book it stored
 with the position) and writes the entries, the new book and the new position in one Lua
 script, only if the position is still the one it read. So every entry is written exactly
@@ -27,7 +28,7 @@ ZRANGE of the table's or the player's index; a cursor stays valid while entries 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -36,8 +37,9 @@ import redis
 
 from service.eventlog.decoding import CorruptTable, book_data, parse_each, position
 from service.eventlog.store import StoreUnavailable
-from service.follow import Followed
+from service.projections.follower import Followed
 from service.rules import ledger
+from service.rules.limits import Limits
 from service.rules.serial import from_data, to_data
 from service.rules.times import parse_iso
 
@@ -107,14 +109,6 @@ index KEYS[1], each followed by its entry in KEYS[2] (read only)."""
 
 class BadCursor(ValueError):
     """A cursor the ledger did not hand out."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """A player's responsible-gaming limits in one tenant (None: no limit, not excluded)."""
-
-    loss_limit_24h: int | None = None
-    excluded_until: str | None = None
 
 
 class LedgerStore:

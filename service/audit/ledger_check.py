@@ -1,4 +1,4 @@
-"""The audit's reconciliation of a table's stored ledger with its log (`service.audit`).
+"""The audit's reconciliation of a table's stored ledger with its log (`service.audit.rebuild`).
 
 Event by event, the entries stored for that version must be exactly those the rules' ledger
 derives from the event (a changed, missing or extra entry is named, with its tx_id), and the
@@ -18,7 +18,7 @@ from service.rules.state import LEFT, TableState
 
 
 class StoredLedger(Protocol):
-    """Where the audit reads a table's stored entries (`service.ledger_store.LedgerStore`)."""
+    """Where the audit reads a table's stored entries (`service.projections.ledger.LedgerStore`)."""
 
     def table_entries(self, tenant: str, table_id: str) -> tuple[int, list[dict[str, Any]]]:
         """The table's position and its stored entries, oldest first."""

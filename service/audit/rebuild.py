@@ -10,7 +10,7 @@ deadline; a resolution is exactly what the rules decide from the state before it
 every action of a betting round (its turn, price and the bet it leaves); it applies; chips
 are conserved after it (bets are chips in the pot; a void hands them back); and the table's
 stored ledger holds exactly the entries the event makes, its running sums the replayed
-stacks (`service.ledger_check`). At the end the rebuilt state must equal the stored snapshot,
+stacks (`service.audit.ledger_check`). At the end the rebuilt state must equal the stored snapshot,
 and the table views built from both must match. The report names the first discrepancy: its
 version, and its `kind` (`KINDS`).
 
@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import orjson
 
+from service.audit.ledger_check import LedgerCheck, LedgerMismatch, StoredLedger
 from service.eventlog.codec import GENESIS, CodecError, chain_hash, decode_current, upcast
 from service.eventlog.store import (
     CorruptLog,
@@ -43,7 +44,6 @@ from service.eventlog.store import (
     StoreError,
     StoreUnavailable,
 )
-from service.ledger_check import LedgerCheck, LedgerMismatch, StoredLedger
 from service.rules import events as ev
 from service.rules.cards import hand_context, shuffled_deck
 from service.rules.client_seeds import seeds_for_deal
@@ -500,6 +500,7 @@ def audit_table(
         archived = _ArchivedCopies(store, table_id)  # (first: it never holds more than a load)
         with contextlib.suppress(StoreError):  # (the replay below finds what cannot be read)
             loaded = store.load(table_id)
+        recorded = _recorded_version(store, table_id, loaded)
         for entry in _entries(store, table_id):
             if loaded is not None and replay.state.version == loaded.version:
                 _check_beyond(store, table_id, loaded, entry)
@@ -512,7 +513,7 @@ def audit_table(
             if books is not None:
                 books.check(replay.state, version, event)
             archived.check(version, data, event.TYPE)
-        _check_length(replay, loaded, archived.upto)
+        _check_length(replay, recorded, archived.upto)
         if books is not None:
             books.check_end(replay.state.version)
         if loaded is None:
@@ -567,11 +568,23 @@ def _check_beyond(store: EventStore, table_id: str, loaded: Loaded, entry: _Entr
     raise Discrepancy(after, event_type, problem, "unexpected")
 
 
-def _check_length(replay: _Replay, loaded: Loaded | None, archived: int) -> None:
+def _recorded_version(store: EventStore, table_id: str, loaded: Loaded | None) -> int | None:
+    """The table's version as its meta hash records it: the load's, or, when the load failed
+    (a tail cut short no longer loads), the meta's own field; None when that does not parse."""
+    if loaded is not None:
+        return loaded.version
+    try:
+        (found,) = store.dues([table_id])
+    except StoreError:
+        return None
+    return None if isinstance(found, CorruptLog) else found[0]
+
+
+def _check_length(replay: _Replay, recorded: int | None, archived: int) -> None:
     """The log must reach the table's version (its meta hash) and as far as the archive holds
     it (the log beyond the table's version: `_check_beyond`)."""
     end = replay.state.version
-    known = [] if loaded is None else [(loaded.version, "the table is at version")]
+    known = [] if recorded is None else [(recorded, "the table is at version")]
     known.append((archived, "the archive holds it up to version"))
     for upto, what in known:
         if end < upto:

@@ -28,8 +28,8 @@ from service.archive.database import EmbeddedPostgres, connect, migrate
 from service.config import Settings
 from service.eventlog.store import ArchiveUnavailable
 from service.logs import fail, redact_url
-from service.redis_server import RedisServer, RedisServerError
-from service.supervisor import ChildSpec, ServerSpec, StopSignal, Supervisor
+from service.processes.redis_server import RedisServer, RedisServerError
+from service.processes.supervisor import ChildSpec, ServerSpec, StopSignal, Supervisor
 
 WSGI_APP = "service.wsgi:app"
 START_TIMEOUT_S = 30.0
@@ -301,14 +301,15 @@ def gunicorn_command(
     host: str, port: int, workers: int, log_level: str = "info", app: str = WSGI_APP
 ) -> list[str]:
     """The gunicorn command line ``guts serve`` runs (gevent workers answering refusals in
-    problem+json, JSON log lines, the limits: ``service.gunicorn_conf``; GUNICORN_CMD_ARGS in
+    problem+json, JSON log lines, the limits: ``service.processes.gunicorn_conf``;
+    GUNICORN_CMD_ARGS in
     the environment can add options)."""
     command = [
         sys.executable, "-m", "gunicorn",
         "--workers", str(workers),
         "--log-level", log_level,
         "--bind", f"{_url_host(host)}:{port}",
-        "--config", "python:service.gunicorn_conf",
+        "--config", "python:service.processes.gunicorn_conf",
     ]  # fmt: skip
     if _gunicorn_version() >= (25, 1):
         # Otherwise every gunicorn of the machine shares ~/.gunicorn/gunicorn.ctl.

@@ -7,10 +7,10 @@ a malformed one (a chunk size of ``zz`` or ``-1``, no CRLF after a chunk, a junk
 extension, the connection closed mid-chunk) raised gunicorn's own exceptions inside Flask,
 which answered them 500; and a body that never ends held its greenlet for ever. Read here,
 outside the app, gunicorn's exceptions reach the worker's ``handle_error``, where
-`service.gunicorn_overrides.ProblemAnswers.refusal` maps them, the one place for every
+`service.processes.gunicorn_overrides.ProblemAnswers.refusal` maps them, the one place for every
 request gunicorn refuses, and the connection is closed (its framing can no longer be trusted).
 
-`WholeBodies` (WSGI middleware, installed by ``service.gunicorn_conf.post_worker_init``):
+`WholeBodies` (WSGI middleware, installed by ``service.processes.gunicorn_conf.post_worker_init``):
 - a body with a Content-Length of at most the limit, or a chunked one, is read whole within
   ``GUTS_BODY_TIMEOUT_S`` (`Settings.body_timeout_s`, default 10 s: 64 KiB at 6.5 KB/s);
   one that has not ended by then is 408;

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import redis
 
-from service.supervisor import Backoff
+from service.pacing import Backoff
 
 log = logging.getLogger("guts.lease")
 _BACKOFF = Backoff(first_s=1.0, cap_s=10.0)

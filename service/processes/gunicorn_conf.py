@@ -2,7 +2,8 @@
 
 The limits below bound what gunicorn reads of a request before the app sees it (so a client
 cannot make a worker buffer an unbounded request line or header block); a request over them
-is answered by ``service.gunicorn_overrides`` in problem+json (414, 431). Command-line options
+is answered by ``service.processes.gunicorn_overrides`` in problem+json (414, 431). Command-line
+options
 (``GUNICORN_CMD_ARGS``) override them. docs/operations.md ("Limits") and openapi.yaml name them.
 """
 
@@ -18,9 +19,9 @@ import threading  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
-from service.snapshots import share_between_workers  # noqa: E402
+from service.tables.state_cache import share_between_workers  # noqa: E402
 
-worker_class = "service.gunicorn_overrides.ProblemGeventWorker"
+worker_class = "service.processes.gunicorn_overrides.ProblemGeventWorker"
 """gevent workers: each request is a greenlet, so the live streams a worker holds open cost a
 greenlet each, not a worker (docs/benchmarks.md, bench_http, has the measurement behind the
 choice)."""
@@ -34,7 +35,7 @@ limit_request_fields = 100
 limit_request_field_size = 8190
 """Longest header field (name and value), bytes: gunicorn's default."""
 
-logger_class = "service.gunicorn_overrides.JsonLogger"
+logger_class = "service.processes.gunicorn_overrides.JsonLogger"
 """gunicorn's error log (and its access log, when one is asked for with --access-logfile) in
 the service's JSON lines."""
 access_log_format = '%(h)s "%(r)s" %(s)s %(B)s bytes %(D)s us'
@@ -43,7 +44,7 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(B)s bytes %(D)s us'
 
 def on_starting(server: Any) -> None:
     """In the master, before any worker is forked: the memory where the workers will share the
-    events they store (service/snapshots.py)."""
+    events they store (service/tables/state_cache.py)."""
     share_between_workers()
 
 
@@ -65,7 +66,7 @@ order they came (service/api/admission.py has the measurement behind it)."""
 
 def post_worker_init(worker: Any) -> None:
     """In each worker: a request's body is read whole, within ``GUTS_BODY_TIMEOUT_S``, before
-    anything else (`service.gunicorn_bodies`: a malformed, truncated or endless body is
+    anything else (`service.processes.gunicorn_bodies`: a malformed, truncated or endless body is
     refused in problem+json); requests other than streams are served first come, first served
     (`service.api.admission`). And when gunicorn tells the worker to stop (``worker.alive``
     goes false), its live streams end at once with a closing comment, instead of holding the
@@ -75,7 +76,7 @@ def post_worker_init(worker: Any) -> None:
     from service.api.admission import Admission
     from service.api.feed import close_all
     from service.config import Settings
-    from service.gunicorn_bodies import WholeBodies
+    from service.processes.gunicorn_bodies import WholeBodies
 
     settings = Settings.from_env()
     admitted = Admission(worker.wsgi, ADMIT_AT_ONCE)

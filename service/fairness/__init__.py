@@ -32,7 +32,7 @@ Usage, as a library::
     print(report.render())
     assert report.ok
 
-or from a shell: ``guts verify hand.json``, ``python -m service.verify URL --token T``, or,
+or from a shell: ``guts verify hand.json``, ``python -m service.fairness URL --token T``, or,
 with a copy of this directory named ``verify``, ``python3 -m verify hand.json``
 (``--json`` for a machine-readable report). Exit status: 0 verified, 1 a check failed or the
 hand cannot be verified, 2 the input could not be read or is not a hand history.

@@ -1,0 +1,106 @@
+"""What the use cases need of the world outside the tables, as Protocols: the application
+names no Redis, RQ or PostgreSQL (an import contract holds it to that), and the composition
+root (`service.infrastructure`, the API's factory, the dispatcher's builder) hands it the
+stores that implement these.
+
+| port | implemented by |
+|---|---|
+| `Jobs` | `service.audit.jobs.QueuedJobs` (records in Redis, jobs in RQ) |
+| `HandArchive` | `service.archive.archive.Archive` (PostgreSQL) |
+| `Catcher` | `service.projections.follower.Follower` |
+| `LedgerBook` | `service.projections.ledger.LedgerStore`, `service.archive.ledger.ArchiveLedger` |
+| `WebhookRegistry` | `service.projections.webhooks.WebhookStore` |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from service.eventlog.store import StoredEvent
+from service.rules.limits import Limits
+
+
+class Jobs(Protocol):
+    """Audits and collusion reports: their records, and their jobs queued once each."""
+
+    def audit_record(self, audit_id: str) -> dict[str, Any] | None: ...
+
+    def start_audit(self, audit_id: str, table_id: str) -> None: ...
+
+    def audit_failed(self, audit_id: str) -> bool: ...
+
+    def report_record(self, report_id: str) -> dict[str, Any] | None: ...
+
+    def start_report(self, report_id: str, record: dict[str, Any]) -> None: ...
+
+    def report_failed(self, report_id: str) -> bool: ...
+
+
+class HandArchive(Protocol):
+    """Finished hands, searchable, and their events (the archive)."""
+
+    def hands(
+        self,
+        *,
+        tenant: str | None,
+        player_id: str | None = None,
+        table_id: str | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        after: str | None = None,
+        limit: int = 20,
+    ) -> tuple[list[Any], str | None]: ...
+
+    def hand_events(
+        self, hands: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], list[StoredEvent]]: ...
+
+
+class Catcher(Protocol):
+    """Brings a table's projections up to its log (a follower)."""
+
+    def safely_catch_up(self, table_id: str, upto: int | None = None) -> int: ...
+
+
+class LedgerBook(Protocol):
+    """The ledger's entries and the players' limits, per tenant."""
+
+    def page(
+        self,
+        tenant: str,
+        after: str | None,
+        limit: int,
+        *,
+        table_id: str | None = None,
+        player_id: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str | None]: ...
+
+    def net_loss(self, tenant: str, player_id: str, now_ms: int) -> int: ...
+
+    def net_losses(self, tenant: str, player_ids: Sequence[str], now_ms: int) -> dict[str, int]: ...
+
+    def limits(self, tenant: str, player_ids: Sequence[str]) -> dict[str, Limits]: ...
+
+    def set_limits(self, tenant: str, player_id: str, limits: Limits) -> None: ...
+
+
+class WebhookRegistry(Protocol):
+    """A tenant's webhooks and their deliveries."""
+
+    def register(self, tenant: str, url: str, events: Sequence[str]) -> dict[str, Any]: ...
+
+    def hooks(self, tenant: str) -> dict[str, dict[str, Any]]: ...
+
+    def hook(self, tenant: str, webhook_id: str) -> dict[str, Any] | None: ...
+
+    def delete(self, tenant: str, webhook_id: str) -> bool: ...
+
+    def deliveries(
+        self, tenant: str, webhook_id: str, after: int, limit: int
+    ) -> tuple[list[dict[str, Any]], int]: ...
+
+    def delivery(self, tenant: str, delivery_id: str) -> dict[str, Any] | None: ...
+
+    def redeliver(self, tenant: str, delivery_id: str) -> dict[str, Any] | None: ...

@@ -1,0 +1,95 @@
+"""What a process is built on, built one way for all (the API, the dispatchers, the jobs, the
+commands): the composition of the infrastructure from the settings.
+
+- The Redis clients: the *store's* Redis (tables, indexes, projections, tokens, audit
+  records, the live feed's notices), which may be a Redis Cluster (``GUTS_REDIS_CLUSTER=1``:
+  ``REDIS_URL`` names one of its nodes), and the *queues'* Redis (RQ's jobs), which must be a
+  plain Redis because RQ cannot run on a cluster (``GUTS_QUEUE_REDIS_URL``; by default the
+  store's).
+- The stores: the event store on Redis, and, when ``GUTS_DATABASE_URL`` is set, the archive it
+  reads trimmed events from, and the ledger as readers see it.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import redis
+from redis.cluster import RedisCluster
+
+from service.archive.archive import Archive
+from service.archive.ledger import ArchiveLedger
+from service.config import Settings
+from service.eventlog.redis_store import RedisEventStore
+from service.projections.ledger import LedgerStore
+
+CONNECTIONS = 32
+"""Connections a process opens to Redis at most (per node of a cluster)."""
+
+
+def store_client(
+    settings: Settings, *, connections: int = CONNECTIONS, wait_s: float = 10.0
+) -> redis.Redis:
+    """A client of the store's Redis (a cluster client with ``GUTS_REDIS_CLUSTER``); at most
+    `connections` connections (per node), a caller waiting up to `wait_s` for a free one."""
+    url = _required(settings.redis_url)
+    if settings.redis_cluster:
+        return cast(redis.Redis, RedisCluster.from_url(url, max_connections=connections))
+    pool = redis.BlockingConnectionPool.from_url(url, max_connections=connections, timeout=wait_s)
+    return redis.Redis(connection_pool=pool)
+
+
+def queue_url(settings: Settings) -> str:
+    """Where RQ's queues are: ``GUTS_QUEUE_REDIS_URL``, else the store's Redis (`Settings`
+    refuses a cluster without the former)."""
+    return settings.queue_redis_url or _required(settings.redis_url)
+
+
+def queue_client(settings: Settings, store: redis.Redis) -> redis.Redis:
+    """A client of the queues' Redis: its own with ``GUTS_QUEUE_REDIS_URL``, else `store`
+    (the store's client, shared)."""
+    return redis.Redis.from_url(settings.queue_redis_url) if settings.queue_redis_url else store
+
+
+def _required(url: str | None) -> str:
+    if not url:
+        raise ValueError("REDIS_URL is not set")
+    return url
+
+
+def open_archive(settings: Settings, *, size: int = 4) -> Archive | None:
+    """The archive of `settings`, None without a database."""
+    if not settings.database_url:
+        return None
+    return Archive.open(settings.database_url, size=size)
+
+
+def event_store(
+    settings: Settings,
+    client: redis.Redis,
+    archive: Archive | None = None,
+    *,
+    bypass_redis_py: bool = True,
+) -> RedisEventStore:
+    """The tables' event store on `client`, reading what was archived from `archive`."""
+    return RedisEventStore(
+        client,
+        prefix=settings.key_prefix,
+        idempotency_ttl_s=settings.idempotency_ttl_s,
+        bypass_redis_py=bypass_redis_py,
+        archive=archive,
+        keep=settings.archive_keep_events,
+    )
+
+
+def archiver(store: RedisEventStore, archive: Archive) -> Archive:
+    """The archive as the projection that copies `store`'s logs and trims them, and derives
+    the ledger's entries."""
+    return Archive(archive.pool, store)
+
+
+def ledger_of(settings: Settings, client: redis.Redis, archive: Archive | None) -> LedgerStore:
+    """The ledger as readers see it: in the archive when there is one (`archiver` keeps it),
+    else the Redis projection (the dispatchers' follower keeps it)."""
+    ledger = LedgerStore(client, prefix=settings.key_prefix)
+    return ledger if archive is None else ArchiveLedger(archive, ledger)

@@ -1,5 +1,0 @@
-"""``python -m service.verify`` (or ``python3 -m verify`` with a copy of this directory)."""
-
-from .cli import main
-
-raise SystemExit(main())
