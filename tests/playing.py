@@ -3,15 +3,9 @@ fault tests and benchmarks."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from service.rules import commands
+from service.rules.decide import CreateTable, Deal, Declare, Resolve, SeatPlayer
 from service.rules.ruleset import resolve_ruleset
 from service.tables import Tables
-
-
-def _ok(state: Any, events: Any) -> tuple[int, Any]:
-    return 200, {"version": state.version}
 
 
 def new_table(tables: Tables, table_id: str, players: int = 4, tenant: str = "default") -> None:
@@ -19,12 +13,11 @@ def new_table(tables: Tables, table_id: str, players: int = 4, tenant: str = "de
     rules = resolve_ruleset("three-card", {"ante_rule": "every_hand"})
     tables.execute(
         table_id,
-        lambda s, n: commands.create_table(table_id, rules, n, b"s" * 32, tenant),
-        _ok,
+        CreateTable(table_id, rules, b"s" * 32, tenant),
         create=True,
     )
     for i in range(players):
-        tables.execute(table_id, lambda s, n, i=i: commands.seat_player(s, f"p{i}", 10**9, n), _ok)
+        tables.execute(table_id, SeatPlayer(f"p{i}", 10**9))
 
 
 def play(tables: Tables, table_id: str, hands: int, first: int = 0) -> None:
@@ -32,12 +25,9 @@ def play(tables: Tables, table_id: str, hands: int, first: int = 0) -> None:
     is in."""
     run = tables.execute
     for hand in range(first, first + hands):
-        dealt = run(
-            table_id,
-            lambda s, n, h=hand: commands.deal(s, (h % 251).to_bytes() * 32, n),
-            lambda state, events: (201, list(state.hand.order)),
-        )
-        for seat in dealt.body:
+        dealt = run(table_id, Deal((hand % 251).to_bytes() * 32)).state
+        assert dealt is not None and dealt.hand is not None
+        for seat in list(dealt.hand.order):
             decision = "in" if (hand + seat) % 2 == 0 else "out"
-            run(table_id, lambda s, n, a=seat, d=decision: commands.declare(s, a, d, n), _ok)
-        run(table_id, lambda s, n: commands.resolve(s, n), _ok)
+            run(table_id, Declare(seat, decision))
+        run(table_id, Resolve())

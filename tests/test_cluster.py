@@ -12,13 +12,9 @@ from service.eventlog.table_list import TableList
 from service.projections.follower import Follower
 from service.projections.ledger import LedgerStore
 from service.projections.webhooks import WebhookStore
-from service.rules import commands
+from service.rules.decide import CreateTable, Deal, SeatPlayer, VoidHand
 from service.rules.ruleset import resolve_ruleset
 from service.tables import Tables
-
-
-def _ok(state, events):
-    return 200, {"version": state.version}
 
 
 def test_tables_indexes_and_projections_run_on_a_cluster(cluster_client):
@@ -32,14 +28,13 @@ def test_tables_indexes_and_projections_run_on_a_cluster(cluster_client):
     for table_id in ids:
         tables.execute(
             table_id,
-            lambda s, n, t=table_id: commands.create_table(t, rules, n, b"s" * 32, "casino-a"),
-            _ok,
+            CreateTable(table_id, rules, b"s" * 32, "casino-a"),
             create=True,
         )
         for i in range(3):
-            tables.execute(table_id, lambda s, n, i=i: commands.seat_player(s, f"p{i}", 50, n), _ok)
-        tables.execute(table_id, lambda s, n: commands.deal(s, b"d" * 32, n), _ok)
-        tables.execute(table_id, lambda s, n: commands.void_hand(s, "test", n), _ok)
+            tables.execute(table_id, SeatPlayer(f"p{i}", 50))
+        tables.execute(table_id, Deal(b"d" * 32))
+        tables.execute(table_id, VoidHand("test"))
     assert sorted(store.table_ids()) == sorted(ids)
     page, _ = listing.page(None, 10, "casino-a")
     assert sorted(page) == sorted(ids)
@@ -85,8 +80,7 @@ def test_the_shortcut_follows_a_table_whose_slot_moves_to_another_master(cluster
     rules = resolve_ruleset("three-card")
     tables.execute(
         "moving",
-        lambda s, n: commands.create_table("moving", rules, n, b"s" * 32, "casino-a"),
-        _ok,
+        CreateTable("moving", rules, b"s" * 32, "casino-a"),
         create=True,
     )
     slot = cluster_client.keyslot(store.meta_key("moving"))
@@ -95,10 +89,10 @@ def test_the_shortcut_follows_a_table_whose_slot_moves_to_another_master(cluster
     try:
         _move_slot(cluster_client, slot, target)
         for i in range(3):  # the first goes to the old master, is MOVED, and sent again
-            tables.execute("moving", lambda s, n, i=i: commands.seat_player(s, f"p{i}", 50, n), _ok)
+            tables.execute("moving", SeatPlayer(f"p{i}", 50))
         before = _evalshas(cluster_client, source), _evalshas(cluster_client, target)
-        tables.execute("moving", lambda s, n: commands.deal(s, b"d" * 32, n), _ok)
-        tables.execute("moving", lambda s, n: commands.void_hand(s, "test", n), _ok)
+        tables.execute("moving", Deal(b"d" * 32))
+        tables.execute("moving", VoidHand("test"))
         after = _evalshas(cluster_client, source), _evalshas(cluster_client, target)
         assert (after[0] - before[0], after[1] - before[1]) == (0, 2)  # straight to the new one
         assert store.load("moving").version == 6

@@ -12,7 +12,7 @@ import redis
 
 from service.eventlog.redis_store import RedisEventStore
 from service.projections.follower import Followed, Follower
-from service.rules import commands
+from service.rules.decide import CreateTable, SeatPlayer
 from service.rules.ruleset import resolve_ruleset
 from service.tables import Tables
 from tests.tampering import unloadable
@@ -57,20 +57,15 @@ class EventCounts:
         return {int(k): int(v) for k, v in raw.items()}
 
 
-def _ok(state, events):
-    return 200, {"version": state.version}
-
-
 def _table(tables: Tables, table_id: str, players: int = 3, tenant: str = "default") -> None:
     rules = resolve_ruleset("three-card")
     tables.execute(
         table_id,
-        lambda s, n: commands.create_table(table_id, rules, n, b"s" * 32, tenant),
-        _ok,
+        CreateTable(table_id, rules, b"s" * 32, tenant),
         create=True,
     )
     for i in range(players):
-        tables.execute(table_id, lambda s, n, i=i: commands.seat_player(s, f"p{i}", 50, n), _ok)
+        tables.execute(table_id, SeatPlayer(f"p{i}", 50))
 
 
 def test_catching_up_applies_every_event_once_and_again_nothing(redis_client):

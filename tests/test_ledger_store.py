@@ -12,13 +12,10 @@ from service.eventlog.codec import decode_event
 from service.eventlog.redis_store import RedisEventStore
 from service.projections.follower import Followed, Follower
 from service.projections.ledger import LedgerStore
-from service.rules import commands, ledger
+from service.rules import ledger
+from service.rules.decide import CreateTable, Deal, Declare, Leave, Resolve, SeatPlayer, TopUp
 from service.rules.ruleset import resolve_ruleset
 from service.tables import Tables
-
-
-def _ok(state: Any, events: Any) -> tuple[int, Any]:
-    return 200, {"version": state.version}
 
 
 def _played(tables: Tables, table_id: str, hands: int = 3, tenant: str = "default") -> None:
@@ -27,19 +24,18 @@ def _played(tables: Tables, table_id: str, hands: int = 3, tenant: str = "defaul
     run = tables.execute
     run(
         table_id,
-        lambda s, n: commands.create_table(table_id, rules, n, b"s" * 32, tenant),
-        _ok,
+        CreateTable(table_id, rules, b"s" * 32, tenant),
         create=True,
     )
     for i in range(3):
-        run(table_id, lambda s, n, i=i: commands.seat_player(s, f"p{i}", 50, n), _ok)
+        run(table_id, SeatPlayer(f"p{i}", 50))
     for hand in range(hands):
-        run(table_id, lambda s, n, h=hand: commands.deal(s, bytes([h]) * 32, n), _ok)
+        run(table_id, Deal(bytes([hand]) * 32))
         for seat in range(3):
-            run(table_id, lambda s, n, seat=seat: commands.declare(s, seat, "in", n), _ok)
-        run(table_id, lambda s, n: commands.resolve(s, n), _ok)
-    run(table_id, lambda s, n: commands.top_up(s, 1, 7, n), _ok)
-    run(table_id, lambda s, n: commands.leave(s, 2, n), _ok)
+            run(table_id, Declare(seat, "in"))
+        run(table_id, Resolve())
+    run(table_id, TopUp(1, 7))
+    run(table_id, Leave(2))
 
 
 def _derived(store: RedisEventStore, table_id: str) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ import pytest
 
 from service.eventlog.memory import InMemoryEventStore
 from service.eventlog.store import Loaded, VersionConflict
-from service.rules import commands
+from service.rules.decide import CreateTable, Deal, Declare, SeatPlayer
 from service.rules.ruleset import resolve_ruleset
 from service.tables import Tables
 from service.tables.state_cache import Known, SharedTails, StateCache
@@ -77,19 +77,13 @@ def test_a_slot_keeps_the_last_ring_of_events():
     assert shared.since(KEY, 5) == []
 
 
-def _ok(state: Any, events: Any) -> tuple[int, Any]:
-    return 200, {"version": state.version}
-
-
 def test_only_events_that_chain_from_the_state_are_applied():
     store = InMemoryEventStore()
     tables = Tables(store)
     rules = resolve_ruleset("three-card")
     for table in ("t", "u"):
-        tables.execute(
-            table, lambda s, n, t=table: commands.create_table(t, rules, n), _ok, create=True
-        )
-        tables.execute(table, lambda s, n: commands.seat_player(s, "p0", 10, n), _ok)
+        tables.execute(table, CreateTable(table, rules), create=True)
+        tables.execute(table, SeatPlayer("p0", 10))
     known = Known.loaded(store.load("t"))
     t_events = [e.data for e in store.read("t")]
     u_events = [e.data for e in store.read("u")]
@@ -133,16 +127,16 @@ def _two_processes(shared: SharedTails | None) -> tuple[CountingStore, Tables, T
         Tables(store, cache=StateCache(shared=shared, namespace="ns")) for _ in range(2)
     )
     rules = resolve_ruleset("three-card")
-    first.execute("t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True)
+    first.execute("t", CreateTable("t", rules), create=True)
     for i in range(3):
-        first.execute("t", lambda s, n, i=i: commands.seat_player(s, f"p{i}", 10, n), _ok)
+        first.execute("t", SeatPlayer(f"p{i}", 10))
     return store, first, second
 
 
 def _alternate(first: Tables, second: Tables) -> None:
-    second.execute("t", lambda s, n: commands.deal(s, b"x" * 32, n), _ok)
+    second.execute("t", Deal(b"x" * 32))
     for seat, tables in enumerate((first, second, first)):
-        tables.execute("t", lambda s, n, seat=seat: commands.declare(s, seat, "in", n), _ok)
+        tables.execute("t", Declare(seat, "in"))
 
 
 def test_with_shared_tails_a_worker_decides_on_what_the_other_wrote():
@@ -170,23 +164,23 @@ def test_a_failed_command_leaves_nothing_of_its_state_in_the_cache():
     store, first, _ = _two_processes(None)
     pot = first.load("t").pot
 
-    def refuse_after_changing(state: Any, now: Any) -> list[Any]:
-        state.pot += 1000  # a decision that changes its state, then fails
+    def refuse_after_changing(state: Any) -> Any:
+        state.pot += 1000  # a command's preparation that changes its state, then fails
         raise RuntimeError("no")
 
     with pytest.raises(RuntimeError):
-        first.execute("t", refuse_after_changing, _ok)
+        first.execute("t", refuse_after_changing)
     assert first.cache.take("t") is None
     store.loads = 0
-    seated = first.execute("t", lambda s, n: commands.seat_player(s, "p3", 10, n), _ok)
+    seated = first.execute("t", SeatPlayer("p3", 10))
     assert store.loads == 1 and seated.state.pot == pot == first.load("t").pot
 
 
 def test_a_worker_known_to_be_behind_reads_the_current_snapshot_instead_of_deciding():
     store, first, second = _two_processes(SharedTails(slots=64, ring=1))
     for i in (3, 4):  # two events since `first` last saw the table: more than the ring
-        second.execute("t", lambda s, n, i=i: commands.seat_player(s, f"p{i}", 10, n), _ok)
+        second.execute("t", SeatPlayer(f"p{i}", 10))
     store.loads = store.conflicts = 0
     # On its stale state the seating would pass; the refusal would cost a round trip.
-    first.execute("t", lambda s, n: commands.seat_player(s, "p5", 10, n), _ok)
+    first.execute("t", SeatPlayer("p5", 10))
     assert (store.loads, store.conflicts) == (1, 0)

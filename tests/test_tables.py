@@ -6,30 +6,26 @@ import logging
 
 from service.eventlog.codec import decode_event
 from service.eventlog.memory import InMemoryEventStore
-from service.rules import commands
+from service.rules.decide import CreateTable, Deal, Declare, SeatPlayer, TopUp
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import replay
 from service.rules.times import parse_iso
 from service.tables import Tables
 
 
-def _ok(state, events):
-    return 200, {"version": state.version}
-
-
 def test_a_process_with_a_stale_snapshot_decides_again_on_the_current_one():
     store = InMemoryEventStore()
     first, second = Tables(store), Tables(store)
     rules = resolve_ruleset("three-card")
-    first.execute("t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True)
+    first.execute("t", CreateTable("t", rules), create=True)
     for i in range(2):
-        first.execute("t", lambda s, n, i=i: commands.seat_player(s, f"p{i}", 10, n), _ok)
+        first.execute("t", SeatPlayer(f"p{i}", 10))
     # The second process deals: the first one's cached snapshot has no hand in play.
-    second.execute("t", lambda s, n: commands.deal(s, b"x" * 32, n), _ok)
-    result = first.execute("t", lambda s, n: commands.declare(s, 1, "in", n), _ok)
-    assert result.status == 200 and result.state.hand.decisions == {1: "in"}
+    second.execute("t", Deal(b"x" * 32))
+    result = first.execute("t", Declare(1, "in"))
+    assert result.answer.effect == "changed" and result.state.hand.decisions == {1: "in"}
     # ... and a stale snapshot that would accept a command is caught by the version check.
-    second.execute("t", lambda s, n: commands.declare(s, 0, "out", n), _ok)
+    second.execute("t", Declare(0, "out"))
     assert store.load("t").version == first.load("t").version
 
 
@@ -39,12 +35,12 @@ def test_each_append_that_loses_the_race_is_reported_once():
     first = Tables(store, on_conflict=lambda: lost.append("first"))
     second = Tables(store, on_conflict=lambda: lost.append("second"))
     rules = resolve_ruleset("three-card")
-    first.execute("t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True)
-    first.execute("t", lambda s, n: commands.seat_player(s, "p0", 10, n), _ok)
+    first.execute("t", CreateTable("t", rules), create=True)
+    first.execute("t", SeatPlayer("p0", 10))
     assert lost == []
-    second.execute("t", lambda s, n: commands.seat_player(s, "p1", 10, n), _ok)  # loads first
+    second.execute("t", SeatPlayer("p1", 10))  # loads first
     assert lost == []
-    first.execute("t", lambda s, n: commands.seat_player(s, "p2", 10, n), _ok)  # its cache: v2
+    first.execute("t", SeatPlayer("p2", 10))  # its cache: v2
     assert lost == ["first"]
 
 
@@ -52,12 +48,30 @@ def test_a_refusal_is_decided_on_the_current_snapshot():
     store = InMemoryEventStore()
     first, second = Tables(store), Tables(store)
     rules = resolve_ruleset("three-card")
-    first.execute("t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True)
-    first.execute("t", lambda s, n: commands.seat_player(s, "p0", 10, n), _ok)
-    second.execute("t", lambda s, n: commands.seat_player(s, "p1", 10, n), _ok)
+    first.execute("t", CreateTable("t", rules), create=True)
+    first.execute("t", SeatPlayer("p0", 10))
+    second.execute("t", SeatPlayer("p1", 10))
     # The first process's snapshot has one player and would refuse to deal; the table has two.
-    dealt = first.execute("t", lambda s, n: commands.deal(s, b"x" * 32, n), _ok)
+    dealt = first.execute("t", Deal(b"x" * 32))
     assert dealt.state.hand is not None
+
+
+def test_the_application_s_part_of_a_command_is_made_on_the_state_each_attempt_decides_on():
+    store = InMemoryEventStore()
+    first, second = Tables(store), Tables(store)
+    rules = resolve_ruleset("three-card")
+    first.execute("t", CreateTable("t", rules), create=True)
+    first.execute("t", SeatPlayer("p0", 10))
+    second.execute("t", SeatPlayer("p1", 10))
+    seen: list[int] = []
+
+    def deal(state):
+        seen.append(state.version)  # (where the use case looks up the players' loss limits)
+        return Deal(b"x" * 32)
+
+    # On the first process's snapshot (one player) the deal is refused; on the table's, dealt.
+    dealt = first.execute("t", deal)
+    assert seen == [2, 3] and dealt.state.version == 4
 
 
 class RecordingIndex:
@@ -79,17 +93,17 @@ def test_the_due_is_stored_with_the_attempt_that_lands_and_indexed_only_then():
     index = RecordingIndex()
     first, second = Tables(store, index=index), Tables(store, index=index)
     rules = resolve_ruleset("three-card", {"decision_timeout_s": 30})
-    first.execute("t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True)
-    first.execute("t", lambda s, n: commands.seat_player(s, "p0", 10, n), _ok)
-    second.execute("t", lambda s, n: commands.seat_player(s, "p1", 10, n), _ok)
+    first.execute("t", CreateTable("t", rules), create=True)
+    first.execute("t", SeatPlayer("p0", 10))
+    second.execute("t", SeatPlayer("p1", 10))
     # `first` deals on its stale state (version 2), loses the race, deals again at 3.
-    dealt = first.execute("t", lambda s, n: commands.deal(s, b"x" * 32, n), _ok)
+    dealt = first.execute("t", Deal(b"x" * 32))
     deadline = parse_iso(dealt.state.hand.deadline).timestamp()
     assert store.dues(["t"]) == [(4, deadline)]
     # Indexed: the creation (nothing due), then only the deal that landed.
     assert index.records == [("t", 1, None), ("t", 4, deadline)]
     # A declaration that leaves the deadline as it was tells the index nothing.
-    first.execute("t", lambda s, n: commands.declare(s, 0, "in", n), _ok)
+    first.execute("t", Declare(0, "in"))
     assert len(index.records) == 2 and store.dues(["t"]) == [(5, deadline)]
 
 
@@ -100,12 +114,10 @@ def test_a_command_whose_due_cannot_be_indexed_is_stored_all_the_same(caplog):
     logger = logging.getLogger("guts.tables")  # "guts" may not propagate (the app's logging)
     logger.addHandler(caplog.handler)
     try:
-        created = tables.execute(
-            "t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True
-        )
+        created = tables.execute("t", CreateTable("t", rules), create=True)
     finally:
         logger.removeHandler(caplog.handler)
-    assert created.status == 200 and store.load("t").version == 1
+    assert created.answer.effect == "changed" and store.load("t").version == 1
     assert "due not indexed" in caplog.text
 
 
@@ -113,13 +125,13 @@ def test_snapshots_are_stored_every_few_versions_and_loads_apply_the_events_sinc
     store = InMemoryEventStore()
     tables = Tables(store, snapshot_every=4)
     rules = resolve_ruleset("three-card")
-    tables.execute("t", lambda s, n: commands.create_table("t", rules, n), _ok, create=True)
+    tables.execute("t", CreateTable("t", rules), create=True)
     snapshot_versions = set()
     for i in range(9):  # 6 seats, then 3 top-ups
         if i < 6:
-            tables.execute("t", lambda s, n, i=i: commands.seat_player(s, f"p{i}", 10, n), _ok)
+            tables.execute("t", SeatPlayer(f"p{i}", 10))
         else:
-            tables.execute("t", lambda s, n: commands.top_up(s, 0, 5, n), _ok)
+            tables.execute("t", TopUp(0, 5))
         loaded = store.load("t")
         snapshot_versions.add(loaded.version - len(loaded.tail))
         assert len(loaded.tail) < 4
@@ -128,7 +140,7 @@ def test_snapshots_are_stored_every_few_versions_and_loads_apply_the_events_sinc
     assert snapshot_versions == {1, 4, 8}
     # A process that never saw the table decides on the snapshot and the events after it.
     other = Tables(store)
-    dealt = other.execute("t", lambda s, n: commands.deal(s, b"x" * 32, n), _ok)
+    dealt = other.execute("t", Deal(b"x" * 32))
     assert dealt.state.version == 11 and dealt.state.seats[0].stack == 25 - 1  # minus the ante
 
 
@@ -155,8 +167,7 @@ def test_a_create_racing_its_own_retry_is_answered_with_the_replay_not_a_conflic
     def create():
         return tables.execute(
             "t",
-            lambda s, n: commands.create_table("t", rules, n),
-            _ok,
+            CreateTable("t", rules),
             create=True,
             idempotency_key="k",
             request_hash="h",
@@ -166,5 +177,5 @@ def test_a_create_racing_its_own_retry_is_answered_with_the_replay_not_a_conflic
     first = create()
     store.missed = 0  # the retry looks before the first's append is visible to it
     again = create()
-    assert (again.status, again.body, again.replayed) == (first.status, first.body, True)
+    assert (again.answer, again.replayed) == (first.answer, True)
     assert store.load("t").version == 1

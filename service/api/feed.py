@@ -211,7 +211,7 @@ class Feed:
         while upto is None or subscription.sent < upto:
             body = self.reads.events(
                 subscription.caller, subscription.table_id, subscription.sent, PAGE
-            ).body
+            ).facts
             items = [i for i in body["events"] if upto is None or i["version"] <= upto]
             if not items:
                 return

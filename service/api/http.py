@@ -1,5 +1,6 @@
 """Reading requests and writing responses, for the routes: the caller, bodies, a command's
-conditions (If-Match, Idempotency-Key), and the JSON answer of a use case's `Outcome`.
+conditions (If-Match, Idempotency-Key), and the response that says a use case's `Outcome`
+(this module alone maps what a use case did to HTTP: its status, body and headers).
 
 Through Flask's `request` and `g`; or, in an app built with its request shortcuts (the
 default), through the two measured shortcuts `flask_request_bypass` (the request read from
@@ -129,16 +130,31 @@ def json_response(body: Any, status: int = 200, version: int | None = None) -> R
     return response
 
 
+STATUS_OF_EFFECT = {"made": 201, "changed": 200, "found": 200, "started": 202, "removed": 204}
+"""The status that says each effect of a use case (`service.application.values.Effect`)."""
+PATH_OF_SUBJECT = {
+    "table": "/v1/tables/{}",
+    "webhook": "/v1/webhooks/{}",
+    "audit": "/v1/audits/{}",
+    "report": "/v1/reports/{}",
+}
+"""Where what an outcome is about can be read, by its kind."""
+
+
 def render(outcome: Outcome) -> Response:
-    """The response of a use case's outcome (204: no body)."""
-    if outcome.status == 204:
+    """The response of a use case's outcome: the effect's status; the facts as the JSON body
+    (none when something was removed), with the version as the ETag; the Location of what was
+    made or started."""
+    status = STATUS_OF_EFFECT[outcome.effect]
+    if status == 204:
         response = Response(status=204)
     else:
-        response = json_response(outcome.body, outcome.status, outcome.version)
+        response = json_response(outcome.facts, status, outcome.version)
     if outcome.replayed:
         response.headers["Idempotent-Replayed"] = "true"
-    if outcome.location is not None:
-        response.headers["Location"] = outcome.location
+    subject = outcome.subject
+    if subject is not None and outcome.effect in ("made", "started"):
+        response.headers["Location"] = PATH_OF_SUBJECT[subject.kind].format(subject.id)
     env = _environ()
     if env.get(COMMAND):
         env[OUTCOME] = "replayed" if outcome.replayed else "ok"

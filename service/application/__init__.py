@@ -2,7 +2,8 @@
 
 Edges (the HTTP routes, the jobs, the command line) call these with plain values: who is
 calling (`Caller`), what the request asks of a command (`Conditions`), and the command's own
-arguments; they get plain values back (`Outcome`).
+arguments; they get plain values back (`Outcome`: what was done, in the game's words, never
+an HTTP status).
 """
 
 from __future__ import annotations
@@ -10,14 +11,16 @@ from __future__ import annotations
 from .access import Caller, Forbidden
 from .reads import TableReads
 from .usecases import TableService
-from .values import Conditions, HandHistory, Outcome
+from .values import Conditions, Effect, HandHistory, Outcome, Subject
 
 __all__ = [
     "Caller",
     "Conditions",
+    "Effect",
     "Forbidden",
     "HandHistory",
     "Outcome",
+    "Subject",
     "TableReads",
     "TableService",
 ]

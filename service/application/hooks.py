@@ -12,7 +12,7 @@ from service.rules.views import OPERATOR
 
 from .access import DEFAULT_TENANT, Caller, Forbidden, require
 from .ports import WebhookRegistry
-from .values import Outcome
+from .values import Outcome, Subject
 
 
 class WebhookNotFound(GutsError):
@@ -34,7 +34,7 @@ class WebhookUses:
         """A new webhook of the caller's tenant; the answer is the only one with its secret."""
         hooks, tenant = self._hooks(caller)
         record = hooks.register(tenant, url, events)  # (InvalidCommand naming the field)
-        return Outcome(201, record, location=f"/v1/webhooks/{record['webhook_id']}")
+        return Outcome("made", record, subject=Subject("webhook", record["webhook_id"]))
 
     def list_webhooks(self, caller: Caller) -> Outcome:
         """The tenant's webhooks, oldest first, without their secrets."""
@@ -42,14 +42,14 @@ class WebhookUses:
         found = sorted(
             hooks.hooks(tenant).values(), key=lambda h: (h["created_at"], h["webhook_id"])
         )
-        return Outcome(200, {"webhooks": [_without_secret(h) for h in found]})
+        return Outcome("found", {"webhooks": [_without_secret(h) for h in found]})
 
     def delete_webhook(self, caller: Caller, webhook_id: str) -> Outcome:
         """Remove a webhook: nothing more is delivered to it."""
         hooks, tenant = self._hooks(caller)
         if not hooks.delete(tenant, webhook_id):
             raise WebhookNotFound(f"no webhook {webhook_id!r}"[:80])
-        return Outcome(204, None)
+        return Outcome("removed", None)
 
     def webhook_deliveries(
         self, caller: Caller, webhook_id: str, after: int, limit: int
@@ -59,7 +59,7 @@ class WebhookUses:
         if hooks.hook(tenant, webhook_id) is None:
             raise WebhookNotFound(f"no webhook {webhook_id!r}"[:80])
         page, cursor = hooks.deliveries(tenant, webhook_id, after, limit)
-        return Outcome(200, {"deliveries": page, "next_after": cursor})
+        return Outcome("found", {"deliveries": page, "next_after": cursor})
 
     def redeliver(self, caller: Caller, webhook_id: str, delivery_id: str) -> Outcome:
         """Attempt a delivery again now (a dead one comes back to life for another
@@ -70,7 +70,7 @@ class WebhookUses:
             raise WebhookNotFound(f"no delivery {delivery_id!r} of webhook {webhook_id!r}"[:120])
         again = hooks.redeliver(tenant, delivery_id)
         assert again is not None
-        return Outcome(202, {k: v for k, v in again.items() if k != "body"})
+        return Outcome("started", {k: v for k, v in again.items() if k != "body"})
 
 
 def _without_secret(hook: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ first catches that table up itself, so it counts the table's latest movements.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime
 
 from service.eventlog.store import StoreUnavailable
@@ -88,7 +88,7 @@ class MoneyUses:
                 raise TableNotFound(f"no table {table_id!r}")
             self.catch_up(table_id)
         entries, cursor = store.page(tenant, after, limit, table_id=table_id, player_id=player_id)
-        return Outcome(200, {"entries": entries, "next_after": cursor})
+        return Outcome("found", {"entries": entries, "next_after": cursor})
 
     # --- limits -------------------------------------------------------------------------------
 
@@ -100,7 +100,7 @@ class MoneyUses:
         tenant = ledger_tenant(caller, tenant)
         limits = store.limits(tenant, [player_id]).get(player_id, Limits())
         loss = store.net_loss(tenant, player_id, _ms(self.tables.now()))
-        return Outcome(200, {"player_id": player_id, **asdict(limits), "net_loss_24h": loss})
+        return Outcome("found", {"player_id": player_id, **asdict(limits), "net_loss_24h": loss})
 
     def set_player_limits(
         self,
@@ -114,7 +114,7 @@ class MoneyUses:
         store = self._ledger()
         tenant = caller.tenant or DEFAULT_TENANT
         store.set_limits(tenant, player_id, Limits(loss_limit_24h, excluded_until))
-        return self.player_limits(caller, player_id)
+        return replace(self.player_limits(caller, player_id), effect="changed")
 
     # --- what the game's use cases ask --------------------------------------------------------
 

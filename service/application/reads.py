@@ -37,6 +37,7 @@ from .values import (
     HandNotFound,
     Outcome,
     ReportNotFound,
+    Subject,
     checked_table_id,
 )
 
@@ -60,8 +61,8 @@ class TableReads:
     """Catches a table's archive up before a page of its hands (None: the dispatchers' does)."""
 
     def _load(self, caller: Caller, table_id: str) -> TableState:
-        """The table's state for `caller`: a quarantined table is refused (409) to those who
-        may know it, and not found for another tenant's callers."""
+        """The table's state for `caller`: a quarantined table is refused (TableQuarantined)
+        to those who may know it, and not found for another tenant's callers."""
         try:
             return self.tables.load(checked_table_id(table_id))
         except TableQuarantined as error:
@@ -70,7 +71,7 @@ class TableReads:
     def table(self, caller: Caller, table_id: str) -> Outcome:
         """The table as the caller may see it."""
         state = self._load(caller, table_id)
-        return Outcome(200, table_view(state, may_view(caller, state)), state.version)
+        return Outcome("found", table_view(state, may_view(caller, state)), state.version)
 
     def table_list(self, caller: Caller, after: str | None, limit: int) -> Outcome:
         """A page of the caller's tenant's tables, newest first (operators and auditors; a
@@ -95,7 +96,7 @@ class TableReads:
                     "created_at": state.created_at,
                 }
             )
-        return Outcome(200, {"tables": rows, "next_after": cursor})
+        return Outcome("found", {"tables": rows, "next_after": cursor})
 
     def check_viewer(self, caller: Caller, table_id: str) -> None:
         """TableNotFound or Forbidden unless the caller may read the table and its events."""
@@ -111,7 +112,7 @@ class TableReads:
         items = render_events(state, viewer, read)
         next_after = read[-1][0] if read else after
         body = {"events": items, "version": state.version, "next_after": next_after}
-        return Outcome(200, body, state.version)
+        return Outcome("found", body, state.version)
 
     def hand_history(self, caller: Caller, table_id: str, hand: int) -> HandHistory:
         """The record of finished hand `hand`, as the caller may see it."""
@@ -170,7 +171,7 @@ class TableReads:
             state = states[row.table_id]
             found = _of_hand(stored.get((row.table_id, row.hand), []), row.hand)
             bodies.append(hand_history(state, row.hand, found, may_view(caller, state)))
-        return Outcome(200, {"hands": bodies, "next_after": cursor})
+        return Outcome("found", {"hands": bodies, "next_after": cursor})
 
     def _hand_events(self, table_id: str, hand: int) -> list[tuple[int, ev.Event]]:
         """The events of one finished hand: from its deal to its resolution or void.
@@ -221,7 +222,7 @@ class TableReads:
         }
         self.jobs.start_report(report_id, record)
         body = {"report_id": report_id, "status": "queued"}
-        return Outcome(202, body, location=f"/v1/reports/{report_id}")
+        return Outcome("started", body, subject=Subject("report", report_id))
 
     def report(self, caller: Caller, report_id: str) -> Outcome:
         """A report's status, and its result once finished (its tenant's operators and
@@ -234,7 +235,7 @@ class TableReads:
             raise ReportNotFound(f"no report {report_id!r}"[:80])
         if known["status"] in ("queued", "running") and self.jobs.report_failed(report_id):
             known = {**known, "status": "failed"}
-        return Outcome(200, {"result": None, **known})
+        return Outcome("found", {"result": None, **known})
 
     # --- audits ---------------------------------------------------------------------------
 
@@ -258,7 +259,7 @@ class TableReads:
             self.jobs.start_audit(audit_id, table_id)
         status = known["status"] if known else "queued"
         body = {"audit_id": audit_id, "table_id": table_id, "status": status}
-        return Outcome(202, body, location=f"/v1/audits/{audit_id}")
+        return Outcome("started", body, subject=Subject("audit", audit_id))
 
     def audit(self, caller: Caller, audit_id: str) -> Outcome:
         """An audit's status, and its report once it is finished."""
@@ -270,7 +271,7 @@ class TableReads:
             raise AuditNotFound(f"no audit {audit_id!r}"[:80])
         if known["status"] in ("queued", "running") and self.jobs.audit_failed(audit_id):
             known = {**known, "status": "failed"}
-        return Outcome(200, {"audit_id": audit_id, "result": None, **known})
+        return Outcome("found", {"audit_id": audit_id, "result": None, **known})
 
     def _may_read_audit(self, caller: Caller, known: dict[str, Any]) -> bool:
         """Whether the caller may read an audit: of one of their tenant's tables (an audit

@@ -1,26 +1,50 @@
-"""The game's use cases, by name. Each one checks who is calling, loads the table, lets the
-rules decide and appends what they decided (through `Tables.execute`), and returns a plain
-`Outcome`: no HTTP in here. Who may act for a seat is decided here, on the table's state;
-the edge only says who the caller is (`Caller`) and what the request asks (`Conditions`).
+"""The game's use cases, by name. Each one checks who is calling, makes the game command
+(`service.rules.decide`) from the request and, where it needs them, from the loaded table (who
+sits where, a player's exclusion or loss limits), and lets `Tables.execute` load the table,
+have the rules decide and append what they decided. It returns an `Outcome` in the game's
+words: what it did (made, changed), the facts (`facts`), the version and the events; no HTTP
+in here (`service.api.http` alone maps outcomes to responses). Who may act for a seat is
+decided here, on the table's state; the edge only says who the caller is (`Caller`) and what
+the request asks (`Conditions`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from functools import partial
 from typing import Any
 
-from service.rules import commands
-from service.rules import events as ev
-from service.rules.clock import Due, NothingDue, act_when_due, next_due
+from service.rules.clock import NothingDue
+from service.rules.decide import (
+    ActWhenDue,
+    Bet,
+    CloseAtDeadline,
+    Command,
+    CreateTable,
+    Deal,
+    Declare,
+    Draw,
+    EndTable,
+    Leave,
+    PassCard,
+    Resolve,
+    SeatPlayer,
+    SetClientSeed,
+    SitIn,
+    SitOut,
+    TopUp,
+    VoidHand,
+)
+from service.rules.limits import Allowance
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState
-from service.rules.views import OPERATOR, Viewer, event_view
-from service.tables import Decide, Respond, TableQuarantined
+from service.rules.views import OPERATOR
+from service.tables import Prepare, Result, TableQuarantined, Tell
 
+from . import facts
 from .access import (
     DEFAULT_TENANT,
     Caller,
@@ -35,27 +59,16 @@ from .hooks import WebhookUses
 from .money import MoneyUses
 from .ports import Catcher, LedgerBook, WebhookRegistry
 from .reads import TableReads
-from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, checked_table_id
+from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, Subject, checked_table_id
 
 
-def _seat_body(state: TableState, seat: int) -> dict[str, Any]:
-    holder = state.seats[seat]
-    return {
-        "seat": seat,
-        "player_id": holder.player_id,
-        "stack": holder.stack,
-        "status": holder.status,
-        "version": state.version,
-    }
-
-
-def _hand_body(state: TableState) -> dict[str, Any]:
-    hand = state.hand
-    number = hand.number if hand else state.hands_dealt
-    return {"hand": number, "phase": hand.phase if hand else None, "version": state.version}
-
-
-SeatCommand = Callable[[TableState, int, datetime], list[ev.Event]]
+def _outcome(table_id: str, result: Result) -> Outcome:
+    """A command's outcome: its answer, the version its facts report, and the table."""
+    answer = result.answer
+    told = answer.facts
+    version = told.get("version") if isinstance(told, dict) else None
+    subject = Subject("table", table_id)
+    return Outcome(answer.effect, told, version, result.replayed, subject, tuple(result.events))
 
 
 @dataclass
@@ -72,40 +85,48 @@ class TableService(TableReads, MoneyUses, WebhookUses):
     follower: Catcher | None = None
     webhooks: WebhookRegistry | None = None
 
-    def _execute(
+    def _command(
         self,
         caller: Caller,
         table_id: str,
-        decide: Decide,
-        respond: Respond,
+        command: Command | Prepare,
+        tell: Tell,
         conditions: Conditions,
         *,
         create: bool = False,
     ) -> Outcome:
-        """Run a command for `caller`: another tenant's table is not found for them, before
-        anything else is looked at (an idempotent replay, If-Match)."""
-
-        def guard(state: TableState) -> None:
-            require_tenant(caller, state)
-
+        """Run a game command for `caller`: another tenant's table is not found for them,
+        before anything else is looked at (an idempotent replay, If-Match)."""
         try:
             result = self.tables.execute(
                 table_id,
-                decide,
-                respond,
+                command,
+                tell,
                 create=create,
                 if_match=None if create else conditions.if_match,
                 idempotency_key=conditions.idempotency_key,
                 request_hash=conditions.request_hash,
-                guard=None if create else guard,
+                guard=None if create else partial(require_tenant, caller),
             )
         except TableQuarantined as error:
             hide_quarantined(caller, error)
-        body = result.body
-        version = body.get("version") if isinstance(body, dict) else None
-        # What a 201 made (a table, a seat, a hand in play) is read in the table's view.
-        location = f"/v1/tables/{table_id}" if result.status == 201 else None
-        return Outcome(result.status, body, version, result.replayed, location)
+        return _outcome(table_id, result)
+
+    def _at_seat(
+        self,
+        caller: Caller,
+        table_id: str,
+        command: SitOut | SitIn | Leave,
+        tell: Tell,
+        conditions: Conditions,
+    ) -> Outcome:
+        """A command for the player at the command's seat: the operator's, or that player's."""
+
+        def checked(state: TableState) -> Command:
+            require_operator_or_player_of(caller, state, command.seat)
+            return command
+
+        return self._command(caller, checked_table_id(table_id), checked, tell, conditions)
 
     # --- tables ---------------------------------------------------------------------------
 
@@ -124,17 +145,9 @@ class TableService(TableReads, MoneyUses, WebhookUses):
         require(caller, OPERATOR)
         rules = resolve_ruleset(preset, overrides)
         new_id = checked_table_id(table_id) if table_id else self._new_table_id(conditions)
-        first_seed = self.tables.new_seed()
-
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.create_table(
-                new_id, rules, now, first_seed, caller.tenant or DEFAULT_TENANT
-            )
-
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            return 201, {"table_id": new_id, "rules": rules.to_dict(), "version": state.version}
-
-        return self._execute(caller, new_id, decide, respond, conditions, create=True)
+        tenant = caller.tenant or DEFAULT_TENANT
+        command = CreateTable(new_id, rules, self.tables.new_seed(), tenant)
+        return self._command(caller, new_id, command, facts.table_made, conditions, create=True)
 
     @staticmethod
     def _new_table_id(conditions: Conditions) -> str:
@@ -155,31 +168,18 @@ class TableService(TableReads, MoneyUses, WebhookUses):
         *,
         conditions: Conditions = NO_CONDITIONS,
     ) -> Outcome:
-        """Seat `player_id` with `buy_in` chips (at `seat`, or the first free one); the answer
-        carries the player's token."""
+        """Seat `player_id` with `buy_in` chips (at `seat`, or the first free one), unless they
+        are excluded; the facts carry the player's token."""
         require(caller, OPERATOR)
-        issue_token = self.issue_token
-        if issue_token is None:
+        if self.issue_token is None:
             raise Forbidden("players cannot be seated here (no tokens can be issued)")
 
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        def command(state: TableState) -> Command:
             excluded = self.excluded_until(state, player_id)
-            return commands.seat_player(state, player_id, buy_in, now, seat, excluded)
+            return SeatPlayer(player_id, buy_in, seat, excluded)
 
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            (seated,) = events
-            assert isinstance(seated, ev.PlayerSeated)
-            holder = state.seats[seated.seat]
-            return 201, {
-                "seat": seated.seat,
-                "player_id": seated.player_id,
-                "token": issue_token(state.table_id, seated.seat, holder.joined),
-                "stack": holder.stack,
-                "status": holder.status,
-                "version": state.version,
-            }
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        tell = facts.seated(self.issue_token)
+        return self._command(caller, checked_table_id(table_id), command, tell, conditions)
 
     def top_up(
         self,
@@ -192,59 +192,28 @@ class TableService(TableReads, MoneyUses, WebhookUses):
     ) -> Outcome:
         """Add `amount` chips to the stack at `seat`."""
         require(caller, OPERATOR)
-
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.top_up(state, seat, amount, now)
-
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            return 200, _seat_body(state, seat)
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        command = TopUp(seat, amount)
+        return self._command(
+            caller, checked_table_id(table_id), command, facts.seat_changed, conditions
+        )
 
     def sit_out(
         self, caller: Caller, table_id: str, seat: int, *, conditions: Conditions = NO_CONDITIONS
     ) -> Outcome:
         """The player at `seat` sits out from the next hand (the operator or that player)."""
-        return self._seat_command(caller, table_id, seat, commands.sit_out, conditions)
+        return self._at_seat(caller, table_id, SitOut(seat), facts.seat_changed, conditions)
 
     def sit_in(
         self, caller: Caller, table_id: str, seat: int, *, conditions: Conditions = NO_CONDITIONS
     ) -> Outcome:
         """The player at `seat` comes back for the next hand (the operator or that player)."""
-        return self._seat_command(caller, table_id, seat, commands.sit_in, conditions)
-
-    def _seat_command(
-        self,
-        caller: Caller,
-        table_id: str,
-        seat: int,
-        command: SeatCommand,
-        conditions: Conditions,
-    ) -> Outcome:
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            require_operator_or_player_of(caller, state, seat)
-            return command(state, seat, now)
-
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            return 200, _seat_body(state, seat)
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        return self._at_seat(caller, table_id, SitIn(seat), facts.seat_changed, conditions)
 
     def leave(
         self, caller: Caller, table_id: str, seat: int, *, conditions: Conditions = NO_CONDITIONS
     ) -> Outcome:
         """The player at `seat` leaves and cashes out (the operator or that player)."""
-
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            require_operator_or_player_of(caller, state, seat)
-            return commands.leave(state, seat, now)
-
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            (left,) = events
-            assert isinstance(left, ev.PlayerLeft)
-            return 200, {"seat": seat, "cash_out": left.cash_out, "version": state.version}
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        return self._at_seat(caller, table_id, Leave(seat), facts.left, conditions)
 
     def set_client_seed(
         self,
@@ -258,22 +227,11 @@ class TableService(TableReads, MoneyUses, WebhookUses):
         """The player at `seat` chooses their client seed for the next deal. Only that
         player: an operator's choice would not be the player's entropy."""
 
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.set_client_seed(
-                state, require_player_of(caller, state, seat), client_seed, now
-            )
+        def command(state: TableState) -> Command:
+            return SetClientSeed(require_player_of(caller, state, seat), client_seed)
 
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            (chosen,) = events
-            assert isinstance(chosen, ev.ClientSeedSet)
-            return 200, {
-                "seat": chosen.seat,
-                "client_seed": chosen.client_seed,
-                "hand": chosen.hand,
-                "version": state.version,
-            }
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        tell = facts.client_seed_set
+        return self._command(caller, checked_table_id(table_id), command, tell, conditions)
 
     # --- hands ----------------------------------------------------------------------------
 
@@ -286,7 +244,8 @@ class TableService(TableReads, MoneyUses, WebhookUses):
         stacked_deck: Mapping[str, Sequence[str]] | None = None,
         conditions: Conditions = NO_CONDITIONS,
     ) -> Outcome:
-        """Deal the next hand; `stacked_deck` (sandbox only) fixes cards."""
+        """Deal the next hand, within the seated players' loss limits; `stacked_deck`
+        (sandbox only) fixes cards."""
         require(caller, OPERATOR)
         if stacked_deck is not None and not self.sandbox:
             raise Forbidden(
@@ -295,24 +254,11 @@ class TableService(TableReads, MoneyUses, WebhookUses):
         seed, next_seed = self.tables.new_seed(), self.tables.new_seed()
         stacked = None if stacked_deck is None else {k: list(v) for k, v in stacked_deck.items()}
 
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        def command(state: TableState) -> Command:
             allowances = self.allowances(state, [s.player_id for s in state.seated()])
-            return commands.deal(state, seed, now, client_seed, stacked, next_seed, allowances)
+            return Deal(seed, client_seed, stacked, next_seed, allowances)
 
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            (dealt,) = events
-            assert isinstance(dealt, ev.HandDealt)
-            return 201, {
-                "hand": dealt.hand,
-                "game": dealt.game,
-                "deadline": dealt.deadline,
-                "order": list(dealt.order),
-                "commitment": dealt.commitment,
-                "next_commitment": dealt.next_commitment,
-                "version": state.version,
-            }
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        return self._command(caller, checked_table_id(table_id), command, facts.dealt, conditions)
 
     def declare(
         self,
@@ -322,37 +268,33 @@ class TableService(TableReads, MoneyUses, WebhookUses):
         *,
         conditions: Conditions = NO_CONDITIONS,
     ) -> Outcome:
-        """The calling player declares `decision` for the hand in play."""
+        """The calling player declares `decision` for the hand in play, within their loss
+        limit."""
 
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
+        def command(state: TableState) -> Command:
             seat = require_player_of(caller, state)
-            allowance = None
-            if decision != "out":  # out is always allowed: no limit to look up
-                player = state.seats[seat].player_id
-                allowance = self.allowances(state, [player]).get(player)
-            return commands.declare(state, seat, decision, now, allowance)
+            return Declare(seat, decision, self._allowance(state, seat, decision))
 
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            first = events[0]
-            assert isinstance(first, ev.DecisionMade)
-            return 200, {**_hand_body(state), "seat": first.seat, "decision": first.decision}
+        tell = facts.declared
+        return self._command(caller, checked_table_id(table_id), command, tell, conditions)
 
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+    def _allowance(self, state: TableState, seat: int, decision: str) -> Allowance | None:
+        """The loss-limit allowance of the player at `seat` declaring `decision` (None: no
+        limit; out is always allowed: no limit to look up)."""
+        if decision == "out":
+            return None
+        player = state.seats[seat].player_id
+        return self.allowances(state, [player]).get(player)
 
     def pass_card(
         self, caller: Caller, table_id: str, card: str, *, conditions: Conditions = NO_CONDITIONS
     ) -> Outcome:
         """The calling player passes `card` on."""
 
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.pass_card(state, require_player_of(caller, state), card, now)
+        def command(state: TableState) -> Command:
+            return PassCard(require_player_of(caller, state), card)
 
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            first = events[0]
-            assert isinstance(first, ev.CardPassed)
-            return 200, {**_hand_body(state), "seat": first.seat, "card": first.card}
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        return self._command(caller, checked_table_id(table_id), command, facts.passed, conditions)
 
     def draw(
         self,
@@ -363,92 +305,47 @@ class TableService(TableReads, MoneyUses, WebhookUses):
         conditions: Conditions = NO_CONDITIONS,
     ) -> Outcome:
         """The calling player discards `discard` and draws as many."""
-        discarded = list(discard)
+        discarded = tuple(discard)
 
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.draw(state, require_player_of(caller, state), discarded, now)
+        def command(state: TableState) -> Command:
+            return Draw(require_player_of(caller, state), discarded)
 
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            (drawn,) = events
-            assert isinstance(drawn, ev.CardsDrawn)
-            return 200, {
-                **_hand_body(state),
-                "seat": drawn.seat,
-                "discarded": list(drawn.discarded),
-                "drawn": list(drawn.drawn),
-                "cards": list(state.hand.cards[drawn.seat]) if state.hand else [],
-            }
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        return self._command(caller, checked_table_id(table_id), command, facts.drew, conditions)
 
     def bet(
         self, caller: Caller, table_id: str, action: str, *, conditions: Conditions = NO_CONDITIONS
     ) -> Outcome:
         """The calling player acts in the betting round: check, bet, call, raise or fold."""
 
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.bet(state, require_player_of(caller, state), action, now)
+        def command(state: TableState) -> Command:
+            return Bet(require_player_of(caller, state), action)
 
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            (made,) = events
-            assert isinstance(made, ev.BetMade)
-            return 200, {
-                **_hand_body(state),
-                "seat": made.seat,
-                "action": made.action,
-                "amount": made.amount,
-                "bet_to": made.bet_to,
-                "pot": state.pot,
-                "betting_turn": state.hand.bet_turn if state.hand else None,
-            }
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        tell = facts.bet_made
+        return self._command(caller, checked_table_id(table_id), command, tell, conditions)
 
     def close(
         self, caller: Caller, table_id: str, *, conditions: Conditions = NO_CONDITIONS
     ) -> Outcome:
         """The operator closes the hand's declarations once their deadline has passed."""
         require(caller, OPERATOR)
-
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.close_at_deadline(state, now)
-
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            return 200, _hand_body(state)
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        command, tell = CloseAtDeadline(), facts.hand_moved_on
+        return self._command(caller, checked_table_id(table_id), command, tell, conditions)
 
     def resolve(
         self, caller: Caller, table_id: str, *, conditions: Conditions = NO_CONDITIONS
     ) -> Outcome:
-        """Showdown and settlement of the hand in play; the answer is the outcome."""
+        """Showdown and settlement of the hand in play; the facts are its outcome."""
         require(caller, OPERATOR)
-
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.resolve(state, now)
-
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            (resolved,) = events
-            outcome = event_view(resolved, state, Viewer(OPERATOR))["data"]
-            return 200, {**outcome, "version": state.version}
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        command, tell = Resolve(), facts.resolved
+        return self._command(caller, checked_table_id(table_id), command, tell, conditions)
 
     def void(
         self, caller: Caller, table_id: str, reason: str, *, conditions: Conditions = NO_CONDITIONS
     ) -> Outcome:
         """The operator calls the hand in play off, for `reason`."""
         require(caller, OPERATOR)
-
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.void_hand(state, reason, now)
-
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            (voided,) = events
-            assert isinstance(voided, ev.HandVoided)
-            return 200, {"hand": voided.hand, "phase": None, "version": state.version}
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        command, tell = VoidHand(reason), facts.voided
+        return self._command(caller, checked_table_id(table_id), command, tell, conditions)
 
     def end_table(
         self, caller: Caller, table_id: str, *, conditions: Conditions = NO_CONDITIONS
@@ -457,45 +354,20 @@ class TableService(TableReads, MoneyUses, WebhookUses):
         current game, everyone is cashed out, and no command is taken after
         (`service.rules.ending`)."""
         require(caller, OPERATOR)
-
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            return commands.end_table(state, now)
-
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            (ended,) = events
-            assert isinstance(ended, ev.TableEnded)
-            return 200, {
-                "table_id": state.table_id,
-                "status": "ended",
-                "refunds": {str(s): a for s, a in ended.refunds.items()},
-                "cash_outs": {str(s): a for s, a in ended.cash_outs.items()},
-                "version": state.version,
-            }
-
-        return self._execute(caller, checked_table_id(table_id), decide, respond, conditions)
+        command, tell = EndTable(), facts.ended
+        return self._command(caller, checked_table_id(table_id), command, tell, conditions)
 
     # --- the clock --------------------------------------------------------------------------
 
-    def close_due(self, table_id: str) -> Due | None:
+    def close_due(self, table_id: str) -> Outcome | None:
         """What the clock does (the dispatcher calls it): act on the table for whatever fell
         due, as the rules say (`service.rules.clock`: a deadline, an automatic resolve, the
-        end of a cover grace). Returns what was done, or None when nothing was due (a player
-        or another dispatcher got there first, or the index was early); the table's stored
-        due is then indexed again."""
-        acted: list[Due] = []
-
-        def decide(state: TableState, now: datetime) -> list[ev.Event]:
-            due = next_due(state)
-            events = act_when_due(state, now)
-            acted[:] = [due] if due is not None else []
-            return events
-
-        def respond(state: TableState, events: list[ev.Event]) -> tuple[int, Any]:
-            return 200, {"version": state.version}
-
+        end of a cover grace). Returns the outcome (its events say what was done), or None
+        when nothing was due (a player or another dispatcher got there first, or the index
+        was early); the table's stored due is then indexed again."""
         try:
-            self.tables.execute(table_id, decide, respond)
+            result = self.tables.execute(table_id, ActWhenDue())
         except NothingDue:
             self.tables.reindex(table_id)
             return None
-        return acted[0] if acted else None
+        return _outcome(table_id, result)

@@ -1,14 +1,16 @@
 """The plain values the use cases take and give: request conditions, outcomes, and the
-refusals that are theirs (the rules' are in `service.rules.errors`)."""
+refusals that are theirs (the rules' are in `service.rules.errors`). None of them speaks HTTP:
+`service.api.http` alone turns an outcome into a status, headers and a body."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from service.rules.errors import GutsError
+from service.rules.events import Event
 from service.rules.ruleset import Ruleset
 from service.tables import TableNotFound
 
@@ -45,17 +47,34 @@ class Conditions:
 NO_CONDITIONS = Conditions()
 
 
+Effect = Literal["made", "changed", "found", "started", "removed"]
+"""What a use case did: made something (a table, a seat, a hand in play, a webhook), changed
+something (a table, a player's limits), found what was asked for (a read), started work that
+goes on after the answer (an audit, a report, a delivery attempt), or removed something (a
+webhook). A refusal is an exception (`GutsError`, `Forbidden`), not an outcome."""
+
+
+class Subject(NamedTuple):
+    """What an outcome is about, by kind and id: ("table", table_id), ("webhook", id),
+    ("audit", id), ("report", id). What was made or started can be read there."""
+
+    kind: Literal["table", "webhook", "audit", "report"]
+    id: str
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """A use case's answer: a status (HTTP's numbers, which the contract speaks in), a body of
-    plain data, the table version to report (None: none), whether it is the stored answer to
-    an earlier identical request, and where the thing it made can be read (None: nowhere)."""
+    """A use case's answer: its effect, the facts in the game's words as plain (JSON) data,
+    the table version to report (None: none), whether it is the answer kept for an earlier
+    identical request, what it is about (None: nothing to point at), and the events a command
+    appended (none when it was replayed, or read)."""
 
-    status: int
-    body: Any
+    effect: Effect
+    facts: Any
     version: int | None = None
     replayed: bool = False
-    location: str | None = None
+    subject: Subject | None = None
+    events: tuple[Event, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ __all__ = [
     "meta",
     "position",
     "parse_each",
+    "RECORDED_EFFECTS",
     "recorded_version",
     "replay",
     "stored_events",
@@ -189,17 +190,37 @@ def idempotency(table_id: str, key: str, request_hash: object, response: object)
     return Idempotency(key=key, request_hash=text, response=response)
 
 
-def replay(table_id: str, record: Idempotency) -> tuple[int, Any]:
-    """The status and body of the first response an idempotency record keeps."""
+RECORDED_EFFECTS = ("made", "changed")
+"""What a command did, as its idempotency record keeps it: made something (a table, a seat,
+a hand in play) or changed the table."""
+_EFFECT_OF_STATUS = {201: "made", 200: "changed"}
+"""Records written before they kept effects held the HTTP response instead, `{"status", "body"}`
+(they live 24 h, across a deploy): upcast on read, their status to its effect, the body as the
+facts."""
+
+
+def replay(table_id: str, record: Idempotency) -> tuple[str, Any]:
+    """The effect and facts of the first answer an idempotency record keeps (a record of the
+    older form upcast: see `_EFFECT_OF_STATUS`)."""
     what = f"idempotency record {record.key!r}"
     try:
         stored = orjson.loads(record.response)
     except orjson.JSONDecodeError:
-        raise CorruptTable(table_id, what, "its response is not JSON") from None
-    status = stored.get("status") if isinstance(stored, dict) else None
-    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
-        raise CorruptTable(table_id, what, "its response has no status")
-    return status, stored.get("body")
+        raise CorruptTable(table_id, what, "its answer is not JSON") from None
+    if not isinstance(stored, dict):
+        raise CorruptTable(table_id, what, "its answer is not a JSON object")
+    if "effect" in stored:
+        effect = stored["effect"]
+        if not isinstance(effect, str) or effect not in RECORDED_EFFECTS:
+            raise CorruptTable(table_id, what, "its answer has no known effect")
+        return effect, stored.get("facts")
+    status = stored.get("status")
+    upcast = None
+    if isinstance(status, int) and not isinstance(status, bool):
+        upcast = _EFFECT_OF_STATUS.get(status)
+    if upcast is None:
+        raise CorruptTable(table_id, what, "its answer has neither an effect nor a status")
+    return upcast, stored.get("body")
 
 
 def position(table_id: str, projection: str, raw: object) -> int:

@@ -58,7 +58,8 @@ class Idempotency:
     """A request's idempotency record.
 
     ``key`` is the client's Idempotency-Key, ``request_hash`` a digest of the request (the
-    caller computes it), ``response`` the encoded first response, replayed verbatim.
+    caller computes it), ``response`` the encoded answer to the first request (what the
+    command did and the facts: ``decoding.replay``), told again to a retry.
     """
 
     key: str

@@ -3,31 +3,35 @@
 (`service.tables.state_cache`)."""
 
 from .tables import (
+    Answer,
     Contention,
-    Decide,
     IdempotencyReused,
     LogUnreadable,
     PreconditionFailed,
-    Respond,
+    Prepare,
     Result,
     TableExists,
     TableNotFound,
     TableQuarantined,
     Tables,
+    Tell,
+    tell_version,
     utc_now,
 )
 
 __all__ = [
     "Contention",
-    "Decide",
+    "Answer",
     "IdempotencyReused",
     "LogUnreadable",
     "PreconditionFailed",
-    "Respond",
+    "Prepare",
     "Result",
     "TableExists",
     "TableNotFound",
     "TableQuarantined",
     "Tables",
+    "Tell",
+    "tell_version",
     "utc_now",
 ]

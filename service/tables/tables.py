@@ -1,9 +1,12 @@
 """The application service: load a table, let the rules decide, append the events.
 
 This is the one module that joins the rules, the event store and the clock and randomness the
-rules must not touch. A command is `decide(state, now) -> events`; `Tables.execute` runs it
-against the table's snapshot and appends the events, the new snapshot and the idempotency
-record in one conditional, atomic step. When another command won the race for the version,
+rules must not touch. `Tables.execute` runs a game command (`service.rules.decide`) in three
+named steps: load the table (`_load`: the cached state, or the store's), decide on it
+(`_decide`: the application's look-ups make the command, `decide(state, now, command)` says
+the events, and the caller's `Tell` says what to answer), and commit (`_commit`: the events,
+the new snapshot and the idempotency record appended in one conditional, atomic step, then
+the due index and the table list told). When another command won the race for the version,
 the command is decided again on the new state (bounded), unless the caller pinned a version
 with If-Match.
 
@@ -27,7 +30,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import orjson
 
@@ -51,17 +54,22 @@ from service.eventlog.store import (
     VersionConflict,
 )
 from service.eventlog.table_list import TableList
-from service.rules.clock import next_due
+from service.rules.clock import Due, next_due
+from service.rules.decide import Command, decide
 from service.rules.errors import GutsError
 from service.rules.events import Event
 from service.rules.state import TableState, evolve
 from service.tables.state_cache import Known, StateCache
 
-Decide = Callable[[TableState, datetime], list[Event]]
+Effect = Literal["made", "changed"]
+"""What a command did: made something (a table, a seat, a hand in play), or changed the table."""
+Prepare = Callable[[TableState], Command]
+"""The application's part of a command, on the loaded state: who sits where, a player's
+exclusion or loss limits, whatever the command needs to be decided that the rules cannot look
+up. Called again on each attempt, on the state that attempt decides on."""
 Guard = Callable[[TableState], None]
 """A check of who may act on the table, before anything else (an idempotent replay, a version
 precondition) could tell the caller something about it."""
-Respond = Callable[[TableState, list[Event]], tuple[int, Any]]
 log = logging.getLogger("guts.tables")
 _T = TypeVar("_T")
 
@@ -112,15 +120,77 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What a command's caller is told, and what its idempotency record keeps to tell a retry:
+    its effect and the facts, in the game's words, as plain (JSON) data."""
+
+    effect: Effect
+    facts: Any
+
+
+Tell = Callable[[TableState, list[Event]], Answer]
+"""The answer to a command, from the table's state after it and the events it appended."""
+
+
+def tell_version(state: TableState, events: list[Event]) -> Answer:
+    """The table changed; the facts: its version."""
+    return Answer("changed", {"version": state.version})
+
+
 @dataclass
 class Result:
-    """What a command did: the new state and events, and the response (status, body)."""
+    """What a command did: its answer, and the new state and the events (a replayed answer
+    has neither)."""
 
-    status: int
-    body: Any
+    answer: Answer
     state: TableState | None = None
     events: list[Event] = field(default_factory=list)
     replayed: bool = False
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A command as `Tables.execute` received it: the table, the command (or the application's
+    `Prepare` of it), what to answer, and the request's conditions."""
+
+    table_id: str
+    command: Command | Prepare
+    tell: Tell
+    create: bool
+    if_match: int | None
+    idempotency_key: str | None
+    request_hash: str
+    guard: Guard | None
+
+
+@dataclass
+class Loaded:
+    """The table as an attempt loaded it: its `version`, the working state to decide on (out
+    of the cache: it goes back there only once the attempt lands) and its log's head hash."""
+
+    version: int
+    state: TableState
+    head: str
+
+
+@dataclass
+class Decided:
+    """A command decided on a loaded state (now changed by the events), its answer, and the
+    table's due before it."""
+
+    loaded: Loaded
+    events: list[Event]
+    answer: Answer
+    due_before: Due | None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What an attempt at a command starts from: `known`, what this process knows of the table
+    (the cache's entry, or what a lost race brought back), or None: a load from the store."""
+
+    known: Known | None = None
 
 
 @dataclass
@@ -231,8 +301,8 @@ class Tables:
     def execute(
         self,
         table_id: str,
-        decide: Decide,
-        respond: Respond,
+        command: Command | Prepare,
+        tell: Tell = tell_version,
         *,
         create: bool = False,
         if_match: int | None = None,
@@ -240,117 +310,148 @@ class Tables:
         request_hash: str = "",
         guard: Guard | None = None,
     ) -> Result:
-        """Decide and append a command; see the module docstring. `guard` (not for a
-        create) is checked on the table first: a replay or a precondition answers only
-        callers it lets through. A quarantined table, or one found unreadable now, is
-        refused (TableQuarantined)."""
+        """Decide and append `command` (a game command, or the application's `Prepare` of one
+        on the loaded state), answered as `tell` says; see the module docstring. `guard` (not
+        for a create) is checked on the table first: a replay or a precondition answers only
+        callers it lets through. A quarantined table, or one found unreadable now, is refused
+        (TableQuarantined)."""
         if not create:
             self._refuse_held(table_id)
+        submitted = Submission(
+            table_id, command, tell, create, if_match, idempotency_key, request_hash, guard
+        )
         try:
-            return self._execute(
-                table_id,
-                decide,
-                respond,
-                create=create,
-                if_match=if_match,
-                idempotency_key=idempotency_key,
-                request_hash=request_hash,
-                guard=guard,
-            )
+            return self._run(submitted)
         except (CorruptLog, LogUnreadable) as error:
             raise self._set_aside(table_id, error) from error
 
-    def _execute(
-        self,
-        table_id: str,
-        decide: Decide,
-        respond: Respond,
-        *,
-        create: bool = False,
-        if_match: int | None = None,
-        idempotency_key: str | None = None,
-        request_hash: str = "",
-        guard: Guard | None = None,
-    ) -> Result:
-        replayable = idempotency_key is not None
-        if idempotency_key is not None and guard is None:
-            seen = self.store.find_idempotent(table_id, idempotency_key)
+    def _run(self, sub: Submission) -> Result:
+        """Attempt the command until an attempt lands, or answers without appending."""
+        if sub.idempotency_key is not None and sub.guard is None:
+            seen = self.store.find_idempotent(sub.table_id, sub.idempotency_key)
             if seen is not None:
-                return self._replay(table_id, seen, request_hash)
-            replayable = False
+                return self._replay(sub.table_id, seen, sub.request_hash)
         # If-Match compares with the table's real version: no guessing from the cache then.
-        known = None if (create or if_match is not None) else self.cache.take(table_id)
-        for _ in range(self.max_attempts):
-            cached = known is not None
-            current = known if known is not None else Known.loaded(self.store.load(table_id))
-            known = None
-            if create and current.version:
-                return self._created_before(table_id, idempotency_key, request_hash)
-            if not create and (current.version == 0 or not current.readable):
-                raise TableNotFound(f"no table {table_id!r}")
-            state, head = _readable(table_id, current.working_state)
-            if guard is not None:
-                guard(state)
-                if replayable and idempotency_key is not None:
-                    replayable = False
-                    seen = self.store.find_idempotent(table_id, idempotency_key)
-                    if seen is not None:
-                        return self._replay(table_id, seen, request_hash)
-            before = next_due(state)
-            if if_match is not None and if_match != state.version:
-                raise PreconditionFailed(f"the table is at version {state.version}, not {if_match}")
-            try:
-                events = decide(state, self.now())
-            except Exception:
-                if cached:  # the cached snapshot may be behind: say no only on the real one
-                    continue
-                raise
-            for event in events:
-                evolve(state, event)
-            status, body = respond(state, events)
-            record = None
-            if idempotency_key is not None:
-                response = orjson.dumps({"status": status, "body": body})
-                record = Idempotency(idempotency_key, request_hash, response)
-            encoded, head = encode_events(events, head)
-            every = self.snapshot_every
-            snapshot = None
-            if current.version == 0 or current.version // every != state.version // every:
-                snapshot = encode_snapshot(state, head)
-            due = next_due(state)
-            epoch = None if due is None else due.epoch
-            try:
-                appended = self.store.append(
-                    table_id, current.version, encoded, snapshot, record, epoch
-                )
-            except VersionConflict as conflict:
-                if self.on_conflict is not None:
-                    self.on_conflict()
-                if if_match is not None:
-                    raise PreconditionFailed(
-                        f"the table moved on to version {conflict.actual}"
-                    ) from conflict
-                if create:
-                    return self._created_before(table_id, idempotency_key, request_hash)
-                if conflict.current is not None:
-                    known = Known.loaded(conflict.current)
-                    self.cache.put(table_id, known)
-                continue
-            except IdempotencyMismatch as exc:
-                raise IdempotencyReused(
-                    "this Idempotency-Key was used with a different request"
-                ) from exc
-            if appended.replayed is not None:
-                return self._replay(table_id, appended.replayed, request_hash)
-            if due != before or current.version == 0:
-                self._index(table_id, appended.version, epoch)
-            if current.version == 0:
-                self._list({table_id: (state.created_at, state.tenant)})
-            # The cache keeps `state` itself: Result.state is to read, before the table's next
-            # command in this process takes it.
-            self.cache.put(table_id, Known(appended.version, None, state, head), encoded)
-            return Result(status, body, state, events)
+        fresh = sub.create or sub.if_match is not None
+        attempt = Attempt(None if fresh else self.cache.take(sub.table_id))
+        for number in range(self.max_attempts):
+            done = self._attempt(sub, attempt.known, first=number == 0)
+            if isinstance(done, Result):
+                return done
+            attempt = done  # the next one
         raise Contention("the table is too busy right now; try again")
+
+    def _attempt(self, sub: Submission, known: Known | None, *, first: bool) -> Result | Attempt:
+        """One attempt: load, decide, commit; its result, or the next attempt. `known` is what
+        this process knows of the table (None: load it from the store)."""
+        loaded = self._load(sub, known, first=first)
+        if isinstance(loaded, Result):
+            return loaded
+        try:
+            decided = self._decide(sub, loaded)
+        except Exception:
+            if known is not None:  # what this process knew may be behind: say no only on
+                return Attempt()  # the stored state
+            raise
+        return self._commit(sub, decided)
+
+    def _load(self, sub: Submission, known: Known | None, *, first: bool) -> Loaded | Result:
+        """The table (`known`, else as stored) and its working state, once the caller may act
+        on it: the guard first, then (on the first attempt) the answer kept for an earlier
+        identical request, then If-Match. A create finds the table absent, or answers as it
+        answered the request that made it."""
+        current = known if known is not None else Known.loaded(self.store.load(sub.table_id))
+        if sub.create and current.version:
+            return self._created_before(sub)
+        if not sub.create and (current.version == 0 or not current.readable):
+            raise TableNotFound(f"no table {sub.table_id!r}")
+        state, head = _readable(sub.table_id, current.working_state)
+        if sub.guard is not None:
+            sub.guard(state)
+            if first and sub.idempotency_key is not None:
+                seen = self.store.find_idempotent(sub.table_id, sub.idempotency_key)
+                if seen is not None:
+                    return self._replay(sub.table_id, seen, sub.request_hash)
+        if sub.if_match is not None and sub.if_match != state.version:
+            raise PreconditionFailed(f"the table is at version {state.version}, not {sub.if_match}")
+        return Loaded(current.version, state, head)
+
+    def _decide(self, sub: Submission, loaded: Loaded) -> Decided:
+        """The rules' decision of the command at the clock's now: its events, applied to the
+        loaded state, and its answer."""
+        state = loaded.state
+        due_before = next_due(state)
+        now = self.now()
+        command = sub.command if isinstance(sub.command, Command) else sub.command(state)
+        events = decide(state, now, command)
+        for event in events:
+            evolve(state, event)
+        return Decided(loaded, events, sub.tell(state, events), due_before)
+
+    def _commit(self, sub: Submission, decided: Decided) -> Result | Attempt:
+        """Append the decision, on condition that the table is still at the loaded version;
+        then tell the due index (when the due moved) and the table list (a new table), and
+        keep the new state for the table's next command here."""
+        table_id, before = sub.table_id, decided.loaded.version
+        state = decided.loaded.state
+        encoded, head = encode_events(decided.events, decided.loaded.head)
+        snapshot = self._snapshot(before, state, head)
+        due = next_due(state)
+        epoch = None if due is None else due.epoch
+        record = self._record(sub, decided.answer)
+        try:
+            appended = self.store.append(table_id, before, encoded, snapshot, record, epoch)
+        except VersionConflict as conflict:
+            return self._lost_race(sub, conflict)
+        except IdempotencyMismatch as exc:
+            raise IdempotencyReused(
+                "this Idempotency-Key was used with a different request"
+            ) from exc
+        if appended.replayed is not None:
+            return self._replay(table_id, appended.replayed, sub.request_hash)
+        if due != decided.due_before or before == 0:
+            self._index(table_id, appended.version, epoch)
+        if before == 0:
+            self._list({table_id: (state.created_at, state.tenant)})
+        # The cache keeps `state` itself: Result.state is to read, before the table's next
+        # command in this process takes it.
+        self.cache.put(table_id, Known(appended.version, None, state, head), encoded)
+        return Result(decided.answer, state, decided.events)
+
+    def _snapshot(self, version_before: int, state: TableState, head: str) -> bytes | None:
+        """The new snapshot to store with the append: with the table's first events, and each
+        time the version passes a multiple of `snapshot_every` (else None)."""
+        every = self.snapshot_every
+        if version_before == 0 or version_before // every != state.version // every:
+            return encode_snapshot(state, head)
+        return None
+
+    @staticmethod
+    def _record(sub: Submission, answer: Answer) -> Idempotency | None:
+        """The idempotency record to store with the append: the answer, under the request's
+        key (None: no key)."""
+        if sub.idempotency_key is None:
+            return None
+        kept = orjson.dumps({"effect": answer.effect, "facts": answer.facts})
+        return Idempotency(sub.idempotency_key, sub.request_hash, kept)
+
+    def _lost_race(self, sub: Submission, conflict: VersionConflict) -> Result | Attempt:
+        """Another command moved the table on first: decide again on what the refusal brought
+        back (or a fresh load), unless the caller pinned the version (If-Match) or this is a
+        create (the table exists now)."""
+        if self.on_conflict is not None:
+            self.on_conflict()
+        if sub.if_match is not None:
+            raise PreconditionFailed(
+                f"the table moved on to version {conflict.actual}"
+            ) from conflict
+        if sub.create:
+            return self._created_before(sub)
+        if conflict.current is None:
+            return Attempt()
+        known = Known.loaded(conflict.current)
+        self.cache.put(sub.table_id, known)
+        return Attempt(known)
 
     def _index(self, table_id: str, version: int, due: float | None) -> None:
         """Tell the due index the table's new due. Failing to never fails the command (its
@@ -414,23 +515,24 @@ class Tables:
         stored = self.store.read(table_id, trimmed)
         _readable(table_id, lambda: _chained(stored, trimmed + 1 if trimmed else 0))
 
-    def _created_before(
-        self, table_id: str, idempotency_key: str | None, request_hash: str
-    ) -> Result:
+    def _created_before(self, sub: Submission) -> Result:
         """The table exists: the replay of its creation when this is that request again (a
         retry that raced the first one past the first look-up), else TableExists."""
-        if idempotency_key is not None:
-            seen = self.store.find_idempotent(table_id, idempotency_key)
+        if sub.idempotency_key is not None:
+            seen = self.store.find_idempotent(sub.table_id, sub.idempotency_key)
             if seen is not None:
-                return self._replay(table_id, seen, request_hash)
-        raise TableExists(f"table {table_id!r} already exists")
+                return self._replay(sub.table_id, seen, sub.request_hash)
+        raise TableExists(f"table {sub.table_id!r} already exists")
 
     @staticmethod
     def _replay(table_id: str, seen: Idempotency, request_hash: str) -> Result:
+        """The answer kept for an earlier identical request (IdempotencyReused when the key
+        came with another request)."""
         if seen.request_hash != request_hash:
             raise IdempotencyReused("this Idempotency-Key was used with a different request")
-        status, body = decoding.replay(table_id, seen)
-        return Result(status, body, replayed=True)
+        kept, facts = decoding.replay(table_id, seen)
+        effect: Effect = "made" if kept == "made" else "changed"
+        return Result(Answer(effect, facts), replayed=True)
 
 
 def _chained(stored: Sequence[StoredEvent], after: int) -> list[tuple[int, Event]]:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
+import orjson
+import pytest
+
+from service.eventlog.redis_store import RedisEventStore
 from tests.apiclient import Api
 
 
@@ -26,6 +30,35 @@ def test_same_idempotency_key_and_body_replays_the_first_response(api: Api):
     assert first.status_code == again.status_code == 201
     assert first.json() == again.json()
     assert again.headers.get("Idempotent-Replayed") == "true"
+    assert api.get(f"/v1/tables/{table}").json()["version"] == first.json()["version"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status"),
+    [("deal", {}, 201), ("players/0/chips", {"amount": 5}, 200)],
+    ids=["made", "changed"],
+)
+def test_a_record_kept_as_an_http_response_before_the_deploy_replays_as_before(
+    api: Api, redis_client, path: str, body: dict, status: int
+):
+    """Idempotency records keep what a command did (its effect and facts); those written
+    before kept the response, {"status", "body"}, and live 24 h across a deploy: a retry
+    that finds one is answered exactly as the first request was."""
+    table, _ = _table_with_players(api, 3)
+    headers = {"Idempotency-Key": f"old-{path}"}
+    first = api.post(f"/v1/tables/{table}/{path}", body, headers=headers)
+    assert first.status_code == status, first.text
+    store = RedisEventStore(redis_client, prefix="guts")
+    record = store.idempotency_key(table, headers["Idempotency-Key"])
+    kept = orjson.loads(redis_client.hget(record, "response"))
+    assert kept == {"effect": "made" if status == 201 else "changed", "facts": first.json()}
+    older = orjson.dumps({"status": first.status_code, "body": first.json()})
+    redis_client.hset(record, "response", older)
+    again = api.post(f"/v1/tables/{table}/{path}", body, headers=headers)
+    assert (again.status_code, again.content) == (first.status_code, first.content)
+    for name in ("ETag", "Location", "Content-Type"):
+        assert again.headers.get(name) == first.headers.get(name), name
+    assert again.headers["Idempotent-Replayed"] == "true"
     assert api.get(f"/v1/tables/{table}").json()["version"] == first.json()["version"]
 
 

@@ -16,7 +16,7 @@ import redis
 from service.audit.rebuild import audit_table
 from service.eventlog.redis_store import RedisEventStore
 from service.processes.redis_server import RedisServer
-from service.rules import commands
+from service.rules.decide import CreateTable, Deal, Declare, Resolve, SeatPlayer
 from service.rules.ruleset import resolve_ruleset
 from service.tables import Tables
 
@@ -31,24 +31,19 @@ def build(tables: Tables, table_id: str) -> None:
         return clock[0]
 
     tables.now = now
-    ok = lambda s, e: (200, {})  # noqa: E731 - the bench needs no responses
     rules = resolve_ruleset("three-card")
-    tables.execute(
-        table_id, lambda s, t: commands.create_table(table_id, rules, t), ok, create=True
-    )
+    tables.execute(table_id, CreateTable(table_id, rules), create=True)
     for i in range(6):
-        tables.execute(table_id, lambda s, t, i=i: commands.seat_player(s, f"p{i}", 10**9, t), ok)
+        tables.execute(table_id, SeatPlayer(f"p{i}", 10**9))
     for n in range(HANDS):
         seed = hashlib.sha256(n.to_bytes(4, "big")).digest()
-        tables.execute(table_id, lambda s, t, seed=seed: commands.deal(s, seed, t), ok)
+        tables.execute(table_id, Deal(seed))
 
         order = tables.load(table_id).hand.order
         for k, seat in enumerate(order):
             decision = "in" if (n + k) % 3 == 0 else "out"
-            tables.execute(
-                table_id, lambda s, t, seat=seat, d=decision: commands.declare(s, seat, d, t), ok
-            )
-        tables.execute(table_id, lambda s, t: commands.resolve(s, t), ok)
+            tables.execute(table_id, Declare(seat, decision))
+        tables.execute(table_id, Resolve())
 
 
 def main() -> None:

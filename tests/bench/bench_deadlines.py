@@ -28,14 +28,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import redis
 
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.processes.redis_server import RedisServer
-from service.rules import commands
+from service.rules.decide import CreateTable, Deal, SeatPlayer
 from service.rules.ruleset import resolve_ruleset
 from service.rules.times import parse_iso
 from service.tables import Tables
@@ -44,10 +43,6 @@ from tests.tampering import unloadable
 HANDS = 60
 SPACING_S = 0.05
 TIMEOUT_S = 2
-
-
-def _ok(state: Any, events: Any) -> tuple[int, Any]:
-    return 200, {}
 
 
 class Bench:
@@ -77,19 +72,13 @@ class Bench:
         self.count += 1
         table_id = f"t{self.count}"
         rules = resolve_ruleset("three-card", {"decision_timeout_s": TIMEOUT_S})
-        self.tables.execute(
-            table_id, lambda s, n: commands.create_table(table_id, rules, n), _ok, create=True
-        )
+        self.tables.execute(table_id, CreateTable(table_id, rules), create=True)
         for p in range(2):
-            self.tables.execute(
-                table_id, lambda s, n, p=p: commands.seat_player(s, f"p{p}", 100, n), _ok
-            )
+            self.tables.execute(table_id, SeatPlayer(f"p{p}", 100))
         return table_id
 
     def deal(self, table_id: str) -> datetime:
-        result = self.tables.execute(
-            table_id, lambda s, n: commands.deal(s, os.urandom(32), n), _ok
-        )
+        result = self.tables.execute(table_id, Deal(os.urandom(32)))
         assert result.state is not None and result.state.hand is not None
         return parse_iso(result.state.hand.deadline)
 

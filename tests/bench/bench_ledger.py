@@ -206,7 +206,7 @@ def _service_hands(
         follower=Follower(store, [projection]) if projection is not None else None,
     )
     operator = Caller(OPERATOR, tenant="default")
-    table = service.create_table(operator, "three-card", {"ante_rule": "every_hand"}).body
+    table = service.create_table(operator, "three-card", {"ante_rule": "every_hand"}).facts
     table_id = table["table_id"]
     for i in range(SEATS):
         service.seat(operator, table_id, f"p{i}", 10**9)
@@ -267,7 +267,7 @@ def lag(client: redis.Redis) -> None:
             Tables(store), QueuedJobs(client, client, "lag"), issue_token=lambda *_: "token"
         )
         operator = Caller(OPERATOR, tenant="default")
-        table_id = service.create_table(operator, "three-card", {}).body["table_id"]
+        table_id = service.create_table(operator, "three-card", {}).facts["table_id"]
         service.seat(operator, table_id, "p0", 10)
         cursor = "0"
         samples = []

@@ -65,7 +65,7 @@ def test_stream_entries_must_be_the_next_versions_each_with_its_data() -> None:
 def test_idempotency_records_and_their_responses() -> None:
     record = decoding.idempotency("t", "k", b"abc", b'{"status": 201, "body": {"a": 1}}')
     assert record == Idempotency("k", "abc", b'{"status": 201, "body": {"a": 1}}')
-    assert decoding.replay("t", record) == (201, {"a": 1})
+    assert decoding.replay("t", record) == ("made", {"a": 1})  # (an older record: upcast)
     for response in (b"garbage", b"[1]", b'{"status": "201"}', b'{"status": 7}', b"{}"):
         with pytest.raises(CorruptTable, match="idempotency record 'k'"):
             decoding.replay("t", Idempotency("k", "abc", response))
@@ -104,3 +104,24 @@ def test_members_that_name_no_table_and_versions_of_ids() -> None:
     assert decoding.member_text(b"\xff\xfe") is None
     assert decoding.version_of_id(b"12-0") == 12
     assert [decoding.version_of_id(i) for i in (b"12-1", b"x-0", b"012-0", None)] == [None] * 4
+
+
+def test_an_idempotency_record_keeps_an_effect_and_facts() -> None:
+    for effect in ("made", "changed"):
+        kept = b'{"effect": "%s", "facts": {"version": 3}}' % effect.encode()
+        assert decoding.replay("t", Idempotency("k", "h", kept)) == (effect, {"version": 3})
+    for kept in (b'{"effect": "refused", "facts": {}}', b'{"effect": 201, "facts": {}}'):
+        with pytest.raises(CorruptTable, match="idempotency record 'k'"):
+            decoding.replay("t", Idempotency("k", "h", kept))
+
+
+def test_a_record_kept_as_an_http_response_is_upcast_to_its_effect() -> None:
+    """Records written before effects were kept held the response (they live 24 h, across a
+    deploy): a 201 made something, a 200 changed the table; the body is the facts."""
+    for status, effect in ((201, "made"), (200, "changed")):
+        kept = b'{"status": %d, "body": {"seat": 2, "version": 9}}' % status
+        replayed = decoding.replay("t", Idempotency("k", "h", kept))
+        assert replayed == (effect, {"seat": 2, "version": 9})
+    for kept in (b'{"status": 202, "body": {}}', b'{"status": true}', b'{"status": [201]}'):
+        with pytest.raises(CorruptTable, match="idempotency record 'k'"):
+            decoding.replay("t", Idempotency("k", "h", kept))
