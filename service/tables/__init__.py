@@ -2,22 +2,17 @@
 (`service.tables.tables`: load, decide, commit), and the decoded states each process keeps
 (`service.tables.state_cache`)."""
 
-from .tables import (
-    Answer,
+from .errors import (
     Contention,
     IdempotencyReused,
     LogUnreadable,
     PreconditionFailed,
-    Prepare,
-    Result,
     TableExists,
     TableNotFound,
     TableQuarantined,
-    Tables,
-    Tell,
-    tell_version,
-    utc_now,
 )
+from .steps import Answer, Prepare, Result, Tell, tell_version, utc_now
+from .tables import Tables
 
 __all__ = [
     "Contention",

@@ -29,8 +29,8 @@ import logging
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from datetime import datetime
+from typing import TypeVar
 
 import orjson
 
@@ -54,143 +54,39 @@ from service.eventlog.store import (
     VersionConflict,
 )
 from service.eventlog.table_list import TableList
-from service.rules.clock import Due, next_due
+from service.rules.clock import next_due
 from service.rules.decide import Command, decide
 from service.rules.errors import GutsError
 from service.rules.events import Event
 from service.rules.state import TableState, evolve
 from service.tables.state_cache import Known, StateCache
 
-Effect = Literal["made", "changed"]
-"""What a command did: made something (a table, a seat, a hand in play), or changed the table."""
-Prepare = Callable[[TableState], Command]
-"""The application's part of a command, on the loaded state: who sits where, a player's
-exclusion or loss limits, whatever the command needs to be decided that the rules cannot look
-up. Called again on each attempt, on the state that attempt decides on."""
-Guard = Callable[[TableState], None]
-"""A check of who may act on the table, before anything else (an idempotent replay, a version
-precondition) could tell the caller something about it."""
+from .errors import (
+    Contention,
+    IdempotencyReused,
+    LogUnreadable,
+    PreconditionFailed,
+    TableExists,
+    TableNotFound,
+    TableQuarantined,
+)
+from .steps import (
+    Answer,
+    Attempt,
+    Decided,
+    Effect,
+    Guard,
+    Loaded,
+    Prepare,
+    Result,
+    Submission,
+    Tell,
+    tell_version,
+    utc_now,
+)
+
 log = logging.getLogger("guts.tables")
 _T = TypeVar("_T")
-
-
-class TableNotFound(GutsError):
-    """No table has this id."""
-
-
-class TableExists(GutsError):
-    """A table with this id already exists."""
-
-
-class LogUnreadable(GutsError):
-    """The table's stored log or snapshot fails verification: it cannot be loaded."""
-
-
-class TableQuarantined(LogUnreadable):
-    """Something stored about the table does not load or parse (its log, a field of it,
-    `what`): the table is set aside, every read and command of it refused, until an operator
-    repairs it."""
-
-    def __init__(self, table_id: str, what: str, tenant: str | None = None) -> None:
-        super().__init__(
-            f"table {table_id!r} is quarantined: its stored {what} failed verification (it does "
-            "not load or parse); it is set aside until an operator repairs it"
-        )
-        self.table_id = table_id
-        self.what = what
-        self.tenant = tenant
-        """Whose table it is, when its first event still says (another tenant's callers must
-        learn nothing of it: `service.application.access.hide_quarantined`)."""
-
-
-class PreconditionFailed(GutsError):
-    """The caller's If-Match version is not the table's version."""
-
-
-class IdempotencyReused(GutsError):
-    """The Idempotency-Key was used before with a different request."""
-
-
-class Contention(GutsError):
-    """The command lost the version race too many times in a row."""
-
-
-def utc_now() -> datetime:
-    """The wall clock, in UTC."""
-    return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What a command's caller is told, and what its idempotency record keeps to tell a retry:
-    its effect and the facts, in the game's words, as plain (JSON) data."""
-
-    effect: Effect
-    facts: Any
-
-
-Tell = Callable[[TableState, list[Event]], Answer]
-"""The answer to a command, from the table's state after it and the events it appended."""
-
-
-def tell_version(state: TableState, events: list[Event]) -> Answer:
-    """The table changed; the facts: its version."""
-    return Answer("changed", {"version": state.version})
-
-
-@dataclass
-class Result:
-    """What a command did: its answer, and the new state and the events (a replayed answer
-    has neither)."""
-
-    answer: Answer
-    state: TableState | None = None
-    events: list[Event] = field(default_factory=list)
-    replayed: bool = False
-
-
-@dataclass(frozen=True)
-class Submission:
-    """A command as `Tables.execute` received it: the table, the command (or the application's
-    `Prepare` of it), what to answer, and the request's conditions."""
-
-    table_id: str
-    command: Command | Prepare
-    tell: Tell
-    create: bool
-    if_match: int | None
-    idempotency_key: str | None
-    request_hash: str
-    guard: Guard | None
-
-
-@dataclass
-class Loaded:
-    """The table as an attempt loaded it: its `version`, the working state to decide on (out
-    of the cache: it goes back there only once the attempt lands) and its log's head hash."""
-
-    version: int
-    state: TableState
-    head: str
-
-
-@dataclass
-class Decided:
-    """A command decided on a loaded state (now changed by the events), its answer, and the
-    table's due before it."""
-
-    loaded: Loaded
-    events: list[Event]
-    answer: Answer
-    due_before: Due | None
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """What an attempt at a command starts from: `known`, what this process knows of the table
-    (the cache's entry, or what a lost race brought back), or None: a load from the store."""
-
-    known: Known | None = None
 
 
 @dataclass

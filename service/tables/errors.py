@@ -1,0 +1,46 @@
+"""The tables layer's refusals (all the rules' `GutsError`, mapped in `service/api/errors.py`)."""
+
+from __future__ import annotations
+
+from service.rules.errors import GutsError
+
+
+class TableNotFound(GutsError):
+    """No table has this id."""
+
+
+class TableExists(GutsError):
+    """A table with this id already exists."""
+
+
+class LogUnreadable(GutsError):
+    """The table's stored log or snapshot fails verification: it cannot be loaded."""
+
+
+class TableQuarantined(LogUnreadable):
+    """Something stored about the table does not load or parse (its log, a field of it,
+    `what`): the table is set aside, every read and command of it refused, until an operator
+    repairs it."""
+
+    def __init__(self, table_id: str, what: str, tenant: str | None = None) -> None:
+        super().__init__(
+            f"table {table_id!r} is quarantined: its stored {what} failed verification (it does "
+            "not load or parse); it is set aside until an operator repairs it"
+        )
+        self.table_id = table_id
+        self.what = what
+        self.tenant = tenant
+        """Whose table it is, when its first event still says (another tenant's callers must
+        learn nothing of it: `service.application.access.hide_quarantined`)."""
+
+
+class PreconditionFailed(GutsError):
+    """The caller's If-Match version is not the table's version."""
+
+
+class IdempotencyReused(GutsError):
+    """The Idempotency-Key was used before with a different request."""
+
+
+class Contention(GutsError):
+    """The command lost the version race too many times in a row."""
