@@ -34,6 +34,9 @@ OUTCOME = "guts.outcome"
 SERVICES = "guts.services"
 """Where the request shortcuts keep the app's `Services`, in the WSGI environ."""
 _CALLER = "guts.caller"
+REMEMBER_BODIES = "GUTS_REMEMBER_BODIES"
+"""The app's setting (``app.config``): small validated bodies are remembered
+(`marshmallow_bypass`)."""
 
 
 def _environ() -> dict[str, Any]:
@@ -153,7 +156,8 @@ def load_body(schema: Schema) -> dict[str, Any]:
         mimetype = request.mimetype if env is None else bypass.mimetype(env)
         if not mimetype.endswith("json"):
             raise BadRequest("the body must be JSON (Content-Type: application/json)", 415)
-    if env is not None:
+    remember: bool = current_app.config.get(REMEMBER_BODIES, False)
+    if remember:
         known = marshmallow_bypass.recall(schema, raw)
         if known is not None:
             return known
@@ -168,7 +172,7 @@ def load_body(schema: Schema) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object", 422)
     loaded: dict[str, Any] = schema.load(data)
-    if env is not None:
+    if remember:
         marshmallow_bypass.remember(schema, raw, loaded)
     return loaded
 

@@ -29,7 +29,9 @@ class Counted(schemas.Declare):
 def app() -> Iterator[Flask]:
     marshmallow_bypass.forget()
     Counted.loads = 0
-    yield Flask("bodies")
+    app = Flask("bodies")
+    app.config[http.REMEMBER_BODIES] = True  # as create_app sets it with the shortcut on
+    yield app
     marshmallow_bypass.forget()
 
 
