@@ -46,7 +46,7 @@ def _level(raw: str) -> str:
     return level
 
 
-SHORTCUTS = frozenset({"flask_request_bypass", "marshmallow_bypass", "redis_py_bypass"})
+SHORTCUTS = frozenset({"flask_request_bypass", "redis_py_bypass"})
 """The shortcuts around libraries (style habit 17), each named for its module."""
 
 

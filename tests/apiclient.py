@@ -96,8 +96,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--plain-requests",
         action="store_true",
         help="serve the API without its shortcuts around libraries (service.config.SHORTCUTS): "
-        "the plain path, every request read through Flask and validated by marshmallow, every "
-        "command through redis-py's public API",
+        "the plain path, every request read through Flask, every command through redis-py's "
+        "public API",
     )
 
 

@@ -49,7 +49,7 @@ from .feed import Feed
 from .flask_request_bypass import CurrentEnviron
 from .gauges import FromRedis, Sampler, WorkerProcesses, redis_pool_use
 from .health import Readiness, probe_client
-from .http import COMMAND, OUTCOME, REMEMBER_BODIES, SERVICES
+from .http import COMMAND, OUTCOME, SERVICES
 from .json import dumps
 from .play import play
 from .rate_limits import RateLimits
@@ -326,9 +326,8 @@ def create_app(
 ) -> Flask:
     """Build the app for `settings` (the entry point reads them from the environment).
     `settings.shortcuts_off` names the shortcuts around libraries the app leaves out (each
-    measured worth it): `flask_request_bypass` (off: every request read through Flask),
-    `marshmallow_bypass` (off: every body validated by its schema), `redis_py_bypass` (off:
-    the store's commands through redis-py's public API)."""
+    measured worth it): `flask_request_bypass` (off: every request read through Flask) and
+    `redis_py_bypass` (off: the store's commands through redis-py's public API)."""
     if redis_client is None:
         if not settings.redis_url:
             raise RuntimeError("REDIS_URL is not set (guts serve starts a Redis of its own)")
@@ -342,7 +341,6 @@ def create_app(
     app = _Guts("guts")
     app.session_interface = _NoSessions()
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
-    app.config[REMEMBER_BODIES] = "marshmallow_bypass" not in settings.shortcuts_off
     auth = Authenticator(
         settings.operator_keys, settings.auditor_keys, _token_secret(settings, redis_client)
     )

@@ -1,9 +1,8 @@
 """Reading requests and writing responses, for the routes: the caller, bodies, a command's
 conditions (If-Match, Idempotency-Key), and the JSON answer of a use case's `Outcome`.
 
-Through Flask's `request` and `g`; or, in an app built with its request shortcuts (the
-default), through the two measured shortcuts `flask_request_bypass` (the request read from
-the WSGI environ) and `marshmallow_bypass` (small bodies validated once per process).
+Through Flask's `request` and `g`; or, in an app built with its measured shortcut
+`flask_request_bypass` (the default), from the WSGI environ.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from marshmallow import Schema
 from service.application import Caller, Conditions, Outcome
 
 from . import flask_request_bypass as bypass
-from . import marshmallow_bypass
 from .auth import Unauthorized
 from .errors import BadRequest
 from .json import RefusedJson, dumps, loads
@@ -34,9 +32,6 @@ OUTCOME = "guts.outcome"
 SERVICES = "guts.services"
 """Where the request shortcuts keep the app's `Services`, in the WSGI environ."""
 _CALLER = "guts.caller"
-REMEMBER_BODIES = "GUTS_REMEMBER_BODIES"
-"""The app's setting (``app.config``): small validated bodies are remembered
-(`marshmallow_bypass`)."""
 
 
 def _environ() -> dict[str, Any]:
@@ -156,11 +151,6 @@ def load_body(schema: Schema) -> dict[str, Any]:
         mimetype = request.mimetype if env is None else bypass.mimetype(env)
         if not mimetype.endswith("json"):
             raise BadRequest("the body must be JSON (Content-Type: application/json)", 415)
-    remember: bool = current_app.config.get(REMEMBER_BODIES, False)
-    if remember:
-        known = marshmallow_bypass.recall(schema, raw)
-        if known is not None:
-            return known
     data: Any = {}
     if raw:
         try:
@@ -172,8 +162,6 @@ def load_body(schema: Schema) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object", 422)
     loaded: dict[str, Any] = schema.load(data)
-    if remember:
-        marshmallow_bypass.remember(schema, raw, loaded)
     return loaded
 
 

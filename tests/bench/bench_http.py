@@ -30,6 +30,14 @@ ratios of the rounds in which the host took at most 10% during both runs (and th
 with fewer than 3 such rounds).
 
 Goals: declare throughput >= 0.5x the baseline's, and declare p99 <= 2.0x the baseline's.
+
+With ``--shortcuts`` it measures instead what each shortcut around a library (style habit 17,
+``service.config.SHORTCUTS``) is worth: on one Redis, the service with every shortcut, with
+none, and without each one (one gunicorn each, told by ``GUTS_SHORTCUTS_OFF``), and the
+baseline, take turns run by run, in an order reversed from one round to the next; it reports
+each variant's declares/s (against the baseline and against every shortcut, in the same round)
+and the CPU time its gunicorn workers spent per declare, and each shortcut's worth per round
+(see `shortcut_rounds`). A shortcut stays when leaving it out costs at least 3%.
 """
 
 from __future__ import annotations
@@ -677,21 +685,34 @@ def shortcut_rounds(workdir: Path, rounds: int) -> None:
         f"\n{len(steady)} of {len(measured)} rounds with the host taking at most "
         f"{MAX_STEAL:.0%} of the CPU; medians (min-max) over them:\n"
     )
-    print(f"{'':34}{'declares/s':>22}{'/ baseline':>22}{'/ all shortcuts':>22}")
+    print(
+        f"{'':30}{'declares/s':>20}{'/ baseline':>22}{'/ all shortcuts':>22}"
+        f"{'workers CPU us/declare':>26}"
+    )
     for name in [*variants, "baseline"]:
         rates = [runs[name].rate for runs in steady]
         vs_base = [runs[name].rate / runs["baseline"].rate for runs in steady]
         vs_all = [runs[name].rate / runs["all shortcuts"].rate for runs in steady]
+        cpu = [runs[name].server_cpu_us for runs in steady]
         print(
-            f"{name:34}{_spread(rates, '.0f'):>22}{_spread(vs_base, '.3f'):>22}"
-            f"{_spread(vs_all, '.3f'):>22}"
+            f"{name:30}{_spread(rates, '.0f'):>20}{_spread(vs_base, '.3f'):>22}"
+            f"{_spread(vs_all, '.3f'):>22}{_spread(cpu, '.0f'):>26}"
         )
-    print("\nworth of each shortcut (1 - declares/s without it / with all, per round):")
+    print(
+        "\nworth of each shortcut, per round against the run with all shortcuts in the same "
+        "round\n(throughput: 1 - declares/s without it / with all; CPU: 1 - the workers' CPU "
+        "per declare with all / without it):"
+    )
     for name, off in variants.items():
         if name.startswith("without"):
-            worth = [1 - runs[name].rate / runs["all shortcuts"].rate for runs in steady]
-            rounds_text = " ".join(f"{w:+.1%}" for w in worth)
-            print(f"  {off:24} median {_spread(worth, '+.1%')}  rounds: {rounds_text}")
+            all_in = [runs["all shortcuts"] for runs in steady]
+            without = [runs[name] for runs in steady]
+            worth = [1 - m.rate / a.rate for m, a in zip(without, all_in, strict=True)]
+            cost = [
+                1 - a.server_cpu_us / m.server_cpu_us for m, a in zip(without, all_in, strict=True)
+            ]
+            print(f"  {off:22} throughput {_spread(worth, '+.1%')}  CPU {_spread(cost, '+.1%')}")
+            print(f"  {'':22} rounds, CPU: {' '.join(f'{c:+.1%}' for c in cost)}")
 
 
 def _spread(values: list[float], spec: str) -> str:
