@@ -3,12 +3,13 @@ helpers read the caller, headers and body straight from the WSGI environ, which
 `CurrentEnviron` makes current for the length of a request.
 
 Worth it, measured (2026-11-26, ``tests/bench/bench_http.py --shortcuts``: real gunicorn and
-wrk, the service with every shortcut and without this one taking turns with the baseline,
-12 rounds; docs/benchmarks.md): without it the web workers spend 7.8% more CPU per declare
-(median per round, -0.3% to +13.7%; 1,481 against 1,402 us), the worth that decides, since
+wrk, the service with every shortcut and without this one taking turns with the baseline, 8
+rounds; docs/benchmarks.md): without it the web workers spend 8.4% more CPU per declare
+(median per round, +4.3% to +9.3%; 1,401 against 1,312 us), the worth that decides, since
 the machine's two cores are saturated; declare throughput, which the shared machine swung by
-half from one run to the next, fell by a median 18.7% (-23.9% to +43.9%; 471 against 548
-declares/s, baseline 2,055) and 7.4% in a first run of 10 rounds. It relies on what Werkzeug
+half from one run to the next, changed by a median -4.4% (-25.2% to +11.7%; 652 against 705
+declares/s, baseline 2,538); in two earlier runs (with a third shortcut, since removed) 7.8%
+and 7.4%. It relies on what Werkzeug
 reads from the environ (``HTTP_*`` headers, ``CONTENT_LENGTH``, ``CONTENT_TYPE``,
 ``wsgi.input``), so Flask and Werkzeug are pinned to the versions it was checked against
 (3.1; pyproject.toml). ``GUTS_SHORTCUTS_OFF=flask_request_bypass`` leaves it out, and CI runs

@@ -3,18 +3,20 @@ event store's two hot commands (a load's HMGET and an append's EVALSHA): the pro
 free list of connections, commands packed by hiredis.
 
 Worth it, measured (2026-11-26, ``tests/bench/bench_http.py --shortcuts``: real gunicorn and
-wrk, the service with every shortcut and without this one taking turns with the baseline,
-12 rounds; docs/benchmarks.md): without it the web workers spend 4.8% more CPU per declare
-(median per round, +0.8% to +12.7%; 1,488 against 1,402 us), the worth that decides, since
+wrk, the service with every shortcut and without this one taking turns with the baseline, 8
+rounds; docs/benchmarks.md): without it the web workers spend 8.9% more CPU per declare
+(median per round, +4.3% to +13.2%; 1,431 against 1,312 us), the worth that decides, since
 the machine's two cores are saturated; declare throughput, which the shared machine swung by
-half from one run to the next, gave a median of -10.6% (-59.9% to +30.4%) in that run and
-+14.6% (-7.7% to +41.3%) in a first run of 10 rounds. It relies on redis-py's ``Connection``
-(``send_packed_command``, ``read_response``, ``disconnect``) and the pool's
-``connection_class`` and ``connection_kwargs``, so redis-py is pinned to the major version
-it was checked against (8; pyproject.toml). ``GUTS_SHORTCUTS_OFF=redis_py_bypass`` leaves it
-out (the API, the dispatchers and the jobs: ``service.stores.event_store``); the store
-contract suite runs against the plain path too (``RedisEventStore(bypass_redis_py=False)``,
-which uses ``execute_command``), and CI runs the API's tests on it (``--plain-requests``).
+half from one run to the next, changed by a median -15.5% (-31.0% to +49.4%; 628 against 705
+declares/s, baseline 2,538); in two earlier runs (with a third shortcut, since removed) 4.8%
+of the workers' CPU, and throughput fell by a median 14.6% in one, rose by 10.6% in the other.
+It relies on redis-py's ``Connection`` (``send_packed_command``, ``read_response``,
+``disconnect``) and the pool's ``connection_class`` and ``connection_kwargs``, so redis-py is
+pinned to the major version it was checked against (8; pyproject.toml).
+``GUTS_SHORTCUTS_OFF=redis_py_bypass`` leaves it out (the API, the dispatchers and the jobs:
+``service.stores.event_store``); the store contract suite runs against the plain path too
+(``RedisEventStore(bypass_redis_py=False)``, which uses ``execute_command``), and CI runs the
+API's tests on it (``--plain-requests``).
 
 On a Redis Cluster (`ClusterCommands`) it is what lets the cluster keep up with one Redis
 (tests/bench/bench_cluster.py, 2026-11-24, commands through ``Tables`` on 24 tables, 4
