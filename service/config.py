@@ -46,6 +46,15 @@ def _level(raw: str) -> str:
     return level
 
 
+SHORTCUTS = frozenset({"flask_request_bypass", "redis_py_bypass"})
+"""The shortcuts around libraries (style habit 17), each named for its module."""
+
+
+def _shortcuts(raw: str) -> frozenset[str]:
+    names = frozenset(name.strip() for name in raw.split(",") if name.strip())
+    return SHORTCUTS if names == {"all"} else names
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the service reads from its environment."""
@@ -84,8 +93,19 @@ class Settings:
     rate_limit_keys: str = ""
     rate_limit_tenants: Mapping[str, str] = field(default_factory=dict)
     extra: Mapping[str, str] = field(default_factory=dict)
+    # The measured shortcuts around libraries (`SHORTCUTS`) this process leaves out, taking
+    # the plain path instead (GUTS_SHORTCUTS_OFF, comma-separated names, "all" for every one):
+    # for measuring what each is worth (tests/bench/bench_http.py --shortcuts) and for
+    # running without one should a library's new version break it.
+    shortcuts_off: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
+        unknown = sorted(self.shortcuts_off - SHORTCUTS)
+        if unknown:
+            raise ValueError(
+                f"GUTS_SHORTCUTS_OFF names {', '.join(unknown)}: the shortcuts are "
+                f"{', '.join(sorted(SHORTCUTS))} (or all)"
+            )
         for name in ("auth_failures", "commands", "keys"):
             _rate(f"GUTS_RATE_LIMIT_{name.upper()}", getattr(self, f"rate_limit_{name}"))
         for tenant, limit in self.rate_limit_tenants.items():
@@ -131,4 +151,5 @@ class Settings:
             rate_limit_commands=env.get("GUTS_RATE_LIMIT_COMMANDS", "10/second"),
             rate_limit_keys=env.get("GUTS_RATE_LIMIT_KEYS", ""),
             rate_limit_tenants=_per_tenant(env.get("GUTS_RATE_LIMIT_TENANTS", "")),
+            shortcuts_off=_shortcuts(env.get("GUTS_SHORTCUTS_OFF", "")),
         )

@@ -68,15 +68,14 @@ def event_store(
     settings: Settings,
     client: redis.Redis,
     archive: Archive | None = None,
-    *,
-    bypass_redis_py: bool = True,
 ) -> RedisEventStore:
-    """The tables' event store on `client`, reading what was archived from `archive`."""
+    """The tables' event store on `client`, reading what was archived from `archive`, with
+    its shortcut around redis-py unless `settings.shortcuts_off` names it."""
     return RedisEventStore(
         client,
         prefix=settings.key_prefix,
         idempotency_ttl_s=settings.idempotency_ttl_s,
-        bypass_redis_py=bypass_redis_py,
+        bypass_redis_py="redis_py_bypass" not in settings.shortcuts_off,
         archive=archive,
         keep=settings.archive_keep_events,
     )

@@ -15,7 +15,7 @@ import requests
 from werkzeug.serving import make_server
 
 from service.api.app import create_app
-from service.config import Settings
+from service.config import SHORTCUTS, Settings
 
 OPERATOR = "op-key-for-tests"
 AUDITOR = "aud-key-for-tests"
@@ -95,13 +95,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--plain-requests",
         action="store_true",
-        help="serve the API without its request shortcuts (every request read through Flask)",
+        help="serve the API without its shortcuts around libraries (service.config.SHORTCUTS): "
+        "the plain path, every request read through Flask, every command through redis-py's "
+        "public API",
     )
 
 
 def _serve(settings: Settings, config: pytest.Config) -> Iterator[str]:
-    shortcuts = not config.getoption("--plain-requests")
-    app = create_app(settings, request_shortcuts=shortcuts)
+    if config.getoption("--plain-requests"):
+        settings = dataclasses.replace(settings, shortcuts_off=SHORTCUTS)
+    app = create_app(settings)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     SERVED[f"http://127.0.0.1:{server.server_port}"] = app
     thread = threading.Thread(target=server.serve_forever, daemon=True)

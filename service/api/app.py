@@ -330,13 +330,11 @@ def create_app(
     settings: Settings,
     *,
     redis_client: redis.Redis | None = None,
-    request_shortcuts: bool = True,
-    redis_py_bypass: bool = True,
 ) -> Flask:
     """Build the app for `settings` (the entry point reads them from the environment).
-    `request_shortcuts` (measured worth it: see `flask_request_bypass` and
-    `marshmallow_bypass`) off reads every request through Flask; `redis_py_bypass` off sends
-    the store's commands through redis-py's public API (see `service.eventlog.redis_py_bypass`)."""
+    `settings.shortcuts_off` names the shortcuts around libraries the app leaves out (each
+    measured worth it): `flask_request_bypass` (off: every request read through Flask) and
+    `redis_py_bypass` (off: the store's commands through redis-py's public API)."""
     if redis_client is None:
         if not settings.redis_url:
             raise RuntimeError("REDIS_URL is not set (guts serve starts a Redis of its own)")
@@ -346,7 +344,7 @@ def create_app(
     queue = queue_client(settings, redis_client)  # RQ's (audits, reports)
     # The events trimmed from Redis are read from the archive, when there is one.
     archive = open_archive(settings)
-    store = event_store(settings, redis_client, archive, bypass_redis_py=redis_py_bypass)
+    store = event_store(settings, redis_client, archive)
     app = _Guts("guts")
     app.session_interface = _NoSessions()
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
@@ -402,7 +400,7 @@ def create_app(
     if settings.cors_origins:
         app.after_request(cors(settings.cors_origins))
     app.after_request(allow_on_options(app))  # (after_request functions run last first)
-    if request_shortcuts:
+    if "flask_request_bypass" not in settings.shortcuts_off:
         app.wsgi_app = CurrentEnviron(  # type: ignore[method-assign]
             app.wsgi_app, {SERVICES: services}, settings.max_body_bytes
         )

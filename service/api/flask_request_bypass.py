@@ -2,13 +2,18 @@
 helpers read the caller, headers and body straight from the WSGI environ, which
 `CurrentEnviron` makes current for the length of a request.
 
-Worth it, measured (tests/bench/bench_request_plumbing.py, declares through the WSGI app
-in-process, two runs, CPU time): reading through Flask's `request` instead costs 10.9% and
-15.5% of declare throughput (3455 and 3337 against 3878 and 3952 declares per CPU-second).
-It relies on what Werkzeug reads from the environ (``HTTP_*`` headers, ``CONTENT_LENGTH``,
-``CONTENT_TYPE``, ``wsgi.input``), so Flask and Werkzeug are pinned to the versions it was
-checked against (pyproject.toml). The API's tests run against the plain path too
-(``pytest tests/api --plain-requests``: apps built with ``request_shortcuts=False``).
+Worth it, measured (2026-11-26, ``tests/bench/bench_http.py --shortcuts``: real gunicorn and
+wrk, the service with every shortcut and without this one taking turns with the baseline, 8
+rounds; docs/benchmarks.md): without it the web workers spend 8.4% more CPU per declare
+(median per round, +4.3% to +9.3%; 1,401 against 1,312 us), the worth that decides, since
+the machine's two cores are saturated; declare throughput, which the shared machine swung by
+half from one run to the next, changed by a median -4.4% (-25.2% to +11.7%; 652 against 705
+declares/s, baseline 2,538); in two earlier runs (with a third shortcut, since removed) 7.8%
+and 7.4%. It relies on what Werkzeug
+reads from the environ (``HTTP_*`` headers, ``CONTENT_LENGTH``, ``CONTENT_TYPE``,
+``wsgi.input``), so Flask and Werkzeug are pinned to the versions it was checked against
+(3.1; pyproject.toml). ``GUTS_SHORTCUTS_OFF=flask_request_bypass`` leaves it out, and CI runs
+the API's tests on the plain path too (``pytest tests/api --plain-requests``).
 """
 
 from __future__ import annotations

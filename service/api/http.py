@@ -2,9 +2,8 @@
 conditions (If-Match, Idempotency-Key), and the response that says a use case's `Outcome`
 (this module alone maps what a use case did to HTTP: its status, body and headers).
 
-Through Flask's `request` and `g`; or, in an app built with its request shortcuts (the
-default), through the two measured shortcuts `flask_request_bypass` (the request read from
-the WSGI environ) and `marshmallow_bypass` (small bodies validated once per process).
+Through Flask's `request` and `g`; or, in an app built with its measured shortcut
+`flask_request_bypass` (the default), from the WSGI environ.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from marshmallow import Schema
 from service.application import Caller, Conditions, Outcome
 
 from . import flask_request_bypass as bypass
-from . import marshmallow_bypass
 from .auth import Unauthorized
 from .errors import BadRequest
 from .json import RefusedJson, dumps, loads
@@ -169,10 +167,6 @@ def load_body(schema: Schema) -> dict[str, Any]:
         mimetype = request.mimetype if env is None else bypass.mimetype(env)
         if not mimetype.endswith("json"):
             raise BadRequest("the body must be JSON (Content-Type: application/json)", 415)
-    if env is not None:
-        known = marshmallow_bypass.recall(schema, raw)
-        if known is not None:
-            return known
     data: Any = {}
     if raw:
         try:
@@ -184,8 +178,6 @@ def load_body(schema: Schema) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object", 422)
     loaded: dict[str, Any] = schema.load(data)
-    if env is not None:
-        marshmallow_bypass.remember(schema, raw, loaded)
     return loaded
 
 

@@ -2,15 +2,21 @@
 event store's two hot commands (a load's HMGET and an append's EVALSHA): the process's own
 free list of connections, commands packed by hiredis.
 
-Worth it, measured (tests/bench/bench_request_plumbing.py, declares through the WSGI app
-in-process against a real Redis, variants ``new`` and ``new-plain-store`` taking turns, 8
-rounds, 2026-11-23): the plain path costs 8.3% and 10.9% of declare throughput per CPU-second
-(2,553 and 2,267 against 2,785 and 2,544 declares per CPU-second), 5.2% and 5.0% per
-wall-clock second. It relies on redis-py's ``Connection`` (``send_packed_command``,
-``read_response``, ``disconnect``) and the pool's ``connection_class`` and
-``connection_kwargs``, so redis-py is pinned to the major version it was checked against
-(pyproject.toml). The store contract suite runs against the plain path too
-(``RedisEventStore(bypass_redis_py=False)``, which uses ``execute_command``).
+Worth it, measured (2026-11-26, ``tests/bench/bench_http.py --shortcuts``: real gunicorn and
+wrk, the service with every shortcut and without this one taking turns with the baseline, 8
+rounds; docs/benchmarks.md): without it the web workers spend 8.9% more CPU per declare
+(median per round, +4.3% to +13.2%; 1,431 against 1,312 us), the worth that decides, since
+the machine's two cores are saturated; declare throughput, which the shared machine swung by
+half from one run to the next, changed by a median -15.5% (-31.0% to +49.4%; 628 against 705
+declares/s, baseline 2,538); in two earlier runs (with a third shortcut, since removed) 4.8%
+of the workers' CPU, and throughput fell by a median 14.6% in one, rose by 10.6% in the other.
+It relies on redis-py's ``Connection`` (``send_packed_command``, ``read_response``,
+``disconnect``) and the pool's ``connection_class`` and ``connection_kwargs``, so redis-py is
+pinned to the major version it was checked against (8; pyproject.toml).
+``GUTS_SHORTCUTS_OFF=redis_py_bypass`` leaves it out (the API, the dispatchers and the jobs:
+``service.infrastructure.event_store``); the store contract suite runs against the plain path too
+(``RedisEventStore(bypass_redis_py=False)``, which uses ``execute_command``), and CI runs the
+API's tests on it (``--plain-requests``).
 
 On a Redis Cluster (`ClusterCommands`) it is what lets the cluster keep up with one Redis
 (tests/bench/bench_cluster.py, 2026-11-24, commands through ``Tables`` on 24 tables, 4

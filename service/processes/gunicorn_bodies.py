@@ -29,7 +29,8 @@ The chunk sizes are seen through the one gunicorn internal this module uses: the
 a chunked body (``gunicorn.http.body.ChunkedReader``, behind ``wsgi.input.reader``) looks up
 its ``parse_chunk_size`` method on itself for every chunk, so `_count_chunks` puts a checking
 wrapper on that instance. Not for speed (style habit 17) but for correctness: gunicorn has
-no setting that bounds a chunk's size. gunicorn is pinned to 27.x (pyproject.toml), and
+no setting that bounds a chunk's size. It was checked against gunicorn 27.0.1, gunicorn is
+pinned to ``>=27.0,<28`` (pyproject.toml), and
 tests/test_request_bodies.py checks every case above over a real ``guts serve``; against
 another reader class (HTTP/2, a future gunicorn) the wrapper is left out and the sizes are
 bounded by the deadline and the limit only.
@@ -42,6 +43,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import gevent  # type: ignore[import-untyped]
+
+# gunicorn internals (checked against gunicorn 27.0.1): its chunked body's reader, wrapped by
+# `_count_chunks`, and what its readers raise when the connection closes mid-body.
 from gunicorn.http.body import ChunkedReader  # type: ignore[import-untyped]
 from gunicorn.http.errors import NoMoreData  # type: ignore[import-untyped]
 
@@ -110,7 +114,10 @@ class WholeBodies:
 
 def _count_chunks(stream: Any, limit: int) -> None:
     """Refuse a chunked body as soon as a chunk's size is beyond `LARGEST_CHUNK` (400) or
-    the sizes add up to more than `limit` (413), before its data is waited for."""
+    the sizes add up to more than `limit` (413), before its data is waited for.
+
+    gunicorn internal (checked against gunicorn 27.0.1): ``wsgi.input.reader`` and the
+    reader's ``parse_chunk_size(unreader, data) -> (size, rest)``, looked up per chunk."""
     reader: Any = getattr(stream, "reader", None)
     if type(reader) is not ChunkedReader:
         return

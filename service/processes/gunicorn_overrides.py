@@ -3,8 +3,13 @@ public settings (``service.processes.gunicorn_conf``): a gevent worker that answ
 the
 requests gunicorn refuses itself, and a logger that writes the service's JSON lines.
 
-Both are written against gunicorn 27 (pinned in pyproject.toml); tests/test_operating.py
-checks them over a real ``guts serve``.
+Both are written against gunicorn 27 (checked against 27.0.1; pinned to ``>=27.0,<28`` in
+pyproject.toml); tests/test_operating.py checks them over a real ``guts serve``. What they use
+of gunicorn beyond its documented settings is marked ``gunicorn internal`` below, each in one
+place: the worker's ``handle_error`` method, the exceptions of ``gunicorn.http.errors`` it is
+given, and the logger's ``setup`` method. (The answer is written with the socket's own
+``sendall``, not gunicorn's ``util`` helpers; the loggers are found by the names gunicorn's
+documentation gives them, ``gunicorn.error`` and ``gunicorn.access``.)
 
 **The worker.** gunicorn parses a request before the app sees it, and answers one it cannot
 take (a request line over ``limit_request_line``, too many or too long header fields, a
@@ -29,14 +34,17 @@ service's own access log, which costs about 14 us a request to format.)
 
 from __future__ import annotations
 
+import logging
 import socket
 import ssl
 import time
 import uuid
 from typing import Any
 
-from gunicorn import util  # type: ignore[import-untyped]
 from gunicorn.glogging import Logger  # type: ignore[import-untyped]
+
+# gunicorn internal (checked against gunicorn 27.0.1): the exceptions its HTTP parser raises,
+# which a worker's `handle_error` is given; `ProblemAnswers.refusal` maps them.
 from gunicorn.http.errors import (  # type: ignore[import-untyped]
     ChunkMissingTerminator,
     ExpectationFailed,
@@ -60,12 +68,19 @@ from service.processes.gunicorn_bodies import BodyRefused
 class JsonLogger(Logger):  # type: ignore[misc]
     """gunicorn's logger, writing the service's JSON lines (see the module doc)."""
 
+    # gunicorn internal (checked against gunicorn 27.0.1): `setup(cfg)`, which gunicorn calls
+    # on its logger class whenever it (re)makes its handlers.
     def setup(self, cfg: Any) -> None:
         super().setup(cfg)
-        for log in (self.error_log, self.access_log):
-            for handler in log.handlers:
+        for name in ("gunicorn.error", "gunicorn.access"):  # (its documented logger names)
+            for handler in logging.getLogger(name).handlers:
                 handler.setFormatter(JsonLines())
                 handler.addFilter(RequestIds())
+
+
+_SEND_S = 1.0
+"""How long writing a refusal may wait for the client to take it (it is under 1 KB: it fits
+in the socket's buffer unless the client has stopped reading)."""
 
 
 def _linger(
@@ -92,6 +107,9 @@ class ProblemAnswers:
     cfg: Any
     log: Any
 
+    # gunicorn internal (checked against gunicorn 27.0.1): the worker method that answers a
+    # request gunicorn refused, its signature, and that it is called with the client's socket
+    # still open for writing.
     def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:
         refused = self.refusal(exc)
         # (the request was not read whole: a new id, in the answer and in the log line)
@@ -117,7 +135,8 @@ class ProblemAnswers:
             f"Content-Type: {PROBLEM}\r\nContent-Length: {len(body)}\r\n\r\n"
         )
         try:
-            util.write_nonblock(client, head.encode("latin-1") + body)
+            client.settimeout(_SEND_S)  # (a client that reads nothing does not hold us)
+            client.sendall(head.encode("latin-1") + body)
             _linger(client)
         except Exception:  # noqa: BLE001 - the client went away: nothing left to tell it
             self.log.debug("Failed to send error message.")

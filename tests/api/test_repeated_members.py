@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from service.api import marshmallow_bypass
 from tests.apiclient import OPERATOR, Api
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
@@ -70,7 +69,6 @@ def test_a_repeated_member_is_refused_naming_it_and_writes_nothing(
     text, repeated = REPEATS[where]
     body = text.replace("%s", member) if where != "at the top" else text % (member, member)
     named = repeated.replace("%s", member)
-    marshmallow_bypass.forget()  # nothing remembered from earlier tests can answer for it
     before = _everything(redis_client)
     response = api.call(
         method,

@@ -30,6 +30,14 @@ ratios of the rounds in which the host took at most 10% during both runs (and th
 with fewer than 3 such rounds).
 
 Goals: declare throughput >= 0.5x the baseline's, and declare p99 <= 2.0x the baseline's.
+
+With ``--shortcuts`` it measures instead what each shortcut around a library (style habit 17,
+``service.config.SHORTCUTS``) is worth: on one Redis, the service with every shortcut, with
+none, and without each one (one gunicorn each, told by ``GUTS_SHORTCUTS_OFF``), and the
+baseline, take turns run by run, in an order reversed from one round to the next; it reports
+each variant's declares/s (against the baseline and against every shortcut, in the same round)
+and the CPU time its gunicorn workers spent per declare, and each shortcut's worth per round
+(see `shortcut_rounds`). A shortcut stays when leaving it out costs at least 3%.
 """
 
 from __future__ import annotations
@@ -53,8 +61,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import psutil
 import requests
 
+from service.config import SHORTCUTS
 from service.processes.redis_server import RedisServer, free_port
 from service.processes.serve import gunicorn_command
 
@@ -227,6 +237,13 @@ class Measurement:
     latencies_s: list[float]  # sorted, of the counted requests
     failure_sample: str = ""  # the first non-2xx response, if any
     machine: CpuTimes | None = None  # the whole machine's CPU time in the measured window
+    server_cpu_s: float = math.nan  # the target's gunicorn workers' CPU time in the window
+
+    @property
+    def server_cpu_us(self) -> float:
+        """The target's workers' CPU time per counted request (a hand's deal and resolve
+        included), in us: what other guests of the machine change least."""
+        return self.server_cpu_s / self.counted * 1e6 if self.counted else math.nan
 
     @property
     def rate(self) -> float:
@@ -282,31 +299,54 @@ class CpuTimes:
 def targets(workdir: Path, redis_urls: list[str] | None = None) -> Iterator[tuple[str, str]]:
     """Redis, the service and the baseline, running; yields (service URL, baseline URL), and
     puts the Redis URL in `redis_urls` when given."""
+    with services(workdir, {"service": ""}, redis_urls) as (urls, baseline_url):
+        yield urls["service"], baseline_url
+
+
+@contextlib.contextmanager
+def services(
+    workdir: Path,
+    variants: dict[str, str],
+    redis_urls: list[str] | None = None,
+    pids: dict[str, int] | None = None,
+) -> Iterator[tuple[dict[str, str], str]]:
+    """Redis, one service per variant (name: the shortcuts it leaves out, its
+    ``GUTS_SHORTCUTS_OFF``) and the baseline, running on one Redis; yields (each variant's
+    URL, the baseline's URL), and puts the Redis URL in `redis_urls` and each gunicorn's
+    process id in `pids` (by name, the baseline's as "baseline") when given."""
     with RedisServer() as server, _Processes() as children:
         if redis_urls is not None:
             redis_urls.append(server.url)
-        metrics_dir = workdir / "metrics"
-        metrics_dir.mkdir()
         env = {k: v for k, v in os.environ.items() if k not in ("GUNICORN_CMD_ARGS",)}
         env.update(
             REDIS_URL=server.url,
-            PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
             GUTS_OPERATOR_KEYS=OPERATOR_KEY,
             GUTS_TOKEN_SECRET=TOKEN_SECRET,
             GUTS_SANDBOX="",
+            # The load plays each seat as fast as the service answers, past the default limit
+            # of commands per player token: one no load reaches, so each command still pays
+            # for its check.
+            GUTS_RATE_LIMIT_COMMANDS="100000/second",
         )
-        urls = []
-        for name, app, probe in (
-            ("service", "service.wsgi:app", "/livez"),
-            ("baseline", "tests.bench.baseline_app:app", "/baseline"),
-        ):
+        urls = {}
+        apps = [(name, "service.wsgi:app", "/livez", off) for name, off in variants.items()]
+        baseline = ("baseline", "tests.bench.baseline_app:app", "/baseline", "")
+        for name, app, probe, off in [*apps, baseline]:
+            metrics_dir = workdir / f"metrics-{name}"
+            metrics_dir.mkdir()
+            own = {**env, "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir), "GUTS_SHORTCUTS_OFF": off}
+            if len(variants) > 1:  # each variant its own keys in the one Redis
+                own["GUTS_KEY_PREFIX"] = f"bench-{name}"
             port = free_port()
             with open(workdir / f"{name}.log", "wb") as log:
                 command = gunicorn_command("127.0.0.1", port, WEB_WORKERS, app=app)
-                children.start(command, env, log)
-            urls.append(f"http://127.0.0.1:{port}")
-            _wait_ready(urls[-1] + probe, "GET" if probe == "/livez" else "POST", workdir)
-        yield urls[0], urls[1]
+                started = children.start(command, own, log)
+            if pids is not None:
+                pids[name] = started.pid
+            urls[name] = f"http://127.0.0.1:{port}"
+            _wait_ready(urls[name] + probe, "GET" if probe == "/livez" else "POST", workdir)
+        baseline_url = urls.pop("baseline")
+        yield urls, baseline_url
 
 
 class _Processes:
@@ -316,10 +356,10 @@ class _Processes:
     def __init__(self) -> None:
         self.started: list[subprocess.Popen[bytes]] = []
 
-    def start(self, argv: list[str], env: dict[str, str], log: Any) -> None:
-        self.started.append(
-            subprocess.Popen(argv, env=env, stdout=log, stderr=log, process_group=0)
-        )
+    def start(self, argv: list[str], env: dict[str, str], log: Any) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(argv, env=env, stdout=log, stderr=log, process_group=0)
+        self.started.append(process)
+        return process
 
     def __enter__(self) -> _Processes:
         return self
@@ -393,9 +433,15 @@ def to_lua(value: Any) -> str:
 
 
 def run_wrk(
-    label: str, base: str, mode: str, tables: list[dict[str, Any]], workdir: Path
+    label: str,
+    base: str,
+    mode: str,
+    tables: list[dict[str, Any]],
+    workdir: Path,
+    server: int | None = None,
 ) -> Measurement:
-    """One wrk run of WARMUP_S + MEASURE_S against `base`, counting the measured window."""
+    """One wrk run of WARMUP_S + MEASURE_S against `base`, counting the measured window (and
+    the CPU time of the children of process `server`, a gunicorn, when given)."""
     out = workdir / f"{label}.counts"
     script = workdir / f"{label}.lua"
     start = time.monotonic()
@@ -415,9 +461,9 @@ def run_wrk(
     wrk = subprocess.Popen([*command, "-s", str(script), base], stdout=subprocess.DEVNULL)
     try:
         time.sleep(max(0.0, config["t0"] - time.monotonic()))
-        before = CpuTimes.now()
+        before, served_before = CpuTimes.now(), _children_cpu_s(server)
         time.sleep(max(0.0, config["t1"] - time.monotonic()))
-        after = CpuTimes.now()
+        after, served_after = CpuTimes.now(), _children_cpu_s(server)
         if wrk.wait(timeout=duration_s + 30) != 0:
             raise RuntimeError(f"wrk failed (exit {wrk.returncode}) against {base}")
     finally:
@@ -425,7 +471,21 @@ def run_wrk(
             wrk.kill()
             wrk.wait()
     machine = after - before if before and after else None
-    return dataclasses.replace(_read_counts(label, out), machine=machine)
+    server_cpu_s = sum(served_after.get(pid, 0.0) - cpu for pid, cpu in served_before.items())
+    counts = _read_counts(label, out)
+    return dataclasses.replace(counts, machine=machine, server_cpu_s=server_cpu_s or math.nan)
+
+
+def _children_cpu_s(pid: int | None) -> dict[int, float]:
+    """The CPU time (user and system, s) of each child of process `pid` (none: {})."""
+    if pid is None:
+        return {}
+    times = {}
+    for child in psutil.Process(pid).children():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            cpu = child.cpu_times()
+            times[child.pid] = cpu.user + cpu.system
+    return times
 
 
 def _read_counts(label: str, path: Path) -> Measurement:
@@ -524,6 +584,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", action="store_true", help="keep the logs and scripts")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="alternating rounds")
+    parser.add_argument(
+        "--shortcuts",
+        action="store_true",
+        help="what each shortcut around a library is worth: the service with all, with none, "
+        "and without each one, beside the baseline, in alternating rounds",
+    )
     args = parser.parse_args(argv)
     if shutil.which("wrk") is None:
         print("wrk is not installed (apt-get install wrk)", file=sys.stderr)
@@ -532,6 +598,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="guts-bench-http-"))
     keep = args.keep
     try:
+        if args.shortcuts:
+            shortcut_rounds(workdir, max(1, args.rounds))
+            return 0
         with targets(workdir) as (service_url, baseline_url):
             rounds = []
             for number in range(1, max(1, args.rounds) + 1):
@@ -563,6 +632,94 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"logs (service.log, baseline.log) and scripts kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def shortcut_variants() -> dict[str, str]:
+    """The service's variants for `shortcut_rounds`: name -> its ``GUTS_SHORTCUTS_OFF``."""
+    variants = {"all shortcuts": "", "no shortcut": "all"}
+    for name in sorted(SHORTCUTS):
+        variants[f"without {name}"] = name
+    return variants
+
+
+def shortcut_rounds(workdir: Path, rounds: int) -> None:
+    """What each shortcut around a library (`service.config.SHORTCUTS`) is worth, in declare
+    throughput under this benchmark's load: the service with every shortcut, with none and
+    without each one (one gunicorn each, `shortcut_variants`) and the baseline take turns
+    run by run, in an order reversed from one round to the next; each round counts when the
+    host took at most `MAX_STEAL` of the CPU in all of its runs. A shortcut's worth is what
+    leaving it out costs, per round against the run with every shortcut in the same round."""
+    variants = shortcut_variants()
+    measured: list[dict[str, Measurement]] = []
+    pids: dict[str, int] = {}
+    with services(workdir, variants, pids=pids) as (urls, baseline_url):
+        for number in range(1, rounds + 1):
+            tables = {name: setup_tables(url) for name, url in urls.items()}
+            order = [*variants, "baseline"]
+            if number % 2 == 0:
+                order.reverse()
+            runs = {}
+            for name in order:
+                if name == "baseline":
+                    runs[name] = run_wrk(
+                        f"baseline{number}", baseline_url, "baseline", [], workdir, pids[name]
+                    )
+                else:
+                    label = f"{name.replace(' ', '-')}{number}"
+                    runs[name] = run_wrk(
+                        label, urls[name], "hands", tables[name], workdir, pids[name]
+                    )
+            measured.append(runs)
+            steal = max(_steal_share(m) for m in runs.values())
+            line = "  ".join(
+                f"{name} {m.rate:.0f} ({m.server_cpu_us:.0f})" for name, m in runs.items()
+            )
+            print(
+                f"round {number} (steal up to {steal:.0%}): declares/s (workers' CPU us per "
+                f"declare) {line}",
+                flush=True,
+            )
+    _show_failures(*(m for runs in measured for m in runs.values()))
+    steady = [runs for runs in measured if max(map(_steal_share, runs.values())) <= MAX_STEAL]
+    print(
+        f"\n{len(steady)} of {len(measured)} rounds with the host taking at most "
+        f"{MAX_STEAL:.0%} of the CPU; medians (min-max) over them:\n"
+    )
+    print(
+        f"{'':30}{'declares/s':>20}{'/ baseline':>22}{'/ all shortcuts':>22}"
+        f"{'workers CPU us/declare':>26}"
+    )
+    for name in [*variants, "baseline"]:
+        rates = [runs[name].rate for runs in steady]
+        vs_base = [runs[name].rate / runs["baseline"].rate for runs in steady]
+        vs_all = [runs[name].rate / runs["all shortcuts"].rate for runs in steady]
+        cpu = [runs[name].server_cpu_us for runs in steady]
+        print(
+            f"{name:30}{_spread(rates, '.0f'):>20}{_spread(vs_base, '.3f'):>22}"
+            f"{_spread(vs_all, '.3f'):>22}{_spread(cpu, '.0f'):>26}"
+        )
+    print(
+        "\nworth of each shortcut, per round against the run with all shortcuts in the same "
+        "round\n(throughput: 1 - declares/s without it / with all; CPU: 1 - the workers' CPU "
+        "per declare with all / without it):"
+    )
+    for name, off in variants.items():
+        if name.startswith("without"):
+            all_in = [runs["all shortcuts"] for runs in steady]
+            without = [runs[name] for runs in steady]
+            worth = [1 - m.rate / a.rate for m, a in zip(without, all_in, strict=True)]
+            cost = [
+                1 - a.server_cpu_us / m.server_cpu_us for m, a in zip(without, all_in, strict=True)
+            ]
+            print(f"  {off:22} throughput {_spread(worth, '+.1%')}  CPU {_spread(cost, '+.1%')}")
+            print(f"  {'':22} rounds, CPU: {' '.join(f'{c:+.1%}' for c in cost)}")
+
+
+def _spread(values: list[float], spec: str) -> str:
+    if not values:
+        return "-"
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return f"{mid:{spec}} ({low:{spec}}..{high:{spec}})"
 
 
 def _show_failures(*measurements: Measurement) -> bool:
