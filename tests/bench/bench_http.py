@@ -69,6 +69,8 @@ from service.processes.redis_server import RedisServer, free_port
 from service.processes.serve import gunicorn_command
 
 REPO = Path(__file__).resolve().parents[2]
+RATE_LIMITS = True
+"""Whether the service counts commands against its rate limits (--no-rate-limits: not)."""
 CLIENTS = 32
 TABLES = 64
 SEATS = 6
@@ -328,6 +330,8 @@ def services(
             # for its check.
             GUTS_RATE_LIMIT_COMMANDS="100000/second",
         )
+        if not RATE_LIMITS:  # --no-rate-limits: none counted at all (the limiter's cost)
+            env.update(GUTS_RATE_LIMIT_COMMANDS="", GUTS_RATE_LIMIT_AUTH_FAILURES="")
         urls = {}
         apps = [(name, "service.wsgi:app", "/livez", off) for name, off in variants.items()]
         baseline = ("baseline", "tests.bench.baseline_app:app", "/baseline", "")
@@ -590,7 +594,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="what each shortcut around a library is worth: the service with all, with none, "
         "and without each one, beside the baseline, in alternating rounds",
     )
+    parser.add_argument(
+        "--no-rate-limits",
+        action="store_true",
+        help="the service without its rate limits (by default every command is counted against "
+        "a limit no load reaches): what the limiter costs",
+    )
     args = parser.parse_args(argv)
+    global RATE_LIMITS
+    RATE_LIMITS = not args.no_rate_limits
     if shutil.which("wrk") is None:
         print("wrk is not installed (apt-get install wrk)", file=sys.stderr)
         return 2
