@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.rules import ranking
+from service.rules import ranking_tables
 from service.rules.cards import FULL_DECK
 from service.rules.errors import InvalidCard
 from service.rules.ranking import (
@@ -529,12 +529,15 @@ def test_int_evaluators_agree_with_string_evaluators() -> None:
 def test_small_codes_give_every_multiset_its_own_sum() -> None:
     # The 2/3-card tables rely on this: the sum of the small codes of two or three cards
     # identifies the multiset of ranks and the multiset of suits.
-    for codes in (ranking._RANK_CODE, ranking._SUIT_CODE):
+    for codes in (ranking_tables._RANK_CODE, ranking_tables._SUIT_CODE):
         for size in (2, 3):
             sums = [sum(m) for m in itertools.combinations_with_replacement(codes, size)]
             assert len(set(sums)) == len(sums)
-    assert 3 * max(ranking._SUIT_CODE) < ranking._SUIT_FACTOR
-    assert 3 * max(c & ranking._SMALL_MASK for c in encode(FULL_DECK)) <= ranking._SMALL_MASK
+    assert 3 * max(ranking_tables._SUIT_CODE) < ranking_tables._SUIT_FACTOR
+    assert (
+        3 * max(c & ranking_tables.SMALL_MASK for c in encode(FULL_DECK))
+        <= ranking_tables.SMALL_MASK
+    )
     assert max(encode(FULL_DECK)) < 1 << 30  # one CPython digit
 
 

@@ -1,0 +1,107 @@
+"""Webhooks apart from their storage: what a casino may register (`check_url`, `check_events`,
+`new_secret`), what a log event sends (`webhook_events`), how a message is signed (`sign`, as
+the Standard Webhooks specification says) and how attempts are paced (`Schedule`).
+
+The deliveries, their keys and their attempts are `service.projections.webhooks`' business.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from service.rules import events as ev
+from service.rules.errors import InvalidCommand
+from service.rules.serial import to_data
+
+EVENT_NAMES = (
+    "hand_finished",
+    "hand_voided",
+    "player_seated",
+    "chips_added",
+    "player_cashed_out",
+    "table_ended",
+)
+"""What a webhook may subscribe to (see `webhook_events` for what each is)."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How attempts are paced (seconds)."""
+
+    first_retry_s: float = 5.0
+    """The wait after the first failed attempt; it doubles after each, up to `max_wait_s`."""
+    max_wait_s: float = 3600.0
+    retry_for_s: float = 25 * 3600.0
+    """How long after its first attempt a delivery is tried again before it is `dead`."""
+    timeout_s: float = 10.0
+    """Connect and read timeout of one attempt."""
+
+    def wait_after(self, attempts: int) -> float:
+        """The wait before attempt `attempts + 1`."""
+        return float(min(self.first_retry_s * 2 ** (attempts - 1), self.max_wait_s))
+
+
+class BadWebhook(InvalidCommand):
+    """A registration that cannot be accepted (422), naming the field."""
+
+
+def check_url(url: str) -> str:
+    """An absolute http(s) URL without credentials in it, or BadWebhook."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadWebhook("url must be an absolute http:// or https:// URL", "url")
+    if parts.username is not None or parts.password is not None:
+        raise BadWebhook("url must not hold credentials (sign with the secret instead)", "url")
+    return url
+
+
+def check_events(names: Sequence[str]) -> list[str]:
+    """The subscribed event names, each known, or BadWebhook."""
+    unknown = [n for n in names if n not in EVENT_NAMES]
+    if unknown or not names:
+        raise BadWebhook(f"events must be some of: {', '.join(EVENT_NAMES)}", "events")
+    return list(dict.fromkeys(names))
+
+
+def new_secret() -> str:
+    """A signing secret as the specification writes one: ``whsec_`` + base64 of 32 bytes."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """The ``webhook-signature`` header: ``v1,`` + base64 HMAC-SHA256 of ``id.timestamp.body``
+    under the secret's bytes."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signed = f"{msg_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+
+
+def webhook_events(event: ev.Event) -> list[tuple[str, dict[str, Any]]]:
+    """The webhook events (name, data) a log event makes: `hand_finished` (a resolution, its
+    outcome), `hand_voided`, `player_seated`, `chips_added`, `player_cashed_out` (a player
+    left, or was paid out when the table ended: seat, player, chips) and `table_ended`. None
+    of them holds a secret (the hands shown at a showdown are public then)."""
+    if isinstance(event, ev.HandResolved):
+        return [("hand_finished", to_data(event))]
+    if isinstance(event, ev.HandVoided):
+        return [("hand_voided", to_data(event))]
+    if isinstance(event, ev.PlayerSeated):
+        return [("player_seated", to_data(event))]
+    if isinstance(event, ev.ChipsAdded):
+        return [("chips_added", to_data(event))]
+    if isinstance(event, ev.PlayerLeft):
+        return [("player_cashed_out", {"seat": event.seat, "cash_out": event.cash_out})]
+    if isinstance(event, ev.TableEnded):
+        paid = [
+            ("player_cashed_out", {"seat": s, "player_id": event.players.get(s), "cash_out": a})
+            for s, a in event.cash_outs.items()
+        ]
+        return [*paid, ("table_ended", to_data(event))]
+    return []
