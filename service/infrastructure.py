@@ -12,16 +12,26 @@ commands): the composition of the infrastructure from the settings.
 
 from __future__ import annotations
 
-from typing import cast
+from dataclasses import dataclass
+from typing import Any, cast
 
 import redis
 from redis.cluster import RedisCluster
 
+from service.application import TableService
+from service.application.values import IssueToken
 from service.archive.archive import Archive
 from service.archive.ledger import ArchiveLedger
+from service.audit.jobs import QueuedJobs
 from service.config import Settings
+from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.redis_store import RedisEventStore
+from service.eventlog.table_list import TableList
+from service.projections.follower import Follower
 from service.projections.ledger import LedgerStore
+from service.projections.webhooks import WebhookStore
+from service.tables import Tables
+from service.tables.state_cache import StateCache
 
 CONNECTIONS = 32
 """Connections a process opens to Redis at most (per node of a cluster)."""
@@ -92,3 +102,62 @@ def ledger_of(settings: Settings, client: redis.Redis, archive: Archive | None) 
     else the Redis projection (the dispatchers' follower keeps it)."""
     ledger = LedgerStore(client, prefix=settings.key_prefix)
     return ledger if archive is None else ArchiveLedger(archive, ledger)
+
+
+@dataclass(frozen=True)
+class TableServiceParts:
+    """What `build_table_service` made: the use cases, and the parts the API also serves
+    from (the live feed reads the store's notices, /metrics the index, /readyz the archive)."""
+
+    usecases: TableService
+    tables: Tables
+    store: RedisEventStore
+    index: DueIndex
+    archive: Archive | None
+
+
+def build_table_service(
+    settings: Settings,
+    redis_client: redis.Redis,
+    issue_token: IssueToken,
+    shared_events: Any = None,
+) -> TableServiceParts:
+    """The use cases an API process serves, on `redis_client` (and the archive of
+    `settings`): the tables with this process's state cache (shared with its sibling workers
+    through `shared_events`, when the parent set that up), the quarantine the API refuses,
+    the ledger and the follower that catches a table up when a request needs it current, the
+    audit and report jobs, the webhooks."""
+    queue = queue_client(settings, redis_client)  # RQ's (audits, reports)
+    archive = open_archive(settings)  # (the events trimmed from Redis are read from it)
+    store = event_store(settings, redis_client, archive)
+    where = redis_client.get_connection_kwargs()
+    namespace = "|".join(str(where.get(k)) for k in ("host", "port", "path", "db"))
+    namespace += f"|{settings.key_prefix}"
+    cache = StateCache(shared=shared_events, namespace=namespace)
+    index = DueIndex(redis_client, prefix=settings.key_prefix)
+    listing = TableList(redis_client, prefix=settings.key_prefix)
+    # Every read and command of a quarantined table is refused (409); one found unreadable
+    # here is quarantined (service.eventlog.decoding).
+    tables = Tables(store, cache=cache, index=index, listing=listing, held=QuarantineView(index))
+    # The ledger is kept by the dispatchers' followers (with an archive, by its archiver);
+    # this one catches a table up when a request needs it current (a page of one table, a
+    # loss-limit decision, a page of its hands).
+    ledger = ledger_of(settings, redis_client, archive)
+    follower = Follower(
+        store,
+        [ledger if archive is None else archiver(store, archive)],
+        index=index,
+        chained=archive is None,  # (the archive checks the chain itself)
+    )
+    usecases = TableService(
+        tables,
+        QueuedJobs(redis_client, queue, settings.key_prefix),
+        issue_token=issue_token,
+        sandbox=settings.sandbox,
+        ledger=ledger,
+        follower=follower,
+        archive=archive,
+        archiver=None if archive is None else follower,
+        webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
+    )
+    return TableServiceParts(usecases, tables, store, index, archive)

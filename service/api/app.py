@@ -15,25 +15,11 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
 )
 
-from service.application import TableService
-from service.audit.jobs import QueuedJobs
 from service.config import Settings
-from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import StoreUnavailable
-from service.eventlog.table_list import TableList
-from service.infrastructure import (
-    archiver,
-    event_store,
-    ledger_of,
-    open_archive,
-    queue_client,
-    store_client,
-)
+from service.infrastructure import build_table_service, store_client
 from service.logs import LEVELS
-from service.projections.follower import Follower
-from service.projections.webhooks import WebhookStore
-from service.tables import Tables
-from service.tables.state_cache import StateCache, inherited
+from service.tables.state_cache import inherited
 
 from . import errors
 from .auth import Authenticator
@@ -127,49 +113,15 @@ def create_app(
         # Under gevent workers hundreds of requests and streams may want a connection at once:
         # they wait for one (redis-py's default pool refused them with "Too many connections").
         redis_client = store_client(settings, connections=REDIS_CONNECTIONS, wait_s=REDIS_WAIT_S)
-    queue = queue_client(settings, redis_client)  # RQ's (audits, reports)
-    # The events trimmed from Redis are read from the archive, when there is one.
-    archive = open_archive(settings)
-    store = event_store(settings, redis_client, archive)
     app = _Guts("guts")
     app.session_interface = _NoSessions()
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     auth = Authenticator(
         settings.operator_keys, settings.auditor_keys, _token_secret(settings, redis_client)
     )
-    # Stored events are shared with the sibling workers when the parent set that up (guts serve).
-    where = redis_client.get_connection_kwargs()
-    namespace = "|".join(str(where.get(k)) for k in ("host", "port", "path", "db"))
-    namespace += f"|{settings.key_prefix}"
-    cache = StateCache(shared=inherited(), namespace=namespace)
-    index = DueIndex(redis_client, prefix=settings.key_prefix)
-    listing = TableList(redis_client, prefix=settings.key_prefix)
-    # Every read and command of a quarantined table is refused (409); one found unreadable
-    # here is quarantined (service.eventlog.decoding).
-    held = QuarantineView(index)
-    tables = Tables(store, cache=cache, index=index, listing=listing, held=held)
-    # The ledger is kept by the dispatchers' followers (with an archive, by its archiver);
-    # this one catches a table up when a request needs it current (a page of one table, a
-    # loss-limit decision, a page of its hands).
-    ledger = ledger_of(settings, redis_client, archive)
-    follower = Follower(
-        store,
-        [ledger if archive is None else archiver(store, archive)],
-        index=index,
-        chained=archive is None,  # (the archive checks the chain itself)
-    )
-    usecases = TableService(
-        tables,
-        QueuedJobs(redis_client, queue, settings.key_prefix),
-        issue_token=auth.issue,
-        sandbox=settings.sandbox,
-        ledger=ledger,
-        follower=follower,
-        archive=archive,
-        archiver=None if archive is None else follower,
-        webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
-    )
-    feed = Feed(redis_client, usecases, store.notices)
+    built = build_table_service(settings, redis_client, auth.issue, inherited())
+    tables, usecases, archive = built.tables, built.usecases, built.archive
+    feed = Feed(redis_client, usecases, built.store.notices)
     limits = RateLimits(settings)
     services = Services(settings, redis_client, tables, auth, usecases, feed, limits)
     app.extensions["guts"] = services
@@ -202,6 +154,19 @@ def create_app(
         app.wsgi_app, metrics, access_log=access_log, after=sampler.after_request
     )
 
+    _add_operations(app, settings, sampler, metrics, lambda: shared_metrics(built.index, shared))
+    return app
+
+
+def _add_operations(
+    app: Flask,
+    settings: Settings,
+    sampler: Sampler,
+    metrics: Metrics,
+    shared_text: Callable[[], bytes],
+) -> None:
+    """The routes of the service itself: the probes (/readyz, /healthz, /livez), /metrics
+    (this process's, then `shared_text`: what every node reads from Redis) and the spec."""
     readiness = Readiness(settings, probe_client(settings))
 
     def ready() -> Response:
@@ -229,12 +194,8 @@ def create_app(
     @app.get("/metrics")
     def metrics_view() -> Response:
         sampler.sample()
-        return Response(
-            metrics.render() + shared_metrics(index, shared), content_type=CONTENT_TYPE_LATEST
-        )
+        return Response(metrics.render() + shared_text(), content_type=CONTENT_TYPE_LATEST)
 
     @app.get("/openapi.yaml")
     def spec() -> Response:
         return Response(SPEC_PATH.read_bytes(), mimetype="application/yaml")
-
-    return app
