@@ -35,9 +35,9 @@ from typing import Any, ParamSpec, TypeVar, cast
 import orjson
 import redis
 
-from service.eventlog.decoding import CorruptTable, book_data, parse_each, position
+from service.eventlog.decoding import CorruptTable, book_data, position
 from service.eventlog.store import BadCursor, StoreUnavailable
-from service.projections.follower import Followed
+from service.projections.follower import Followed, hash_positions
 from service.rules import ledger
 from service.rules.limits import Limits
 from service.rules.serial import from_data, to_data
@@ -129,15 +129,7 @@ class LedgerStore:
 
     @_reachable
     def positions(self, tables: Sequence[tuple[str, str]]) -> list[int | CorruptTable]:
-        pipe = self.client.pipeline(transaction=False)
-        for tenant, table_id in tables:
-            pipe.hget(self.key(tenant, "positions"), table_id)
-        return parse_each(
-            [table_id for _, table_id in tables],
-            pipe.execute(raise_on_error=False),
-            lambda table_id, raw: position(table_id, self.name, raw),
-            "ledger positions",
-        )
+        return hash_positions(self.client, lambda t: self.key(t, "positions"), tables, self.name)
 
     @_reachable
     def apply(self, followed: Followed) -> bool:

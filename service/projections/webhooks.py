@@ -48,8 +48,8 @@ import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
-from service.eventlog.decoding import CorruptTable, parse_each, position
-from service.projections.follower import Followed
+from service.eventlog.decoding import CorruptTable
+from service.projections.follower import Followed, hash_positions
 from service.projections.webhook_messages import (
     EVENT_NAMES,
     BadWebhook,
@@ -179,15 +179,7 @@ class WebhookStore:
         """Nothing is ever left half done: each step is one script."""
 
     def positions(self, tables: Sequence[tuple[str, str]]) -> list[int | CorruptTable]:
-        pipe = self.client.pipeline(transaction=False)
-        for tenant, table_id in tables:
-            pipe.hget(self._key(tenant, "positions"), table_id)
-        return parse_each(
-            [table_id for _, table_id in tables],
-            pipe.execute(raise_on_error=False),
-            lambda table_id, raw: position(table_id, self.name, raw),
-            "webhooks positions",
-        )
+        return hash_positions(self.client, lambda t: self._key(t, "positions"), tables, self.name)
 
     def apply(self, followed: Followed) -> bool:
         tenant, table_id = followed.tenant, followed.table_id
