@@ -226,7 +226,7 @@ def test_a_cluster_without_a_plain_redis_for_rq_is_refused(command: str) -> None
 
 @pytest.mark.parametrize(
     ("missing", "named"),
-    [("packaging", "'packaging'"), ("psycopg", "'psycopg'"), ("yaml", "'pyyaml'")],
+    [("packaging", "'packaging'"), ("psycopg", "'psycopg'"), ("flask", "'flask'")],
 )
 def test_serve_names_a_missing_dependency_in_one_line_before_starting_anything(
     tmp_path: Path, missing: str, named: str

@@ -11,7 +11,6 @@ SERVED_MODULES = {
     "workers.dispatcher": "the dispatcher",
     "workers.worker": "the RQ worker",
     "psycopg": "the archive's PostgreSQL driver",
-    "yaml": "the API reference (/docs)",
 }
 """What the children of ``guts serve`` import (each module, and what it is for). The modules
 that have an effect when imported (``service.processes.gunicorn_conf`` patches the standard library,
