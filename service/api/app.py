@@ -39,7 +39,7 @@ from .observed import (
 )
 from .play_page import play
 from .rate_limits import RateLimits
-from .routes import v1
+from .routes import BLUEPRINTS
 from .services import Services
 
 SPEC_PATH = Path(__file__).parent / "openapi.yaml"
@@ -129,7 +129,8 @@ def create_app(
     tables.on_conflict = metrics.conflicts.inc
     app.extensions["guts_metrics"] = metrics
     errors.install(app)
-    app.register_blueprint(v1)
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
     app.register_blueprint(play)
     app.register_blueprint(docs)
 

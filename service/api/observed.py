@@ -207,7 +207,7 @@ class Observed:
         endpoint = rule.rule if rule is not None else "unmatched"
         name = outcome = None
         if environ.get(COMMAND) and rule is not None and rule.endpoint:
-            name = rule.endpoint.removeprefix("v1.")
+            name = rule.endpoint.rpartition(".")[2]
             outcome = environ.get(OUTCOME) or ("ok" if status < 400 else "refused")
         method = environ.get("REQUEST_METHOD", "")
         self.metrics.observe(endpoint, method, status, elapsed, name, outcome)
