@@ -20,6 +20,7 @@ from service.application.access import Forbidden
 from service.application.hooks import WebhookNotFound
 from service.application.money import LedgerUnavailable
 from service.application.values import AuditNotFound, HandNotFound, ReportNotFound
+from service.application.wallet import WalletNotSet, WalletOutcomeUnknown, WalletRefused
 from service.eventlog.store import (
     ArchiveUnavailable,
     BadCursor,
@@ -125,6 +126,9 @@ _GUTS: list[tuple[type[GutsError], int, str]] = [
     (ReportNotFound, 404, "Not Found"),
     (WebhookNotFound, 404, "Not Found"),
     (TableExists, 409, "Conflict"),
+    (WalletNotSet, 409, "No Wallet"),
+    (WalletRefused, 409, "Wallet Refused"),
+    (WalletOutcomeUnknown, 502, "Wallet Outcome Unknown"),
     (LogUnreadable, 409, "Log Failed Verification"),
     (PreconditionFailed, 412, "Precondition Failed"),
     (IdempotencyReused, 422, "Idempotency Key Reused"),
