@@ -6,7 +6,8 @@ its answers with the secret, and counts what it applied.
 Faults, for the next calls of a path (`fail(path, *modes)`) or for every call (`always`):
 "slow" (answers after `slow_s`), "down" (closes the connection without an answer), "500",
 "garbage" (200 with a body that is not JSON), "bad_signature", "unsigned", "applied_500"
-(applies the call, then answers 500: an unknown outcome after the effect).
+(applies the call, then answers 500: an unknown outcome after the effect), "hold" (sets
+`held` on receipt, and carries on once the test sets `release`).
 Broken wallets, for `guts wallet-check`: `not_idempotent` (a repeated transaction applied
 again), `ignores_signatures` (an unsigned call accepted), `refuses_unknown_rollback` (a
 rollback of a debit it never saw answered 404).
@@ -47,6 +48,7 @@ class TestWallet:
         self.faults: dict[str, list[str]] = {}
         self.always: dict[str, str] = {}
         self.slow_s = 1.0
+        self.held, self.release = threading.Event(), threading.Event()
         self.not_idempotent = self.ignores_signatures = self.refuses_unknown_rollback = False
         wallet = self
 
@@ -85,6 +87,9 @@ class TestWallet:
             mode = planned.pop(0) if planned else self.always.get(path, "")
         if mode == "slow":
             time.sleep(self.slow_s)
+        if mode == "hold":  # received; answered when the test releases it
+            self.held.set()
+            self.release.wait(30)
         if mode == "down":
             handler.close_connection = True
             handler.connection.close()
@@ -95,8 +100,8 @@ class TestWallet:
         call = json.loads(body)
         with self.lock:
             self.calls.append((path, call))
-            status, answer = self._apply(path, call)
-        if mode in ("500", "applied_500"):
+            status, answer = (500, {}) if mode == "500" else self._apply(path, call)
+        if mode == "applied_500":
             status = 500
         out = b"not json at all" if mode == "garbage" else json.dumps(answer).encode()
         self._send(handler, status, out, mode, call.get("request_id", ""))

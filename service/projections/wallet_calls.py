@@ -76,7 +76,7 @@ class Wallet:
             return str(kept["status"])
         if answer.status is not None:
             refused = {"status": w.REFUSED, "answer": answer.status}
-            kept = self._change(tenant, record["transaction_id"], _pending_to(refused))
+            kept = self._change(tenant, record["transaction_id"], _attempted(refused, None))
             return str(kept["status"])
         unknown = _attempted({"problem": answer.problem}, KEEP)
         self._change(tenant, record["transaction_id"], unknown)
@@ -114,7 +114,7 @@ class Wallet:
         answer = self._call(tenant, record["kind"], record, fields)
         key = record_key(record)
         if answer.status == "ok":
-            self._change(tenant, key, _pending_to({"status": w.CONFIRMED}))
+            self._change(tenant, key, _attempted({"status": w.CONFIRMED}, None))
             return
         problem = answer.problem or f"the wallet answered {answer.status}"
         self._change(tenant, key, self._retry(problem))
@@ -184,7 +184,7 @@ def _pending_to(changes: dict[str, Any]) -> Change:
 
 
 def _attempted(changes: dict[str, Any], due: Due) -> Change:
-    """Count an attempt of a pending record, which stays pending (due at `due`)."""
+    """Count an attempt of a pending record, changed by `changes` (due next at `due`)."""
 
     def change(record: dict[str, Any]) -> tuple[dict[str, Any], Due] | None:
         if record["status"] != w.PENDING:
