@@ -10,6 +10,7 @@ Keys, under one hash tag per tenant (``P`` the prefix, ``T`` the tenant)::
     P:{%wallet:T}:tx         hash  key -> the transaction's record (JSON); the key is the
                                    transaction id, ``rollback:<debit's id>`` for a rollback
     P:{%wallet:T}:order      zset  key -> its sequence number (the list's order and cursor)
+    P:{%wallet:T}:of:<table> zset  the same, of one table's transactions (for its audit)
     P:{%wallet:T}:seq        the last sequence number
     P:{%wallet:T}:due        zset  key -> when the wallet duty next looks at it (epoch s):
                                    every pending transaction is in it, and only those
@@ -54,11 +55,12 @@ if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then
 end
 local seq = redis.call('INCR', KEYS[3])
 redis.call('ZADD', KEYS[2], seq, ARGV[1])
+redis.call('ZADD', KEYS[5], seq, ARGV[1])
 if ARGV[3] ~= '' then redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1]) end
 return false
 """
-"""KEYS tx, order, seq, due; ARGV key, record, due ('' when not pending): the record kept
-before (nothing when this one is new)."""
+"""KEYS tx, order, seq, due, the table's index; ARGV key, record, due ('' when not pending):
+the record kept before (nothing when this one is new)."""
 
 _SETTLE = """
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
@@ -183,7 +185,8 @@ class WalletStore:
         """Record a transaction (pending, due to the duty at `due`) unless one is recorded
         under its key: the record that holds the key."""
         key = record_key(record)
-        keys = [self.key(tenant, n) for n in ("tx", "order", "seq", "due")]
+        names = ("tx", "order", "seq", "due", f"of:{record['table_id']}")
+        keys = [self.key(tenant, n) for n in names]
         kept = self._open(keys=keys, args=[key, orjson.dumps(record), _score(due)])
         return record if kept is None else cast(dict[str, Any], orjson.loads(kept))
 
@@ -211,6 +214,16 @@ class WalletStore:
         response = orjson.dumps({"effect": "changed", "facts": {"rolled_back": True}})
         held = self._claim(keys=[record], args=[ROLLBACK_CLAIM, response, CLAIM_TTL_S])
         return cast(bytes, held).decode() == ROLLBACK_CLAIM
+
+    def table_transactions(self, tenant: str, table_id: str) -> tuple[int, list[dict[str, Any]]]:
+        """The position credits were derived up to for the table, and its transactions."""
+        keys = cast(list[bytes], self.client.zrange(self.key(tenant, f"of:{table_id}"), 0, -1))
+        raw = self.client.hget(self.key(tenant, "positions"), table_id)
+        position = int(cast(bytes, raw)) if raw is not None else 0
+        if not keys:
+            return position, []
+        raws = cast(list[bytes | None], self.client.hmget(self.key(tenant, "tx"), keys))
+        return position, [orjson.loads(r) for r in raws if r is not None]
 
     def due(self, tenant: str, lease_s: float, limit: int = 200) -> list[dict[str, Any]]:
         """Claim the tenant's transactions due now (each comes due again after `lease_s`

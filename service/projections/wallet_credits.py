@@ -42,15 +42,16 @@ for i = 6, #ARGV, 2 do
   if redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) == 1 then
     local seq = redis.call('INCR', KEYS[5])
     redis.call('ZADD', KEYS[4], seq, ARGV[i])
+    redis.call('ZADD', KEYS[7], seq, ARGV[i])
     redis.call('ZADD', KEYS[6], ARGV[5], ARGV[i])
   end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return 1
 """
-"""KEYS positions, funded, tx, order, seq, due. ARGV table id, the position read, the new
-position, the funded seats' changes (JSON: field -> debit, '' to clear), now, then per credit
-its id and record."""
+"""KEYS positions, funded, tx, order, seq, due, the table's index. ARGV table id, the position
+read, the new position, the funded seats' changes (JSON: field -> debit, '' to clear), now,
+then per credit its id and record."""
 
 
 class WalletCredits:
@@ -91,7 +92,7 @@ class WalletCredits:
         args.append(repr(self.clock()))
         for credit in credits:
             args += [credit["transaction_id"], orjson.dumps(credit)]
-        keys.append(self.store.key(tenant, "due"))
+        keys += [self.store.key(tenant, "due"), self.store.key(tenant, f"of:{table_id}")]
         return bool(self._derive(keys=keys, args=args))
 
 
