@@ -186,7 +186,7 @@ class WalletUses:
             return None
         return wallet.transaction(tenant, self._debit_id(tenant, conditions))
 
-    def _open_debit(  # noqa: PLR0913
+    def _open_debit(
         self,
         wallet: WalletBook,
         tenant: str,
@@ -212,7 +212,7 @@ class WalletUses:
         )
         return wallet.open_debit(tenant, record)
 
-    def _debit_then_append(  # noqa: PLR0913
+    def _debit_then_append(
         self,
         caller: Caller,
         wallet: WalletBook,
