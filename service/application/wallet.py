@@ -33,10 +33,17 @@ from service.rules.guards import seat_holder
 from service.rules.seating import verify_seat_player, verify_top_up
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
-from service.tables import IdempotencyReused, Tables, Tell
+from service.tables import IdempotencyReused, TableQuarantined, Tables, Tell
 
 from . import facts
-from .access import DEFAULT_TENANT, Caller, Forbidden, require, require_tenant
+from .access import (
+    DEFAULT_TENANT,
+    Caller,
+    Forbidden,
+    hide_quarantined,
+    require,
+    require_tenant,
+)
 from .ports import WalletBook
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, checked_table_id
 
@@ -166,7 +173,11 @@ class WalletUses:
         return _Till(wallet, tenant, self._settings(wallet, tenant))
 
     def _table(self, caller: Caller, table_id: str) -> TableState:
-        state = self.tables.load(checked_table_id(table_id))
+        """The table as stored (another tenant's is not found, quarantined or not)."""
+        try:
+            state = self.tables.load(checked_table_id(table_id))
+        except TableQuarantined as error:
+            hide_quarantined(caller, error)
         require_tenant(caller, state)
         return state
 
