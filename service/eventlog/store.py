@@ -90,13 +90,13 @@ class AppendResult:
     replayed: Idempotency | None = None
 
 
-class BadCursor(ValueError):
-    """A paging cursor (`after`) that the list or ledger being paged did not hand out (422
-    naming `after`)."""
-
-
 class StoreError(Exception):
     """Root of the event store's errors."""
+
+
+class BadCursor(StoreError, ValueError):
+    """A paging cursor (`after`) that the list or ledger being paged did not hand out (422
+    naming `after`)."""
 
 
 class VersionConflict(StoreError):
