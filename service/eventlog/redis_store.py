@@ -48,6 +48,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote
 
 import redis
+from redis.cluster import RedisCluster
 
 from service.eventlog.decoding import (
     META_FIELDS,
@@ -334,11 +335,11 @@ class RedisEventStore:
         pattern = f"{self.prefix}:{{*}}:meta".encode()
         found = []
         with _redis_errors():
-            for key in self.client.scan_iter(match=pattern, count=1000):
+            for key in scan_keys(self.client, pattern):
                 tag = member_text(_bytes(key)[len(self.prefix) + 2 : -len(b"}:meta")])
                 if tag is not None and "}" not in tag:  # (not an idempotency record's key)
                     found.append(unquote(tag) if tag != "%" else "")
-        return sorted(found)
+        return sorted(set(found))
 
     def dues(self, table_ids: Sequence[str]) -> list[Due | CorruptTable]:
         """Each table's version and due moment: one HMGET per table, in one pipeline, each
@@ -350,6 +351,21 @@ class RedisEventStore:
                 pipe.hmget(self.meta_key(table_id), "version", "due")
             replies = pipe.execute(raise_on_error=False)
         return parse_each(table_ids, replies, _due_of, "meta hash")
+
+
+def scan_keys(client: redis.Redis, pattern: bytes) -> Iterator[bytes]:
+    """The keys matching `pattern`, by SCAN. On a Redis Cluster each master is scanned
+    through its own connection, from the client's map of the masters as it is now: redis-py's
+    cluster ``scan_iter`` keys its cursors by node name and fails with a KeyError when a
+    failover changes a node's name mid-scan. A master gone away raises a connection error
+    (the caller waits for the cluster), and a master scanned twice across a failover gives
+    its keys twice (callers deduplicate)."""
+    if not isinstance(client, RedisCluster):
+        yield from client.scan_iter(match=pattern, count=1000)
+        return
+    for node in client.get_primaries():
+        node_client = client.get_redis_connection(node)
+        yield from node_client.scan_iter(match=pattern, count=1000)
 
 
 def _due_of(table_id: str, reply: list[object]) -> Due:
