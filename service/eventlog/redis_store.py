@@ -5,8 +5,10 @@ Key layout (``P`` is the prefix, default ``guts``; ``T`` the encoded table id, b
     P:{T}:events      stream   the log; entry id "<version>-0", one field "data" = event bytes
     P:{T}:meta        hash     "version" (decimal), "snapshot" (bytes), "snapshot_version"
                                (the version the snapshot is of; absent: "version"), "due"
-                               (the table's next due moment, epoch seconds; absent: none)
-                               and "trimmed" (the stream starts after it; absent: 0)
+                               (the table's next due moment, epoch seconds; absent: none),
+                               "trimmed" (the stream starts after it; absent: 0) and "head"
+                               (the hash of the last event, when its append gave it: an
+                               append is refused unless it chains from it, `store.Chain`)
     P:{T}:idem:<key>  hash     "request_hash", "response"; expires after idempotency_ttl_s
 
 Stream ids encode the version: the event at 1-based position ``n`` has id ``n-0``, so
@@ -65,6 +67,7 @@ from service.eventlog.decoding import (
 from service.eventlog.redis_py_bypass import direct_commands
 from service.eventlog.store import (
     AppendResult,
+    Chain,
     Due,
     Idempotency,
     IdempotencyMismatch,
@@ -186,6 +189,7 @@ class RedisEventStore:
         snapshot: bytes | None,
         idempotency: Idempotency | None = None,
         due: float | None = None,
+        chain: Chain | None = None,
     ) -> AppendResult:
         """See :meth:`EventStore.append`: one EVALSHA of the append script."""
         check_append_args(expected_version, events, snapshot, due)
@@ -204,6 +208,8 @@ class RedisEventStore:
             b"" if due is None else f"{due:.3f}",
             self.notices,
             table_id,
+            "" if chain is None else chain.after,
+            "" if chain is None else chain.head,
             len(events),
             *events,
         ]

@@ -29,6 +29,7 @@ from typing import Protocol, runtime_checkable
 __all__ = [
     "AppendResult",
     "ArchiveUnavailable",
+    "Chain",
     "CorruptLog",
     "Due",
     "EventStore",
@@ -65,6 +66,20 @@ class Idempotency:
     key: str
     request_hash: str
     response: bytes
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Where an append sits in the log's hash chain: `after`, the hash of the last event of
+    the state the caller decided on (the event at its expected version), and `head`, the hash
+    of the last event it appends. The store keeps the head beside the version and refuses an
+    append whose `after` is not the stored head, as it refuses a stale version: a process's
+    cached state that holds an event the log lost (a Redis failover drops an unreplicated
+    suffix, and another command then writes a different event at that version) reloads
+    instead of appending on top of an event it never saw."""
+
+    after: str
+    head: str
 
 
 @dataclass(frozen=True)
@@ -171,6 +186,7 @@ class EventStore(Protocol):
         snapshot: bytes | None,
         idempotency: Idempotency | None = None,
         due: float | None = None,
+        chain: Chain | None = None,
     ) -> AppendResult:
         """Atomically append ``events`` and, when ``snapshot`` is given, replace the snapshot
         (None keeps it: the events join its tail), and set the table's due moment to ``due``
@@ -181,6 +197,11 @@ class EventStore(Protocol):
         version and the stored record and writes nothing; a known key with another hash
         raises :class:`IdempotencyMismatch`. Otherwise the record is stored with the events.
         A stale ``expected_version`` raises :class:`VersionConflict` and writes nothing.
+
+        With ``chain``, the table's stored head must be ``chain.after`` too (else a
+        :class:`VersionConflict` at the same version, writing nothing), and becomes
+        ``chain.head``; a table with no stored head (written without one) is not checked.
+        Without ``chain`` the stored head is forgotten.
         """
         ...
 

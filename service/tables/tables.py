@@ -42,6 +42,7 @@ from service.eventlog.codec import (
 )
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import (
+    Chain,
     CorruptLog,
     EventStore,
     Idempotency,
@@ -291,7 +292,8 @@ class Tables(Upkeep):
         epoch = None if due is None else due.epoch
         record = self._record(sub, decided.answer)
         try:
-            appended = self.store.append(table_id, before, encoded, snapshot, record, epoch)
+            chain = Chain(decided.loaded.head, head)
+            appended = self.store.append(table_id, before, encoded, snapshot, record, epoch, chain)
         except VersionConflict as conflict:
             return self._lost_race(sub, conflict)
         except IdempotencyMismatch as exc:
