@@ -18,9 +18,14 @@ class Unreplicated:
         self.client = client
         self.keys = [store.events_key(table_id), store.meta_key(table_id)]
         self.dumps = [client.dump(key) for key in self.keys]
+        self.records = store.idempotency_key(table_id, "*")
+        self.kept = set(client.keys(self.records))
 
     def lose(self) -> None:
-        """The events written since are lost: the keys as they were."""
+        """The events written since are lost (and the idempotency records written with
+        them): the keys as they were."""
+        for key in set(self.client.keys(self.records)) - self.kept:
+            self.client.delete(key)
         for key, dumped in zip(self.keys, self.dumps, strict=True):
             if dumped is None:
                 self.client.delete(key)

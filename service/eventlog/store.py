@@ -35,6 +35,7 @@ __all__ = [
     "EventStore",
     "IdempotencyMismatch",
     "Idempotency",
+    "NotReplicated",
     "Loaded",
     "StoreError",
     "StoredEvent",
@@ -153,6 +154,28 @@ class StoreUnavailable(StoreError):
     After an ``append`` this means the outcome is unknown: retry it with the same
     ``expected_version`` and idempotency key, and get either a replay or a conflict.
     """
+
+
+class NotReplicated(StoreError):
+    """A write (an append, or the idempotency record a retry found) that the store's Redis
+    did not confirm on as many replicas as asked within the time allowed (``WAIT``): it is on
+    the master, and may be lost if the master fails now. Its outcome is unknown: retried with
+    the same idempotency key, the command answers what really happened (a replay once the
+    record is confirmed; decided afresh if the append was lost)."""
+
+    def __init__(self, table_id: str, version: int, acked: int | None, wanted: int) -> None:
+        super().__init__(table_id, version, acked, wanted)
+        self.table_id = table_id
+        self.version = version
+        self.acked = acked
+        self.wanted = wanted
+
+    def __str__(self) -> str:
+        acked = "an unknown number of" if self.acked is None else str(self.acked)
+        return (
+            f"table {self.table_id!r} at version {self.version}: {acked} replicas confirmed "
+            f"the write, {self.wanted} wanted"
+        )
 
 
 class ArchiveUnavailable(StoreUnavailable):

@@ -44,3 +44,9 @@ class IdempotencyReused(GutsError):
 
 class Contention(GutsError):
     """The command lost the version race too many times in a row."""
+
+
+class OutcomeUnknown(GutsError):
+    """The command's events were written, but Redis did not confirm them on the replicas
+    asked for in time (``GUTS_REDIS_MIN_REPLICAS``): they may be lost if the master fails
+    now. Repeated with the same Idempotency-Key, the command answers what really happened."""

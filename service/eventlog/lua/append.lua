@@ -27,6 +27,8 @@ if idem_key then
   end
   if record[1] then
     if record[1] == ARGV[4] then
+      -- Written again (unchanged), so a WAIT after this script waits for the record too.
+      redis.call('HSET', idem_key, 'request_hash', record[1])
       return {'replayed', actual, record[2]}
     end
     return {'mismatch', record[1]}
