@@ -89,6 +89,8 @@ def event_store(
         bypass_redis_py="redis_py_bypass" not in settings.shortcuts_off,
         archive=archive,
         keep=settings.archive_keep_events,
+        min_replicas=settings.redis_min_replicas,
+        replica_timeout_ms=settings.redis_replica_timeout_ms,
     )
 
 

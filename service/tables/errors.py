@@ -48,3 +48,9 @@ class IdempotencyReused(TableError):
 
 class Contention(TableError):
     """The command lost the version race too many times in a row."""
+
+
+class OutcomeUnknown(TableError):
+    """The command's events were written, but Redis did not confirm them on the replicas
+    asked for in time (``GUTS_REDIS_MIN_REPLICAS``): they may be lost if the master fails
+    now. Repeated with the same Idempotency-Key, the command answers what really happened."""
