@@ -85,6 +85,11 @@ class Settings:
     webhook_max_wait_s: float = 3600.0
     webhook_retry_for_s: float = 25 * 3600.0
     webhook_timeout_s: float = 10.0
+    wallet_timeout_s: float = 5.0
+    wallet_first_retry_s: float = 5.0
+    wallet_max_wait_s: float = 3600.0
+    wallet_credit_for_s: float = 25 * 3600.0
+    wallet_debit_grace_s: float = 30.0
     database_url: str | None = None
     archive_keep_events: int = 100
     follow_lease_s: float = 10.0
@@ -149,6 +154,11 @@ class Settings:
             webhook_max_wait_s=float(env.get("GUTS_WEBHOOK_MAX_WAIT_S", 3600)),
             webhook_retry_for_s=float(env.get("GUTS_WEBHOOK_RETRY_FOR_S", 25 * 3600)),
             webhook_timeout_s=float(env.get("GUTS_WEBHOOK_TIMEOUT_S", 10)),
+            wallet_timeout_s=float(env.get("GUTS_WALLET_TIMEOUT_S", 5)),
+            wallet_first_retry_s=float(env.get("GUTS_WALLET_FIRST_RETRY_S", 5)),
+            wallet_max_wait_s=float(env.get("GUTS_WALLET_MAX_WAIT_S", 3600)),
+            wallet_credit_for_s=float(env.get("GUTS_WALLET_CREDIT_FOR_S", 25 * 3600)),
+            wallet_debit_grace_s=float(env.get("GUTS_WALLET_DEBIT_GRACE_S", 30)),
             database_url=env.get("GUTS_DATABASE_URL") or None,
             archive_keep_events=int(env.get("GUTS_ARCHIVE_KEEP_EVENTS", 100)),
             follow_lease_s=float(env.get("GUTS_FOLLOW_LEASE_S", 10)),

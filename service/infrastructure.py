@@ -30,6 +30,9 @@ from service.eventlog.table_list import TableList
 from service.eventlog.vitals import Vitals
 from service.projections.follower import Follower
 from service.projections.ledger import LedgerStore
+from service.projections.wallet import WalletStore
+from service.projections.wallet_calls import Wallet
+from service.projections.wallet_messages import WalletSchedule
 from service.projections.webhooks import WebhookStore
 from service.tables import Tables
 from service.tables.state_cache import StateCache, inherited
@@ -92,6 +95,20 @@ def event_store(
         min_replicas=settings.redis_min_replicas,
         replica_timeout_ms=settings.redis_replica_timeout_ms,
     )
+
+
+def wallet_of(settings: Settings, client: redis.Redis) -> Wallet:
+    """The casino wallets' records and calls on `client`, paced as `settings` say."""
+    schedule = WalletSchedule(
+        timeout_s=settings.wallet_timeout_s,
+        first_retry_s=settings.wallet_first_retry_s,
+        max_wait_s=settings.wallet_max_wait_s,
+        credit_for_s=settings.wallet_credit_for_s,
+        debit_grace_s=settings.wallet_debit_grace_s,
+    )
+    keys = RedisEventStore(client, prefix=settings.key_prefix)  # (its keys' names only)
+    store = WalletStore(client, keys.idempotency_key, prefix=settings.key_prefix)
+    return Wallet(store, schedule)
 
 
 def archiver(store: RedisEventStore, archive: Archive) -> Archive:
@@ -174,5 +191,6 @@ def build_table_service(
         archive=archive,
         archiver=None if archive is None else follower,
         webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
+        wallet=wallet_of(settings, redis_client),
     )
     return TableServiceParts(usecases, tables, store, index, archive)

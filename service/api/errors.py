@@ -34,6 +34,9 @@ from service.application.errors import (
     StoreUnavailable,
     TableExists,
     TableNotFound,
+    WalletNotSet,
+    WalletOutcomeUnknown,
+    WalletRefused,
     WebhookNotFound,
 )
 from service.logs import REQUEST_ID
@@ -127,6 +130,9 @@ _GUTS: list[tuple[type[GutsError], int, str]] = [
     (ReportNotFound, 404, "Not Found"),
     (WebhookNotFound, 404, "Not Found"),
     (TableExists, 409, "Conflict"),
+    (WalletNotSet, 409, "No Wallet"),
+    (WalletRefused, 409, "Wallet Refused"),
+    (WalletOutcomeUnknown, 502, "Wallet Outcome Unknown"),
     (LogUnreadable, 409, "Log Failed Verification"),
     (PreconditionFailed, 412, "Precondition Failed"),
     (IdempotencyReused, 422, "Idempotency Key Reused"),

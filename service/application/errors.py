@@ -56,6 +56,19 @@ class LedgerUnavailable(Refused):
     that does not answer that had none to give)."""
 
 
+class WalletNotSet(Refused):
+    """The tenant has no wallet (a 409: set one with PUT /v1/wallet)."""
+
+
+class WalletRefused(Refused):
+    """The wallet refused the debit (insufficient funds, unknown player): a 409."""
+
+
+class WalletOutcomeUnknown(Refused):
+    """The wallet's answer was not a confirmation (no answer, an error, a bad signature or
+    body): the debit is rolled back and the seat refused (a 502)."""
+
+
 __all__ = [
     "ArchiveUnavailable",
     "AuditNotFound",
@@ -78,5 +91,8 @@ __all__ = [
     "TableExists",
     "TableNotFound",
     "TableQuarantined",
+    "WalletNotSet",
+    "WalletOutcomeUnknown",
+    "WalletRefused",
     "WebhookNotFound",
 ]

@@ -12,6 +12,7 @@ stores that implement these.
 | `WebhookRegistry` | `service.projections.webhooks.WebhookStore` |
 | `DispatcherVitals` | `service.eventlog.vitals.Vitals` (heartbeats, archive lag, lateness) |
 | `QuarantineList` | `service.eventlog.due_index.DueIndex` |
+| `WalletBook` | `service.projections.wallet_calls.Wallet` |
 """
 
 from __future__ import annotations
@@ -128,3 +129,36 @@ class QuarantineList(Protocol):
     """The tables set aside because something stored about them does not load or parse."""
 
     def quarantined(self) -> dict[str, dict[str, Any]]: ...
+
+
+class WalletBook(Protocol):
+    """A tenant's casino wallet: its settings, its transactions, and the debits' calls."""
+
+    seat_request: str
+    """The request hash a wallet-funded seat or top-up is appended with."""
+
+    def settings(self, tenant: str) -> dict[str, Any] | None: ...
+
+    def put_settings(
+        self, tenant: str, url: str, currency: str, chip_value_minor: int
+    ) -> tuple[dict[str, Any], bool]: ...
+
+    def rotate_secret(self, tenant: str) -> dict[str, Any] | None: ...
+
+    def delete_settings(self, tenant: str) -> bool: ...
+
+    def page(
+        self, tenant: str, after: int, limit: int, match: dict[str, str]
+    ) -> tuple[list[dict[str, Any]], int | None]: ...
+
+    def transaction(self, tenant: str, key: str) -> dict[str, Any] | None: ...
+
+    def seat_key(self, transaction_id: str) -> str: ...
+
+    def open_debit(self, tenant: str, record: dict[str, Any]) -> dict[str, Any]: ...
+
+    def debit(self, tenant: str, record: dict[str, Any]) -> str: ...
+
+    def confirm(self, tenant: str, transaction_id: str) -> None: ...
+
+    def roll_back(self, tenant: str, transaction_id: str) -> str: ...
