@@ -9,62 +9,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
 import requests
 
+from tests.browser.pages import AUDITOR, OPERATOR, Person
+from tests.browser.pages import get as _get
+from tests.browser.pages import need_the_live_feed as _need_the_live_feed
+from tests.browser.pages import playwright_expect as _expect
 from tests.test_cli import Served, _env
-
-OPERATOR = "browser-test-operator-key"
-AUDITOR = "browser-test-auditor-key"
-WAIT_MS = 15_000  # how long the page may take to show what is asked (a bound, not a timing)
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """`guts serve` with its own embedded Redis, as the README's first command runs it."""
-    where = tmp_path_factory.mktemp("play")
-    env = _env(GUTS_OPERATOR_KEYS=OPERATOR, GUTS_AUDITOR_KEYS=AUDITOR)
-    server = Served(where / "data", where, env=env)
-    try:
-        server.wait_healthy()
-        _need_the_live_feed(server)
-        yield server
-    finally:
-        server.kill()
-
-
-class Person:
-    """One browser context with one page, and every URL the page asked for."""
-
-    def __init__(self, browser: Any, contexts: list[Any]) -> None:
-        self.context = browser.new_context()
-        contexts.append(self.context)
-        self.urls: list[str] = []
-        self.errors: list[str] = []
-        self.context.on("request", lambda request: self.urls.append(request.url))
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(WAIT_MS)
-        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
-        self.missing: list[str] = []
-        self.context.on(
-            "response",
-            lambda response: response.status == 404 and self.missing.append(response.url),
-        )
-
-    def text(self, selector: str) -> str:
-        return str(self.page.locator(selector).inner_text())
-
-
-def _expect() -> Any:
-    from playwright.sync_api import expect
-
-    return expect
 
 
 @dataclass
@@ -245,22 +201,6 @@ def test_a_table_is_created_with_variant_options(browser, contexts, served: Serv
     assert (rules["wild"], rules["hi_lo"], rules["cards"]) == ("deuces", True, 3)
     # On a hi-lo table the low pot is on the felt.
     expect(page.locator(".pots")).to_contain_text("Low pot")
-
-
-def _need_the_live_feed(served: Served) -> None:
-    """The page follows tables over the live feed (branch `stream`); a build without it
-    skips these tests, saying so, rather than failing on what it does not offer."""
-    spec = requests.get(served.base + "/openapi.yaml", timeout=10).text
-    if "/v1/tables/{table_id}/stream-tickets:" not in spec:
-        pytest.skip("BROWSER PLAY TESTS SKIPPED: this build has no live feed (stream-tickets)")
-
-
-def _get(served: Served, path: str, token: str) -> dict[str, Any]:
-    response = requests.get(
-        served.base + path, headers={"Authorization": f"Bearer {token}"}, timeout=10
-    )
-    assert response.status_code == 200, response.text
-    return dict(response.json())
 
 
 def _deck() -> list[str]:

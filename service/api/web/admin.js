@@ -7,7 +7,7 @@
 import { $, actWith, api, button, element, forgetKey, keepKey, storedKey, tablePath, withQuery } from "/play/api.js";
 import { follow } from "/play/feed.js";
 import { startI18n, t } from "/play/i18n.js";
-import { eventWords, learnNames } from "/play/words.js";
+import { EventLog, learnNames } from "/play/words.js";
 import {
   dataTable, loadHands, loadLedger, loadLimits, loadWallet, loadWebhooks, pager,
   registerWebhook, renderWebhookEvents, reportErrorsWith, saveLimits,
@@ -23,6 +23,7 @@ function say(text) {
 }
 
 const act = actWith(say, t);
+const log = new EventLog($("events"), 80);
 
 // --- the key and its role ------------------------------------------------------------------
 
@@ -83,11 +84,7 @@ function feedState(state, seconds) {
 
 let refreshing = null;
 function received(version, event) {
-  const item = element("li", eventWords(event));
-  item.dataset.version = String(version);
-  item.dataset.type = event.type;
-  $("events").prepend(item);
-  while ($("events").children.length > 80) $("events").lastElementChild.remove();
+  log.add(version, event);
   clearTimeout(refreshing);
   refreshing = setTimeout(() => refreshLive().catch((e) => say(e.message)), 50);
 }
@@ -97,7 +94,7 @@ async function openTable(tableId) {
   office.table = tableId;
   office.links = [];
   $("seat-links").replaceChildren();
-  $("events").replaceChildren();
+  log.clear();
   $("audit-table").value = tableId;
   await refreshLive();
   office.stop = follow(tableId, office.view.version, received, feedState);

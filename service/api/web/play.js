@@ -15,7 +15,7 @@ import { follow } from "/play/feed.js";
 import { startI18n, t } from "/play/i18n.js";
 import { actions, tableElement } from "/play/seat.js";
 import { parsePasted, showVerification } from "/play/verify.js";
-import { decisionWords, eventWords, learnNames, resultWords } from "/play/words.js";
+import { EventLog, learnNames, resultWords } from "/play/words.js";
 
 const LINKS = "guts.links."; // sessionStorage: the seat links this operator handed out, per table
 
@@ -28,7 +28,6 @@ const page = {
   feed: "closed", // the feed's state
   shown: null, // the last showdown: {hand, cards, names} by seat
   result: null, // the last result: {resolved, names}
-  pending: new Map(), // seat -> log item of a hidden decision of the hand in play
   said: null, // the version the status line was said at (cleared once the table moves on)
   deadline: null, // {at, total}: the hand's deadline and the time it gave, in ms
 };
@@ -43,6 +42,7 @@ function say(text) {
 }
 
 const act = actWith(say, t);
+const log = new EventLog($("events"));
 
 const post = (what, path, body) => act(what, () => api("POST", tablePath(page.table, path), body));
 
@@ -58,24 +58,8 @@ function feedState(state, seconds) {
 
 function received(version, event) {
   page.last = version;
-  const item = element("li", eventWords(event));
-  item.dataset.type = event.type;
-  item.dataset.version = String(version);
-  if (event.type === "hand_dealt") {
-    page.pending.clear();
-    page.shown = null;
-  }
-  if (event.type === "decision_made" && !event.data.decision) page.pending.set(event.data.seat, item);
-  if (event.type === "declarations_revealed") {
-    // The hidden decisions, filled in now that everyone's is shown.
-    for (const [seat, decision] of Object.entries(event.data.decisions || {})) {
-      const pending = page.pending.get(Number(seat));
-      if (pending) pending.textContent = decisionWords(seat, decision);
-    }
-    page.pending.clear();
-  }
-  $("events").prepend(item);
-  while ($("events").children.length > 60) $("events").lastElementChild.remove();
+  if (event.type === "hand_dealt") page.shown = null;
+  log.add(version, event);
   if (event.type === "hand_resolved") showResult(event.data);
   refreshSoon();
 }
@@ -179,7 +163,7 @@ async function openTable(tableId) {
   page.table = tableId;
   page.result = null;
   page.shown = null;
-  $("events").replaceChildren();
+  log.clear();
   await refresh();
   page.last = page.view.version; // the feed sends what comes after the view just rendered
   page.stop = follow(tableId, page.last, received, feedState);

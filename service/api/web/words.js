@@ -98,3 +98,36 @@ export function resultWords(resolved, handNames) {
   const sentence = parts.join("; ");
   return t("play.result.hand", { hand: resolved.hand, words: sentence || t("play.result.nothing") });
 }
+
+/** The live log in words, newest first, in a list element: a hidden decision ("alice has
+ * decided") is filled in when the reveal shows it ("alice is in"). */
+export class EventLog {
+  constructor(list, keep = 60) {
+    this.list = list;
+    this.keep = keep;
+    this.pending = new Map(); // seat -> the item of its hidden decision in the hand in play
+  }
+
+  clear() {
+    this.list.replaceChildren();
+    this.pending.clear();
+  }
+
+  add(version, event) {
+    const item = document.createElement("li");
+    item.textContent = eventWords(event);
+    item.dataset.type = event.type;
+    item.dataset.version = String(version);
+    if (event.type === "hand_dealt") this.pending.clear();
+    if (event.type === "decision_made" && !event.data.decision) this.pending.set(event.data.seat, item);
+    if (event.type === "declarations_revealed") {
+      for (const [seat, decision] of Object.entries(event.data.decisions || {})) {
+        const pending = this.pending.get(Number(seat));
+        if (pending) pending.textContent = decisionWords(seat, decision);
+      }
+      this.pending.clear();
+    }
+    this.list.prepend(item);
+    while (this.list.children.length > this.keep) this.list.lastElementChild.remove();
+  }
+}
