@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from service.api.play_page import ASSETS, LANGUAGES
+from service.projections.webhook_messages import EVENT_NAMES
 from service.rules.ruleset import OPTION_NAMES, PRESETS
 from tests.apiclient import Api
 
@@ -81,3 +82,10 @@ def test_the_creation_form_offers_every_ruleset_option(api: Api):
         "choices": ["none", "deuces", "one_eyed_jacks"],
         "default": "none",
     }
+
+
+def test_the_back_office_offers_every_webhook_event():
+    script = (WEB / "admin-panels.js").read_text()
+    listed = re.search(r"export const WEBHOOK_EVENTS = \[([^\]]*)\]", script)
+    assert listed is not None
+    assert re.findall(r'"([a-z_]+)"', listed.group(1)) == list(EVENT_NAMES)

@@ -17,7 +17,8 @@ import { actions, tableElement } from "/play/seat.js";
 import { parsePasted, showVerification } from "/play/verify.js";
 import { EventLog, learnNames, resultWords } from "/play/words.js";
 
-const LINKS = "guts.links."; // sessionStorage: the seat links this operator handed out, per table
+const LINKS = "guts.links.";
+const TIMED_PHASES = ["passing", "declaring", "drawing", "betting"]; // sessionStorage: the seat links this operator handed out, per table
 
 const page = {
   table: null, // the table id
@@ -116,7 +117,10 @@ function render(view) {
   const keepShown = page.shown && (!hand || hand.number === page.shown.hand);
   $("felt").replaceChildren(tableElement(view, page.seat, keepShown ? page.shown : null));
   $("hand-summary").textContent = hand ? t("play.hand_phase", { hand: hand.number, phase: t(`common.phase.${hand.phase}`) }) : t("play.no_hand");
-  const deadline = hand && hand.deadline ? Date.parse(hand.deadline) : null;
+  // A countdown only while the table waits for players (not at the showdown, which waits for
+  // the operator or the platform).
+  const timed = hand && hand.deadline && TIMED_PHASES.includes(hand.phase);
+  const deadline = timed ? Date.parse(hand.deadline) : null;
   if (!deadline) page.deadline = null;
   else if (!page.deadline || page.deadline.at !== deadline) page.deadline = { at: deadline, total: Math.max(1000, deadline - serverNow()) };
   if (page.seat !== null) renderSeat(view);
