@@ -43,8 +43,11 @@ class Person:
 
 
 def playwright_expect() -> Any:
+    """Playwright's `expect`, waiting up to WAIT_MS (a feed reconnecting after a restart backs
+    off up to 10 s)."""
     from playwright.sync_api import expect
 
+    expect.set_options(timeout=WAIT_MS)
     return expect
 
 

@@ -53,6 +53,11 @@ def open_table(browser: Any, contexts: list[Any], served: Served, names: list[st
         page.get_by_role("button", name="Seat", exact=True).click()
         expect(page.locator("#seat-links a")).to_have_count(count)
     links = page.locator("#seat-links a").evaluate_all("(links) => links.map((a) => a.href)")
+    # Each link has a copy button that puts it on the clipboard.
+    operator.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=served.base)
+    page.get_by_role("button", name=f"Copy the seat link for {names[-1]}").click()
+    expect(page.locator("#status")).to_contain_text(f"The link for {names[-1]} is copied.")
+    assert page.evaluate("navigator.clipboard.readText()") == links[-1]
 
     # Each link holds its seat's token in the fragment only.
     tokens = []
@@ -138,8 +143,9 @@ def test_three_players_play_a_hand_live_and_verify_it(browser, contexts, served:
         for seat, cards in history["outcome"]["shown"].items():
             hand = player.page.locator(f".seat[data-seat='{seat}'] .card")
             assert sorted(hand.evaluate_all("(c) => c.map((x) => x.dataset.card)")) == sorted(cards)
-    # The status line does not stay on what was done once the table moved on.
-    expect(page.locator("#status")).to_be_empty()
+    # The status line does not stay on what was done once the table moved on: alice's
+    # "In: done." went when the hand was revealed and resolved.
+    expect(alice.locator("#status")).to_be_empty()
 
     # Every viewer verifies the hand in the browser: each player, and the operator.
     for person in (*players, operator):

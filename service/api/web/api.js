@@ -85,14 +85,15 @@ export function button(label, onClick, attributes = {}) {
 export const $ = (id) => document.getElementById(id);
 
 /** `act(what, run)`: an event handler that runs a user's action and says how it went with
- * `say` (in words from `t`), showing what went wrong instead of throwing it away. */
+ * `say(text, result)` (in words from `t`; `result` is what `run` answered, for "done"),
+ * showing what went wrong instead of throwing it away. */
 export function actWith(say, t) {
   return (what, run) => async (event) => {
     if (event) event.preventDefault();
     try {
       say(t("common.working", { what }));
-      await run(event);
-      say(t("common.done", { what }));
+      const result = await run(event);
+      say(t("common.done", { what }), result);
     } catch (error) {
       say(t("common.failed", { what, why: error.message }));
     }

@@ -35,11 +35,13 @@ const page = {
 
 // --- what the page says --------------------------------------------------------------------
 
-/** The status line: what the user just did. Cleared when the table moves on, so it is never
- * left saying something no longer true ("declare: done" after the hand ended). */
-function say(text) {
+/** The status line: what the user just did. Cleared once the table moves past what it says
+ * (the version the action made, when it answered one; else the table as it was then), so it
+ * is never left saying something no longer true ("declare: done" after the hand ended). */
+function say(text, result) {
   $("status").textContent = text;
-  page.said = page.view ? page.view.version : 0;
+  const made = result && Number.isInteger(result.version) ? result.version : null;
+  page.said = made ?? (page.view ? page.view.version : 0);
 }
 
 const act = actWith(say, t);
