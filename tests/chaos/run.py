@@ -1,0 +1,144 @@
+"""One chaos run: the topology up, a webhook registered to the harness's receiver, clients
+playing many tables while faults are injected on a schedule, then the faults stop, the clients
+finish their hands, everything is read back and checked; a report (a dict, printed as text and
+optionally written as JSON)."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from service.projections.webhook_messages import EVENT_NAMES
+from tests.chaos import checker
+from tests.chaos.faults import MASTER_FAULTS, SURVIVED, Injector, measure, schedule
+from tests.chaos.readback import read_back
+from tests.chaos.receiver import Receiver
+from tests.chaos.topology import OPERATOR_KEY, Topology
+from tests.chaos.workload import Client, History, TablePlayer, play
+
+AFTER_S = 5.0
+"""How long the clients play on after the last fault."""
+
+
+@dataclass
+class Options:
+    duration: float = 120.0
+    failovers: int = 4
+    seed: int = 1
+    tables: int = 12
+    min_replicas: int = 1
+    forced_failover: bool = False  # CLUSTER FAILOVER FORCE among the failovers
+    other_faults: bool = True  # API node, dispatcher, PostgreSQL, replica kills between them
+
+
+def run(options: Options) -> dict[str, Any]:
+    rng = random.Random(options.seed)
+    kinds = (*SURVIVED, "failover_force") if options.forced_failover else SURVIVED
+    plan = schedule(options.failovers, kinds, options.other_faults, rng)
+    tables = [f"chaos-{options.seed}-{n}" for n in range(options.tables)]
+    history = History()
+    with Topology(options.min_replicas) as topology, Receiver(seed=options.seed) as receiver:
+        hook = requests.post(
+            topology.api[0].base + "/v1/webhooks",
+            json={"url": receiver.url, "events": list(EVENT_NAMES)},
+            headers={"Authorization": f"Bearer {OPERATOR_KEY}"},
+            timeout=10,
+        )
+        hook.raise_for_status()
+        stop = threading.Event()
+        injector = Injector(topology, plan, options.duration / (len(plan) + 1), rng, tables)
+        started = time.monotonic()
+        with ThreadPoolExecutor(1) as pool:
+            bases = [node.base for node in topology.api]
+            players = [
+                TablePlayer(
+                    Client(bases, history, stop), table, n % 3 == 0, random.Random(rng.random())
+                )
+                for n, table in enumerate(tables)
+            ]
+            faults = pool.submit(injector.run)
+            playing = ThreadPoolExecutor(len(players))
+            games = [playing.submit(play, player, stop) for player in players]
+            time.sleep(max(0.0, options.duration - (time.monotonic() - started)))
+            faults.result()  # every fault of the plan is made, however long they took
+            time.sleep(AFTER_S)  # and the service is seen playing on after the last one
+            stop.set()
+            for game in games:
+                game.result()
+            playing.shutdown()
+        played_s = time.monotonic() - started
+        for fault in injector.faults:
+            if fault.kind in MASTER_FAULTS:
+                measure(fault, tables, history.attempts)
+        observed = read_back(topology, history, receiver, tables)
+    violations, counts = checker.check(observed, tables)
+    return _report(options, played_s, history, injector, observed, violations, counts)
+
+
+def _report(
+    options: Options,
+    played_s: float,
+    history: History,
+    injector: Injector,
+    observed: checker.Observed,
+    violations: list[checker.Violation],
+    counts: dict[str, int],
+) -> dict[str, Any]:
+    failovers = [f for f in injector.faults if f.kind in MASTER_FAULTS]
+    gaps = [f.unavailable_s for f in failovers if f.unavailable_s is not None]
+    return {
+        "options": vars(options),
+        "played_s": round(played_s, 1),
+        "commands": len(history.records),
+        "acknowledged": counts.get("acknowledged", 0),
+        "lost": counts.get("lost", 0),
+        "outcome_unknown": sum(1 for r in history.records if r.status is None),
+        "server_errors_500": history.server_errors,
+        "faults": [
+            {
+                "kind": f.kind,
+                "target": f.target,
+                "at_s": round(f.started - injector.faults[0].started, 1),
+                "settled_s": round((f.settled or f.started) - f.started, 1),
+                "unavailable_s": None if f.unavailable_s is None else round(f.unavailable_s, 2),
+                "failed_attempts": f.failed_commands,
+                "tables": f.tables,
+            }
+            for f in injector.faults
+        ],
+        "fault_errors": injector.errors,
+        "unavailability_s": {
+            "max": round(max(gaps), 2) if gaps else None,
+            "median": round(statistics.median(gaps), 2) if gaps else None,
+        },
+        "audits_ok": sum(1 for r in observed.audits.values() if r and r.get("ok")),
+        "audits": len(observed.audits),
+        "webhooks_received": len(observed.webhooks),
+        "violations": [{"kind": k, "detail": d} for k, d in violations],
+    }
+
+
+def text(report: dict[str, Any]) -> str:
+    """The report for people."""
+    lines = [
+        f"played {report['played_s']} s: {report['commands']} commands, "
+        f"{report['acknowledged']} acknowledged, {report['lost']} lost, "
+        f"{report['outcome_unknown']} outcome unknown, {report['server_errors_500']} 500s",
+        f"audits ok: {report['audits_ok']} of {report['audits']}; webhooks received: "
+        f"{report['webhooks_received']}",
+        f"unavailability per failover (s): {report['unavailability_s']}",
+    ]
+    for fault in report["faults"]:
+        lines.append(f"  {fault}")
+    lines += [f"fault not injected: {e}" for e in report["fault_errors"]]
+    kinds = sorted({v["kind"] for v in report["violations"]})
+    lines.append(f"violations: {len(report['violations'])} {kinds}")
+    lines += [f"  {v['kind']}: {v['detail']}" for v in report["violations"][:50]]
+    return "\n".join(lines)
