@@ -54,8 +54,13 @@ class LocalCluster:
                 self.ports.append(port)
                 self.bus_ports.append(bus)
                 del n
-            clients = [wait_up(port) for port in self.ports]
-            join(clients, self.ports, self.bus_ports)
+            clients = [self._wait_up(port) for port in self.ports]
+            share = SLOTS // self.nodes
+            for n, client in enumerate(clients):
+                last = SLOTS - 1 if n == self.nodes - 1 else (n + 1) * share - 1
+                client.execute_command("CLUSTER ADDSLOTS", *range(n * share, last + 1))
+            for port, bus in zip(self.ports[1:], self.bus_ports[1:], strict=True):
+                clients[0].execute_command("CLUSTER MEET", "127.0.0.1", port, bus)
             deadline = time.monotonic() + 30
             while not all(_state_ok(c) for c in clients):
                 if time.monotonic() > deadline:
@@ -67,6 +72,18 @@ class LocalCluster:
             self.stop()
             raise
         return self
+
+    def _wait_up(self, port: int) -> redis.Redis:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                return client
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def stop(self) -> None:
         for process in self.processes:
@@ -86,28 +103,3 @@ class LocalCluster:
 def _state_ok(client: redis.Redis) -> bool:
     info = client.execute_command("CLUSTER INFO")  # redis-py parses it into a dict
     return str(dict(info).get("cluster_state")) == "ok"
-
-
-def wait_up(port: int, seconds: float = 10) -> redis.Redis:
-    """A client of the Redis on `port` once it answers a PING (within `seconds`)."""
-    client = redis.Redis(host="127.0.0.1", port=port)
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            client.ping()
-            return client
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
-
-
-def join(masters: list[redis.Redis], ports: list[int], buses: list[int]) -> None:
-    """Give each of `masters` its share of the slots and introduce the nodes on `ports` (their
-    cluster bus on `buses`) to the first: what `redis-cli --cluster create` does."""
-    share = SLOTS // len(masters)
-    for n, client in enumerate(masters):
-        last = SLOTS - 1 if n == len(masters) - 1 else (n + 1) * share - 1
-        client.execute_command("CLUSTER ADDSLOTS", *range(n * share, last + 1))
-    for port, bus in zip(ports[1:], buses[1:], strict=True):
-        masters[0].execute_command("CLUSTER MEET", "127.0.0.1", port, bus)

@@ -28,6 +28,10 @@ from tests.playing import new_table, play
 
 FORCED_FAILOVER = False
 """Include CLUSTER FAILOVER FORCE in the CI run: on once acknowledgements wait for replication."""
+DEADLINE_TABLES = False
+"""Play tables whose deadlines the dispatchers act on: on once the dispatcher runs on a cluster
+(today its due index's repair sends a pipelined EVALSHA, which redis-py's cluster client
+refuses, so every dispatcher on a cluster exits within seconds, again and again: issue 31)."""
 
 COMMANDS = {  # event type -> (command, what its answer says)
     "table_created": "create",
@@ -63,6 +67,8 @@ def _played() -> tuple[dict[int, bytes], list[Record]]:
             body = {"player_id": data["player_id"], "buy_in": data["buy_in"]}
         elif command == "top_up":
             body = {"amount": data["amount"]}
+        elif command == "declare":
+            body = {"decision": data["decision"]}
         answer = {"version": version, "seat": data.get("seat"), "hand": data.get("hand")}
         if command == "leave":
             answer["cash_out"] = data["cash_out"]
@@ -160,8 +166,15 @@ def test_a_short_chaos_run_keeps_every_promise(tmp_path: Any) -> None:
     delivered under one id, every audit ok."""
     from tests.chaos.run import Options, run, text
 
-    report = run(Options(duration=60, failovers=3, tables=8, seed=7,
-                         forced_failover=FORCED_FAILOVER))  # fmt: skip
+    options = Options(
+        duration=60,
+        failovers=3,
+        tables=8,
+        seed=7,
+        forced_failover=FORCED_FAILOVER,
+        deadline_tables=DEADLINE_TABLES,
+    )
+    report = run(options)  # fmt: skip
     print(text(report))
     assert report["acknowledged"] > 200, text(report)
     assert len([f for f in report["faults"] if f["kind"].endswith("master")]) == 3, text(report)

@@ -27,6 +27,11 @@ def main(argv: list[str] | None = None) -> int:
         help="include CLUSTER FAILOVER FORCE among the failovers",
     )
     parser.add_argument(
+        "--no-deadline-tables",
+        action="store_true",
+        help="no tables with 1 s deadlines (where the dispatchers act)",
+    )
+    parser.add_argument(
         "--no-other-faults",
         action="store_true",
         help="only master failovers (no API node, dispatcher, PostgreSQL, replica kills)",
@@ -40,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         tables=args.tables,
         min_replicas=args.min_replicas,
         forced_failover=args.forced_failover,
+        deadline_tables=not args.no_deadline_tables,
         other_faults=not args.no_other_faults,
     )
     report = run(options)

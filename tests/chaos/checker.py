@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from service.eventlog.codec import GENESIS, chain_hash, decode_record, event_from_data, upcast
@@ -59,7 +60,9 @@ def _matches(record: Record, event: dict[str, Any]) -> bool:
         return bool(data["player_id"] == body["player_id"] and data["seat"] == answer["seat"])
     if record.command == "top_up":
         return bool(data["amount"] == body["amount"] and data["seat"] == answer.get("seat"))
-    if record.command in ("leave", "declare"):
+    if record.command == "declare":
+        return bool(data["seat"] == answer["seat"] and data["decision"] == body["decision"])
+    if record.command == "leave":
         return bool(data["seat"] == answer["seat"])
     if record.command in ("deal", "resolve"):
         return bool(data["hand"] == answer["hand"])
@@ -263,6 +266,25 @@ def webhooks(observed: Observed, tables: Iterable[str]) -> list[Violation]:
             what = "not delivered" if got < want else "delivered for no event / under two ids"
             found.append(("webhook", f"{key[0]}@{key[1]} {key[2]}: {what} ({got} ids, {want} due)"))
     return found
+
+
+def deadline_lateness(observed: Observed, tables: Iterable[str]) -> list[float]:
+    """Seconds past its hand's deadline at which each platform decision was made (the
+    dispatchers acting on a deadline)."""
+    late: list[float] = []
+    for table in tables:
+        deadline = ""
+        for record in observed.log(table).values():
+            data = record["data"]
+            if record["type"] == "hand_dealt":
+                deadline = data["deadline"]
+            elif record["type"] == "decision_made" and data["by"] == "platform" and deadline:
+                late.append(_seconds(data["at"]) - _seconds(deadline))
+    return late
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def audits(observed: Observed) -> list[Violation]:

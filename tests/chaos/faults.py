@@ -44,7 +44,7 @@ class Fault:
 
 def schedule(failovers: int, kinds: tuple[str, ...], others: bool, rng: random.Random) -> list[str]:
     """`failovers` master faults cycling through `kinds`, with the other faults (when `others`)
-    interleaved after every master fault."""
+    interleaved after every master fault, each at least once."""
     plan: list[str] = []
     extra = list(OTHERS)
     rng.shuffle(extra)
@@ -52,6 +52,8 @@ def schedule(failovers: int, kinds: tuple[str, ...], others: bool, rng: random.R
         plan.append(kinds[n % len(kinds)])
         if others:
             plan.append(extra[n % len(extra)])
+    if others:
+        plan += extra[failovers:]  # each other fault at least once
     return plan
 
 
@@ -149,16 +151,14 @@ class Injector:
     def kill_api(self) -> Fault:
         node = self.rng.choice(self.topology.api)
         fault = Fault("kill_api", node.name, time.monotonic())
-        node.kill()
-        node.start()
+        node.crash()
         node.wait_healthy()
         return fault
 
     def kill_dispatcher(self) -> Fault:
         process = self.rng.choice(self.topology.dispatchers)
         fault = Fault("kill_dispatcher", process.name, time.monotonic())
-        process.kill()
-        process.start()
+        process.crash()
         return fault
 
     def kill_postgres(self) -> Fault:

@@ -13,13 +13,14 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
 
 from service.processes.redis_server import find_redis_server, free_port
-from tests.cluster import _state_ok, join, wait_up
+from tests.cluster import SLOTS, _state_ok
 
 NODE_TIMEOUT_MS = 2000
 
@@ -65,9 +66,13 @@ class ReplicatedCluster:
                 node.directory.mkdir()
                 self.nodes.append(node)
                 self.launch(node)
-            clients = [wait_up(node.port) for node in self.nodes]
-            ports, buses = [n.port for n in self.nodes], [n.bus for n in self.nodes]
-            join(clients[: self.masters], ports, buses)
+            for node in self.nodes:
+                _until(lambda n=node: self._answers(n), 10, f"redis on {node.port} to start")
+            clients = [node.client() for node in self.nodes]
+            for client, (first, last) in zip(clients, _shares(self.masters), strict=False):
+                client.execute_command("CLUSTER ADDSLOTS", *range(first, last + 1))
+            for node in self.nodes[1:]:
+                clients[0].execute_command("CLUSTER MEET", "127.0.0.1", node.port, node.bus)
             self._replicate(clients)
             self.wait_settled(60)
             for client in clients:
@@ -105,6 +110,13 @@ class ReplicatedCluster:
         node.stopped = False
 
     # --- what the cluster looks like now ---------------------------------------------------
+
+    def _answers(self, node: Node) -> bool:
+        try:
+            with node.client(1.0) as client:
+                return bool(client.ping())
+        except redis.RedisError:
+            return False
 
     def role(self, node: Node) -> str | None:
         """The node's role, `master` or `slave`; None when it does not answer."""
@@ -162,10 +174,7 @@ class ReplicatedCluster:
     def wait_settled(self, seconds: float) -> float:
         """Wait for `settled`; the seconds it took (RuntimeError past `seconds`)."""
         started = time.monotonic()
-        while not self.settled():
-            if time.monotonic() - started > seconds:
-                raise RuntimeError(f"the Redis Cluster did not settle within {seconds} s")
-            time.sleep(0.1)
+        _until(self.settled, seconds, "the Redis Cluster to settle")
         return time.monotonic() - started
 
     # --- faults ----------------------------------------------------------------------------
@@ -190,9 +199,23 @@ class ReplicatedCluster:
     def restart(self, node: Node) -> None:
         self.kill(node)
         self.launch(node)
-        wait_up(node.port, 30).close()
+        _until(lambda: self._answers(node), 30, f"redis on {node.port} to restart")
 
     def stop(self) -> None:
         for node in self.nodes:
             self.kill(node)
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _shares(masters: int) -> list[tuple[int, int]]:
+    """The first and last slot of each master's share of the slots."""
+    bounds = [n * (SLOTS // masters) for n in range(masters)] + [SLOTS]
+    return [(bounds[n], bounds[n + 1] - 1) for n in range(masters)]
+
+
+def _until(done: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"waited {seconds} s for {what}")
+        time.sleep(0.05)

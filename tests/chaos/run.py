@@ -5,14 +5,18 @@ optionally written as JSON)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import shutil
 import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import orjson
 import requests
 
 from service.projections.webhook_messages import EVENT_NAMES
@@ -35,6 +39,7 @@ class Options:
     tables: int = 12
     min_replicas: int = 1
     forced_failover: bool = False  # CLUSTER FAILOVER FORCE among the failovers
+    deadline_tables: bool = True  # a third of the tables with 1 s deadlines and auto_resolve
     other_faults: bool = True  # API node, dispatcher, PostgreSQL, replica kills between them
 
 
@@ -78,8 +83,24 @@ def run(options: Options) -> dict[str, Any]:
             if fault.kind in MASTER_FAULTS:
                 measure(fault, tables, history.attempts)
         observed = read_back(topology, history, receiver, tables)
+        exits = topology.dispatcher_exits()
     violations, counts = checker.check(observed, tables)
-    return _report(options, played_s, history, injector, observed, violations, counts)
+    report = _report(options, played_s, history, injector, observed, violations, counts)
+    report["dispatcher_exits"] = exits
+    _keep(topology.workdir, history, report)
+    return report
+
+
+def _keep(workdir: Path, history: History, report: dict[str, Any]) -> None:
+    """The processes' logs and the history (JSON lines) stay in `workdir` after a run that
+    found a violation (its path in the report); a clean run leaves nothing behind."""
+    if not report["violations"]:
+        shutil.rmtree(workdir, ignore_errors=True)
+        return
+    with open(workdir / "history.jsonl", "wb") as out:
+        for record in history.records:
+            out.write(orjson.dumps(dataclasses.asdict(record)) + b"\n")
+    report["workdir"] = str(workdir)
 
 
 def _report(
@@ -93,6 +114,7 @@ def _report(
 ) -> dict[str, Any]:
     failovers = [f for f in injector.faults if f.kind in MASTER_FAULTS]
     gaps = [f.unavailable_s for f in failovers if f.unavailable_s is not None]
+    late = checker.deadline_lateness(observed, observed.redis)
     return {
         "options": vars(options),
         "played_s": round(played_s, 1),
@@ -118,6 +140,11 @@ def _report(
             "max": round(max(gaps), 2) if gaps else None,
             "median": round(statistics.median(gaps), 2) if gaps else None,
         },
+        "deadlines_acted_on": {
+            "count": len(late),
+            "late_s_median": round(statistics.median(late), 2) if late else None,
+            "late_s_max": round(max(late), 2) if late else None,
+        },
         "audits_ok": sum(1 for r in observed.audits.values() if r and r.get("ok")),
         "audits": len(observed.audits),
         "webhooks_received": len(observed.webhooks),
@@ -132,8 +159,9 @@ def text(report: dict[str, Any]) -> str:
         f"{report['acknowledged']} acknowledged, {report['lost']} lost, "
         f"{report['outcome_unknown']} outcome unknown, {report['server_errors_500']} 500s",
         f"audits ok: {report['audits_ok']} of {report['audits']}; webhooks received: "
-        f"{report['webhooks_received']}",
+        f"{report['webhooks_received']}; dispatcher exits: {report['dispatcher_exits']}",
         f"unavailability per failover (s): {report['unavailability_s']}",
+        f"deadlines acted on by the dispatchers: {report['deadlines_acted_on']}",
     ]
     for fault in report["faults"]:
         lines.append(f"  {fault}")
@@ -141,4 +169,6 @@ def text(report: dict[str, Any]) -> str:
     kinds = sorted({v["kind"] for v in report["violations"]})
     lines.append(f"violations: {len(report['violations'])} {kinds}")
     lines += [f"  {v['kind']}: {v['detail']}" for v in report["violations"][:50]]
+    if "workdir" in report:
+        lines.append(f"logs and history kept in {report['workdir']}")
     return "\n".join(lines)

@@ -12,15 +12,19 @@ lost whole), and `stop` ends everything, even after a failure."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
 
+import psutil
 import requests
 
 from service.archive.database import EmbeddedPostgres, connect, migrate
@@ -42,6 +46,8 @@ class GutsProcess:
         self.log = logs / f"{name}.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.exits = 0  # exits it made by itself (restarted)
+        self.lock = threading.Lock()
 
     def start(self) -> None:
         with open(self.log, "ab") as out:
@@ -57,10 +63,32 @@ class GutsProcess:
         self.starts += 1
 
     def kill(self) -> None:
-        """kill -9, with every process it started."""
-        if self.process is not None:
-            _signal_group(self.process, signal.SIGKILL)
-            self.process.wait()
+        """kill -9, with every process it started (its children run in process groups of
+        their own, and would otherwise be told to stop gracefully, which a crash is not)."""
+        if self.process is None:
+            return
+        try:
+            children = psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            children = []
+        _signal_group(self.process, signal.SIGKILL)
+        for child in children:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+        self.process.wait()
+
+    def crash(self) -> None:
+        """kill -9 and start again (a fault)."""
+        with self.lock:
+            self.kill()
+            self.start()
+
+    def restart_if_exited(self) -> None:
+        """Start it again if it exited by itself, as systemd would."""
+        with self.lock:
+            if self.process is not None and self.process.poll() is not None:
+                self.exits += 1
+                self.start()
 
     def stop(self) -> None:
         """SIGTERM (it stops its children), SIGKILL to whatever is left after 15 s."""
@@ -120,6 +148,14 @@ class Topology:
         self.database_url = ""
         self.api: list[ApiNode] = []
         self.dispatchers: list[GutsProcess] = []
+        self.stopping = threading.Event()
+        self.keeper = threading.Thread(target=self._keep, daemon=True)
+
+    def _keep(self) -> None:
+        """Restart a `guts dispatch` that exits (`guts serve` restarts its own children)."""
+        while not self.stopping.wait(0.5):
+            for process in self.dispatchers:
+                process.restart_if_exited()
 
     def env(self) -> dict[str, str]:
         drop = ("REDIS_URL", "GUNICORN_CMD_ARGS", "GUTS_DATABASE_URL")
@@ -156,6 +192,7 @@ class Topology:
                 )
             for process in [*self.api, *self.dispatchers]:
                 process.start()
+            self.keeper.start()
             for node in self.api:
                 node.wait_healthy()
         except BaseException:
@@ -163,11 +200,21 @@ class Topology:
             raise
         return self
 
+    def dispatcher_exits(self) -> int:
+        """How often a dispatcher exited by itself: the `guts dispatch` processes (restarted
+        here) and those of each `guts serve` (restarted by its supervisor, which logs it)."""
+        said = re.compile(r'"msg":"dispatcher-\d+ \(pid \d+\) exited')
+        logged = sum(len(said.findall(node.log.read_text())) for node in self.api)
+        return logged + sum(process.exits for process in self.dispatchers)
+
     def postgres_pid(self) -> int | None:
         server = getattr(self.postgres, "_server", None)
         return None if server is None else server.get_pid()
 
     def stop(self) -> None:
+        self.stopping.set()
+        if self.keeper.is_alive():
+            self.keeper.join()
         for process in [*self.api, *self.dispatchers]:
             process.stop()
         self.cluster.stop()

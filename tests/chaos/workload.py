@@ -1,5 +1,5 @@
 """The chaos run's clients: threads playing hands on many tables through both API nodes, every
-command with an `Idempotency-Key` and retried with the same key (and body) on 503, 5xx and
+command with an `Idempotency-Key` and retried with the same key (and body) on 5xx, 429 and
 connection errors until it has a definite answer; the history of every command (its key, what
 was sent and what was answered) and of every attempt (when, which table, whether the service
 answered), for the checker and for the unavailability figures."""
@@ -99,7 +99,7 @@ class Client:
                 )
             except requests.RequestException:
                 response = None
-            if response is not None and response.status_code < 500:
+            if response is not None and response.status_code < 500 and response.status_code != 429:
                 self.history.attempt(began, record.table, True)
                 record.status, record.answered = response.status_code, time.monotonic()
                 record.answer = _json(response)
