@@ -189,36 +189,33 @@ def tables_of(slots: set[int], tables: list[str], prefix: str = "guts") -> list[
 SLOW_S = 0.5
 """An attempt that took longer than this counts as the service being away (it held the
 command: redis-py's cluster client retries through a failover before it answers)."""
-RETRY_GAP_S = 1.1
-"""Failed or slow attempts this close together are one outage (a client waits up to 1 s
-between two attempts of a command)."""
 
 
 def measure(
     fault: Fault, tables: list[str], attempts: list[tuple[float, float, str, bool]]
 ) -> None:
-    """Set `fault.unavailable_s`: on each of the failed master's tables, the longest outage
-    (attempts that failed or were held longer than SLOW_S, one after another) starting after
-    the fault and before it settled; the worst table's."""
+    """Set `fault.unavailable_s`: on each of the failed master's tables, from the first attempt
+    after the fault that failed or was held longer than SLOW_S (before the fault settled) to
+    the end of the next attempt answered in time; the worst table's."""
     mine = set(tables_of(fault.slots, tables))
     fault.tables = len(mine)
     until = fault.settled or fault.started
-    outages: dict[str, list[float]] = {}  # table -> [start, end] of the outage being merged
+    first_bad: dict[str, float] = {}
+    last_bad: dict[str, float] = {}
     worst = 0.0
     for began, ended, table, answered in sorted(attempts):
         if table not in mine or ended < fault.started:
             continue
-        bad = not answered or ended - began > SLOW_S
-        if not answered:
-            fault.failed_commands += 1
-        current = outages.get(table)
-        if bad and current is not None and began - current[1] <= RETRY_GAP_S:
-            current[1] = max(current[1], ended)
-        elif bad and began <= until:
-            outages[table] = current = [max(began, fault.started), ended]
-        elif current is not None:
-            worst = max(worst, current[1] - current[0])
+        fault.failed_commands += not answered
+        start = first_bad.get(table)
+        if not answered or ended - began > SLOW_S:
+            if start is None and began <= until:
+                first_bad[table] = max(began, fault.started)
+            last_bad[table] = ended
+        elif start is not None:
+            worst = max(worst, ended - start)
             mine.discard(table)  # only the first outage after the fault counts
-        if current is not None and table in mine:
-            worst = max(worst, current[1] - current[0])
+            del first_bad[table]
+    for table, start in first_bad.items():  # never answered again
+        worst = max(worst, last_bad[table] - start)
     fault.unavailable_s = worst

@@ -64,7 +64,10 @@ def run(options: Options) -> dict[str, Any]:
             bases = [node.base for node in topology.api]
             players = [
                 TablePlayer(
-                    Client(bases, history, stop), table, n % 3 == 0, random.Random(rng.random())
+                    Client(bases, history, stop),
+                    table,
+                    options.deadline_tables and n % 3 == 0,
+                    random.Random(rng.random()),
                 )
                 for n, table in enumerate(tables)
             ]
@@ -83,10 +86,10 @@ def run(options: Options) -> dict[str, Any]:
             if fault.kind in MASTER_FAULTS:
                 measure(fault, tables, history.attempts)
         observed = read_back(topology, history, receiver, tables)
-        exits = topology.dispatcher_exits()
+        exits, uncaught = topology.dispatcher_exits(), topology.uncaught()
     violations, counts = checker.check(observed, tables)
     report = _report(options, played_s, history, injector, observed, violations, counts)
-    report["dispatcher_exits"] = exits
+    report["dispatcher_exits"], report["uncaught"] = exits, uncaught
     _keep(topology.workdir, history, report)
     return report
 
@@ -159,7 +162,8 @@ def text(report: dict[str, Any]) -> str:
         f"{report['acknowledged']} acknowledged, {report['lost']} lost, "
         f"{report['outcome_unknown']} outcome unknown, {report['server_errors_500']} 500s",
         f"audits ok: {report['audits_ok']} of {report['audits']}; webhooks received: "
-        f"{report['webhooks_received']}; dispatcher exits: {report['dispatcher_exits']}",
+        f"{report['webhooks_received']}; dispatcher exits: {report['dispatcher_exits']}; "
+        f"uncaught exceptions: {report['uncaught']}",
         f"unavailability per failover (s): {report['unavailability_s']}",
         f"deadlines acted on by the dispatchers: {report['deadlines_acted_on']}",
     ]

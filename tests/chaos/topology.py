@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from types import TracebackType
 
@@ -199,6 +200,12 @@ class Topology:
             self.stop()
             raise
         return self
+
+    def uncaught(self) -> dict[str, int]:
+        """The exceptions that ended a guts process, by type, as their logs say."""
+        said = re.compile(r'"msg":"uncaught (\w+)')
+        logs = [process.log.read_text() for process in [*self.api, *self.dispatchers]]
+        return dict(Counter(kind for log in logs for kind in said.findall(log)))
 
     def dispatcher_exits(self) -> int:
         """How often a dispatcher exited by itself: the `guts dispatch` processes (restarted

@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import requests
@@ -220,6 +221,9 @@ class TablePlayer:
         if not waiting:
             time.sleep(0.1)  # the rest is left to the deadline
             return
+        if _passed(hand["deadline"]):
+            time.sleep(0.1)  # too late to declare: the dispatchers' turn
+            return
         seat = waiting[0]
         token = self.tokens.get(seat)
         if token is None:  # a seat whose seating answer was lost: the deadline decides it
@@ -227,6 +231,10 @@ class TablePlayer:
             return
         body = {"decision": self.rng.choice(("in", "out"))}
         self.command("declare", f"/v1/tables/{self.table}/declare", body, token=token)
+
+
+def _passed(deadline: str) -> bool:
+    return datetime.fromisoformat(deadline.replace("Z", "+00:00")) <= datetime.now(UTC)
 
 
 def play(player: TablePlayer, stop: threading.Event, finish_s: float = 60.0) -> None:
