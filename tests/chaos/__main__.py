@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 
 from tests.chaos.run import Options, run, text
@@ -48,12 +49,17 @@ def main(argv: list[str] | None = None) -> int:
         deadline_tables=not args.no_deadline_tables,
         other_faults=not args.no_other_faults,
     )
+    signal.signal(signal.SIGTERM, _stop)  # unwinds the run: everything it started is stopped
     report = run(options)
     print(text(report), flush=True)
     if args.report:
         with open(args.report, "w") as out:
             json.dump(report, out, indent=2)
     return 1 if report["violations"] else 0
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

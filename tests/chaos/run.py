@@ -11,6 +11,7 @@ import shutil
 import statistics
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from tests.chaos.faults import MASTER_FAULTS, SURVIVED, Injector, measure, sched
 from tests.chaos.readback import read_back
 from tests.chaos.receiver import Receiver
 from tests.chaos.topology import OPERATOR_KEY, Topology
-from tests.chaos.workload import Client, History, TablePlayer, play
+from tests.chaos.workload import Client, History, Record, TablePlayer, play
 
 AFTER_S = 5.0
 """How long the clients play on after the last fault."""
@@ -81,14 +82,13 @@ def run(options: Options) -> dict[str, Any]:
             for game in games:
                 game.result()
             playing.shutdown()
-        played_s = time.monotonic() - started
         for fault in injector.faults:
             if fault.kind in MASTER_FAULTS:
                 measure(fault, tables, history.attempts)
         observed = read_back(topology, history, receiver, tables)
         exits, uncaught = topology.dispatcher_exits(), topology.uncaught()
     violations, counts = checker.check(observed, tables)
-    report = _report(options, played_s, history, injector, observed, violations, counts)
+    report = _report(options, started, history, injector, observed, violations, counts)
     report["dispatcher_exits"], report["uncaught"] = exits, uncaught
     _keep(topology.workdir, history, report)
     return report
@@ -108,29 +108,33 @@ def _keep(workdir: Path, history: History, report: dict[str, Any]) -> None:
 
 def _report(
     options: Options,
-    played_s: float,
+    started: float,
     history: History,
     injector: Injector,
     observed: checker.Observed,
     violations: list[checker.Violation],
     counts: dict[str, int],
 ) -> dict[str, Any]:
+    """The run's figures; times in seconds from the run's start (its first command)."""
     failovers = [f for f in injector.faults if f.kind in MASTER_FAULTS]
     gaps = [f.unavailable_s for f in failovers if f.unavailable_s is not None]
+    lost = " ".join(detail for kind, detail in violations if kind == "lost")
     late = checker.deadline_lateness(observed, observed.redis)
     return {
         "options": vars(options),
-        "played_s": round(played_s, 1),
+        "played_s": round(max(r.answered or r.sent for r in history.records) - started, 1),
         "commands": len(history.records),
         "acknowledged": counts.get("acknowledged", 0),
         "lost": counts.get("lost", 0),
+        "lost_commands": [_lost(r, started) for r in history.records if r.key in lost],
+        "forked_tables": len({d.split("@")[0].split(":")[0] for k, d in violations if k == "fork"}),
         "outcome_unknown": sum(1 for r in history.records if r.status is None),
         "server_errors_500": history.server_errors,
         "faults": [
             {
                 "kind": f.kind,
                 "target": f.target,
-                "at_s": round(f.started - injector.faults[0].started, 1),
+                "at_s": round(f.started - started, 1),
                 "settled_s": round((f.settled or f.started) - f.started, 1),
                 "unavailable_s": None if f.unavailable_s is None else round(f.unavailable_s, 2),
                 "failed_attempts": f.failed_commands,
@@ -155,11 +159,19 @@ def _report(
     }
 
 
+def _lost(record: Record, started: float) -> dict[str, Any]:
+    version = record.answer.get("version")
+    answered = round((record.answered or 0) - started, 2)
+    return {"table": record.table, "command": record.command, "key": record.key,
+            "version": version, "answered_s": answered}  # fmt: skip
+
+
 def text(report: dict[str, Any]) -> str:
     """The report for people."""
     lines = [
         f"played {report['played_s']} s: {report['commands']} commands, "
         f"{report['acknowledged']} acknowledged, {report['lost']} lost, "
+        f"{report['forked_tables']} tables forked, "
         f"{report['outcome_unknown']} outcome unknown, {report['server_errors_500']} 500s",
         f"audits ok: {report['audits_ok']} of {report['audits']}; webhooks received: "
         f"{report['webhooks_received']}; dispatcher exits: {report['dispatcher_exits']}; "
@@ -170,8 +182,9 @@ def text(report: dict[str, Any]) -> str:
     for fault in report["faults"]:
         lines.append(f"  {fault}")
     lines += [f"fault not injected: {e}" for e in report["fault_errors"]]
-    kinds = sorted({v["kind"] for v in report["violations"]})
-    lines.append(f"violations: {len(report['violations'])} {kinds}")
+    lines += [f"  lost: {c}" for c in report["lost_commands"]]
+    kinds = Counter(v["kind"] for v in report["violations"])
+    lines.append(f"violations: {len(report['violations'])} {dict(sorted(kinds.items()))}")
     lines += [f"  {v['kind']}: {v['detail']}" for v in report["violations"][:50]]
     if "workdir" in report:
         lines.append(f"logs and history kept in {report['workdir']}")
