@@ -61,6 +61,10 @@ class Settings:
 
     redis_url: str | None = None
     redis_cluster: bool = False
+    # Acknowledged means replicated: a command answers 2xx only once this many replicas hold
+    # its events (WAIT, within redis_replica_timeout_ms; else 503 outcome-unknown).
+    redis_min_replicas: int = 0
+    redis_replica_timeout_ms: int = 200
     queue_redis_url: str | None = None
     operator_keys: tuple[str, ...] = ()
     auditor_keys: tuple[str, ...] = ()
@@ -128,6 +132,8 @@ class Settings:
         return cls(
             redis_url=env.get("REDIS_URL") or None,
             redis_cluster=_flag(env.get("GUTS_REDIS_CLUSTER", "")),
+            redis_min_replicas=int(env.get("GUTS_REDIS_MIN_REPLICAS", 0)),
+            redis_replica_timeout_ms=int(env.get("GUTS_REDIS_REPLICA_TIMEOUT_MS", 200)),
             queue_redis_url=env.get("GUTS_QUEUE_REDIS_URL") or None,
             operator_keys=_keys(env.get("GUTS_OPERATOR_KEYS", "")),
             auditor_keys=_keys(env.get("GUTS_AUDITOR_KEYS", "")),

@@ -48,13 +48,13 @@ from . import facts
 from .access import (
     DEFAULT_TENANT,
     Caller,
-    Forbidden,
     hide_quarantined,
     require,
     require_operator_or_player_of,
     require_player_of,
     require_tenant,
 )
+from .errors import Forbidden
 from .hooks import WebhookUses
 from .money import MoneyUses
 from .ports import Catcher, LedgerBook, WalletBook, WebhookRegistry

@@ -36,29 +36,10 @@ from service.rules.views import AUDITOR, OPERATOR
 from service.tables import IdempotencyReused, TableQuarantined, Tables, Tell
 
 from . import facts
-from .access import (
-    DEFAULT_TENANT,
-    Caller,
-    Forbidden,
-    hide_quarantined,
-    require,
-    require_tenant,
-)
+from .access import DEFAULT_TENANT, Caller, hide_quarantined, require, require_tenant
+from .errors import Forbidden, WalletNotSet, WalletOutcomeUnknown, WalletRefused
 from .ports import WalletBook
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, checked_table_id
-
-
-class WalletNotSet(GutsError):
-    """The tenant has no wallet (a 409: set one with PUT /v1/wallet)."""
-
-
-class WalletRefused(GutsError):
-    """The wallet refused the debit (insufficient funds, unknown player): a 409."""
-
-
-class WalletOutcomeUnknown(GutsError):
-    """The wallet's answer was not a confirmation (no answer, an error, a bad signature or
-    body): the debit is rolled back and the seat refused (a 502)."""
 
 
 class WalletUses:
