@@ -89,7 +89,7 @@ class Served:
                 listening = not said or '"msg":"listening on' in self.output()
                 if response.status_code == 200 and listening:
                     return dict(response.json())
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # (workers still booting)
                 pass
             time.sleep(0.1)
         raise AssertionError(f"guts serve not healthy in {START_TIMEOUT_S} s:\n{self.output()}")

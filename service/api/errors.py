@@ -45,7 +45,7 @@ from service.tables import (
 )
 
 from .auth import Unauthorized
-from .feed import ShuttingDown
+from .feed import ShuttingDown, StreamsFull
 from .json import dumps
 from .rate_limits import RateLimited
 
@@ -54,6 +54,9 @@ PROBLEM = "application/problem+json"
 RETRY_AFTER_S = "1"
 """What a 503 asks the client to wait before it tries again (seconds): Redis restarts and
 busy tables pass in about that."""
+STREAMS_RETRY_AFTER_S = "5"
+"""What a stream refused at a node's capacity asks the client to wait before it tries this
+node again (another node may take it at once)."""
 
 
 def problem_body(
@@ -206,6 +209,12 @@ def install(app: Flask) -> None:
     @app.errorhandler(ShuttingDown)
     def shutting_down(exc: ShuttingDown) -> Response:
         return problem(503, "Unavailable", f"{exc}; retry")
+
+    @app.errorhandler(StreamsFull)
+    def streams_full(exc: StreamsFull) -> Response:
+        response = problem(503, "Unavailable", str(exc))
+        response.headers["Retry-After"] = STREAMS_RETRY_AFTER_S
+        return response
 
     @app.errorhandler(HTTPException)
     def http(exc: HTTPException) -> Response:

@@ -22,6 +22,12 @@ full, the feed skips that subscriber, which later reads what it missed from the 
 is dropped: its queue is emptied and it ends with a comment saying why (the client resumes
 with `Last-Event-ID`). So it never holds up the others, and its memory stays bounded.
 
+**Capacity.** A node holds at most its stream capacity open (`service/api/stream_slots.py`):
+a stream takes a place before anything else and gives it back when it ends, however it ends
+(the client closed or vanished, the server closed it, it was dropped); past the capacity a
+new stream is refused with 503 (`StreamsFull`). The `guts_open_streams` gauge is set at each
+change.
+
 **Threads.** The feed uses `threading` and `queue`; under gunicorn's gevent workers (what
 `guts serve` runs) they are greenlets, so a subscriber costs a greenlet and a small queue,
 not an OS thread.
@@ -34,7 +40,7 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +54,7 @@ from service.rules.errors import GutsError
 from service.rules.views import Viewer
 
 from .json import dumps
+from .stream_slots import StreamSlots
 
 log = logging.getLogger("guts.feed")
 
@@ -81,6 +88,8 @@ class Subscription:
     ended: str | None = None
     behind_since: float | None = None
     """Since when its queue has been full (None: it is not)."""
+    placed: bool = True
+    """Whether it still holds its place in the node's capacity."""
 
     def offer(self, version: int, message: bytes, now: float) -> bool:
         """Queue a message; False when the queue is full (the subscriber will read what it
@@ -129,6 +138,7 @@ class Feed:
         buffer: int = BUFFER,
         keep_alive_s: float = KEEP_ALIVE_S,
         lag_limit_s: float = LAG_LIMIT_S,
+        slots: StreamSlots | None = None,
     ) -> None:
         self.client = client
         self.reads = reads
@@ -140,34 +150,53 @@ class Feed:
         self._followed: dict[str, _Followed] = {}
         self._listener: threading.Thread | None = None
         self._closed: str | None = None
+        self.slots = slots or StreamSlots(1_000_000)
+        self.on_change: Callable[[int], None] = lambda held: None
+        """Told how many streams this process holds, at each change (the gauge)."""
         _feeds.add(self)
 
     # --- subscribers ----------------------------------------------------------------------
 
     def subscribe(self, caller: Caller, table_id: str, after: int | None) -> Subscription:
         """A subscription to `table_id`'s events after version `after` (None: from now on).
-        Raises what `/events` would (TableNotFound, Forbidden) before anything is sent."""
-        state = self.reads.tables.load(table_id)
-        may_view(caller, state)
-        start = state.version if after is None else after
-        subscription = Subscription(caller, table_id, start, queue.Queue(self.buffer))
-        with self._lock:
-            if self._closed is not None:
-                raise ShuttingDown(self._closed)
-            followed = self._followed.get(table_id)
-            if followed is None:
-                followed = self._followed[table_id] = _Followed(state.version)
-            followed.subscribers.add(subscription)
-            self._start()
+        Raises StreamsFull past the node's capacity, and what `/events` would (TableNotFound,
+        Forbidden), before anything is sent; the caller must `unsubscribe` it in the end."""
+        if not self.slots.take():
+            raise StreamsFull(
+                f"this node holds its capacity of {self.slots.capacity} streams; "
+                "open the stream on another node"
+            )
+        self.on_change(self.slots.held)
+        subscription = Subscription(caller, table_id, 0, queue.Queue(self.buffer))
+        try:
+            state = self.reads.tables.load(table_id)
+            may_view(caller, state)
+            subscription.sent = state.version if after is None else after
+            with self._lock:
+                if self._closed is not None:
+                    raise ShuttingDown(self._closed)
+                followed = self._followed.get(table_id)
+                if followed is None:
+                    followed = self._followed[table_id] = _Followed(state.version)
+                followed.subscribers.add(subscription)
+                self._start()
+        except BaseException:
+            self.unsubscribe(subscription)
+            raise
         return subscription
 
     def unsubscribe(self, subscription: Subscription) -> None:
+        """Stop delivering to it and give its place back (once, however often called)."""
         with self._lock:
             followed = self._followed.get(subscription.table_id)
             if followed is not None:
                 followed.subscribers.discard(subscription)
                 if not followed.subscribers:
                     del self._followed[subscription.table_id]
+            placed, subscription.placed = subscription.placed, False
+        if placed:
+            self.slots.give_back()
+            self.on_change(self.slots.held)
 
     def subscribers(self, table_id: str | None = None) -> int:
         """How many streams are open (on `table_id`, or on any table)."""
@@ -349,6 +378,10 @@ class Feed:
 
 class ShuttingDown(Exception):
     """The process is closing its streams: 503, try again (another worker will answer)."""
+
+
+class StreamsFull(Exception):
+    """The node holds its capacity of streams: 503, open it on another node."""
 
 
 def sse_message(item: dict[str, Any]) -> bytes:
