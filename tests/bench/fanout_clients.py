@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 OPENING_AT_ONCE = 64
 """Connections one client process has in the middle of opening at once (the server's listen
 backlog is not flooded)."""
-OPEN_WITHIN_S = 120.0
+OPEN_WITHIN_S = 300.0
 """How long the streams of one order may take to open."""
 
 
