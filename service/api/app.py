@@ -15,11 +15,15 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
 )
 
+from service.application.errors import StoreUnavailable
 from service.config import Settings
-from service.eventlog.store import StoreUnavailable
-from service.infrastructure import build_table_service, store_client
+from service.infrastructure import (
+    build_table_service,
+    quarantine_list,
+    store_client,
+    vitals_of,
+)
 from service.logs import LEVELS
-from service.tables.state_cache import inherited
 
 from . import errors
 from .auth import Authenticator
@@ -39,7 +43,7 @@ from .observed import (
 )
 from .play_page import play
 from .rate_limits import RateLimits
-from .routes import v1
+from .routes import BLUEPRINTS
 from .services import Services
 from .stream_slots import StreamSlots, default_capacity, inherited_slots
 
@@ -120,21 +124,22 @@ def create_app(
     auth = Authenticator(
         settings.operator_keys, settings.auditor_keys, _token_secret(settings, redis_client)
     )
-    built = build_table_service(settings, redis_client, auth.issue, inherited())
-    tables, usecases, archive = built.tables, built.usecases, built.archive
+    built = build_table_service(settings, redis_client, auth.issue, shared=True)
+    usecases, archive = built.usecases, built.archive
     slots = inherited_slots() or StreamSlots(
         settings.stream_capacity
         or default_capacity(settings.worker_connections, settings.web_workers)
     )
     feed = Feed(redis_client, usecases, built.store.notices, slots=slots)
     limits = RateLimits(settings)
-    services = Services(settings, redis_client, tables, auth, usecases, feed, limits)
+    services = Services(settings, redis_client, auth, usecases, feed, limits)
     app.extensions["guts"] = services
     metrics = Metrics()
-    tables.on_conflict = metrics.conflicts.inc
+    built.tables.on_conflict = metrics.conflicts.inc
     app.extensions["guts_metrics"] = metrics
     errors.install(app)
-    app.register_blueprint(v1)
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
     app.register_blueprint(play)
     app.register_blueprint(docs)
 
@@ -155,7 +160,8 @@ def create_app(
         postgres_pool=None if archive is None else archive.pool.use,
     )
     feed.on_change = sampler.open_streams.set
-    shared = FromRedis(redis_client, settings.key_prefix, archived=archive is not None)
+    vitals = vitals_of(settings, redis_client)
+    shared = FromRedis(redis_client, settings.key_prefix, vitals, archived=archive is not None)
     app.wsgi_app = Observed(  # type: ignore[method-assign]
         app.wsgi_app, metrics, access_log=access_log, after=sampler.after_request
     )
@@ -173,7 +179,10 @@ def _add_operations(
 ) -> None:
     """The routes of the service itself: the probes (/readyz, /healthz, /livez), /metrics
     (this process's, then `shared_text`: what every node reads from Redis) and the spec."""
-    readiness = Readiness(settings, probe_client(settings))
+    probe = probe_client(settings)
+    readiness = Readiness(
+        settings, probe, vitals_of(settings, probe), quarantine_list(settings, probe)
+    )
 
     def ready() -> Response:
         status, checks, quarantined = readiness.report()

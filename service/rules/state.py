@@ -63,7 +63,8 @@ def _table_created(state: TableState, e: ev.TableCreated) -> None:
 
 def _player_seated(state: TableState, e: ev.PlayerSeated) -> None:
     status = WAITING if state.game_running else ACTIVE
-    state.seats[e.seat] = Seat(e.seat, e.player_id, e.buy_in, status, joined=state.version + 1)
+    joined, wallet = state.version + 1, bool(e.transaction_id)
+    state.seats[e.seat] = Seat(e.seat, e.player_id, e.buy_in, status, joined, wallet)
     state.bought_in += e.buy_in
     state.game_paid.pop(e.seat, None)  # a new player: what the seat paid before is not theirs
 

@@ -39,6 +39,7 @@ class Seat:
     stack: int
     status: str
     joined: int = 0  # the table version of the event that seated this player
+    wallet: bool = False  # the chips came from the casino's wallet (a confirmed debit)
 
 
 @dataclass

@@ -27,36 +27,32 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
 
 import orjson
 
 from service.eventlog import decoding
 from service.eventlog.codec import (
-    GENESIS,
     decode_current,
-    decode_following,
     encode_events,
     encode_snapshot,
-    stored_hash,
     tenant_of_first,
 )
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import (
+    Chain,
     CorruptLog,
     EventStore,
     Idempotency,
     IdempotencyMismatch,
-    StoredEvent,
+    NotReplicated,
     VersionConflict,
 )
 from service.eventlog.table_list import TableList
 from service.rules.clock import next_due
 from service.rules.decide import Command, decide
-from service.rules.errors import GutsError
 from service.rules.events import Event
 from service.rules.state import TableState, evolve
 from service.tables.state_cache import Known, StateCache
@@ -65,11 +61,13 @@ from .errors import (
     Contention,
     IdempotencyReused,
     LogUnreadable,
+    OutcomeUnknown,
     PreconditionFailed,
     TableExists,
     TableNotFound,
     TableQuarantined,
 )
+from .reading import chained, readable
 from .steps import (
     Answer,
     Attempt,
@@ -84,13 +82,13 @@ from .steps import (
     tell_version,
     utc_now,
 )
+from .upkeep import Upkeep
 
 log = logging.getLogger("guts.tables")
-_T = TypeVar("_T")
 
 
 @dataclass
-class Tables:
+class Tables(Upkeep):
     """Tables kept in an event store; see the module docstring."""
 
     store: EventStore
@@ -174,7 +172,7 @@ class Tables:
             if loaded.version == 0 or loaded.snapshot is None:
                 raise TableNotFound(f"no table {table_id!r}")
             snapshot = loaded.snapshot
-            return _readable(table_id, lambda: decode_current(snapshot, loaded.tail))[0]
+            return readable(table_id, lambda: decode_current(snapshot, loaded.tail))[0]
         except (CorruptLog, LogUnreadable) as error:
             raise self._set_aside(table_id, error) from error
 
@@ -190,7 +188,7 @@ class Tables:
             stored = self.store.read(
                 table_id, start, None if limit is None else limit + after - start
             )
-            return _readable(table_id, lambda: _chained(stored, after))
+            return readable(table_id, lambda: chained(stored, after))
         except (CorruptLog, LogUnreadable) as error:
             raise self._set_aside(table_id, error) from error
 
@@ -220,6 +218,11 @@ class Tables:
             return self._run(submitted)
         except (CorruptLog, LogUnreadable) as error:
             raise self._set_aside(table_id, error) from error
+        except NotReplicated as error:  # (the cache keeps nothing of it: see _commit)
+            raise OutcomeUnknown(
+                "the command was written but not confirmed on the replicas in time; "
+                "repeat it with the same Idempotency-Key to learn its outcome"
+            ) from error
 
     def _run(self, sub: Submission) -> Result:
         """Attempt the command until an attempt lands, or answers without appending."""
@@ -261,7 +264,7 @@ class Tables:
             return self._created_before(sub)
         if not sub.create and (current.version == 0 or not current.readable):
             raise TableNotFound(f"no table {sub.table_id!r}")
-        state, head = _readable(sub.table_id, current.working_state)
+        state, head = readable(sub.table_id, current.working_state)
         if sub.guard is not None:
             sub.guard(state)
             if first and sub.idempotency_key is not None:
@@ -296,13 +299,17 @@ class Tables:
         epoch = None if due is None else due.epoch
         record = self._record(sub, decided.answer)
         try:
-            appended = self.store.append(table_id, before, encoded, snapshot, record, epoch)
+            chain = Chain(decided.loaded.head, head)
+            appended = self.store.append(table_id, before, encoded, snapshot, record, epoch, chain)
         except VersionConflict as conflict:
             return self._lost_race(sub, conflict)
         except IdempotencyMismatch as exc:
             raise IdempotencyReused(
                 "this Idempotency-Key was used with a different request"
             ) from exc
+        except NotReplicated as unconfirmed:  # on the master only: it may be lost, and so
+            self._index(table_id, unconfirmed.version, epoch)  # is not cached; its due is
+            raise  # indexed (if it survives, it must fire; if not, the entry is stale)
         if appended.replayed is not None:
             return self._replay(table_id, appended.replayed, sub.request_hash)
         if due != decided.due_before or before == 0:
@@ -369,48 +376,6 @@ class Tables:
         except Exception:  # noqa: BLE001 - the table is stored; the repair covers this
             log.exception("tables not listed: %s", ", ".join(created_at))
 
-    def repair_list(self, tables: Sequence[str] | None = None) -> int:
-        """List the stored tables (`tables`, when the caller has just listed them) the table
-        list lacks (a crash between a create and its listing); how many. Tables that cannot
-        be loaded wait until they can."""
-        if self.listing is None:
-            return 0
-        listed = self.listing.ids()
-        missing: dict[str, tuple[str, str]] = {}
-        for table_id in self.store.table_ids() if tables is None else tables:
-            if table_id not in listed:
-                try:
-                    state = self.load(table_id)
-                except (GutsError, CorruptLog):  # (an unreadable one is quarantined by load)
-                    continue
-                missing[table_id] = (state.created_at, state.tenant)
-        self.listing.record(missing)
-        return len(missing)
-
-    def reindex(self, table_id: str) -> None:
-        """Index the table's stored due again (after a claim found nothing due)."""
-        if self.index is not None:
-            (found,) = self.store.dues([table_id])
-            if isinstance(found, CorruptLog):
-                raise found
-            version, due = found
-            self.index.record(table_id, version, due)
-
-    def verify(self, table_id: str) -> None:
-        """Read everything stored of the table that Redis holds, parsed and checked (its
-        meta fields, its snapshot and log, the chain of every event Redis holds): CorruptLog
-        or LogUnreadable if something does not load. For a quarantined table's retry."""
-        (found,) = self.store.dues([table_id])
-        if isinstance(found, CorruptLog):
-            raise found
-        loaded = self.store.load(table_id)
-        if loaded.snapshot is not None:
-            snapshot = loaded.snapshot
-            _readable(table_id, lambda: decode_current(snapshot, loaded.tail))
-        trimmed = getattr(self.store, "trimmed", lambda _: 0)(table_id)  # (Redis' part)
-        stored = self.store.read(table_id, trimmed)
-        _readable(table_id, lambda: _chained(stored, trimmed + 1 if trimmed else 0))
-
     def _created_before(self, sub: Submission) -> Result:
         """The table exists: the replay of its creation when this is that request again (a
         retry that raced the first one past the first look-up), else TableExists."""
@@ -429,32 +394,3 @@ class Tables:
         kept, facts = decoding.replay(table_id, seen)
         effect: Effect = "made" if kept == "made" else "changed"
         return Result(Answer(effect, facts), replayed=True)
-
-
-def _chained(stored: Sequence[StoredEvent], after: int) -> list[tuple[int, Event]]:
-    """The events of `stored` after version `after`, decoded, each checked to chain from
-    the one before; `stored` starts with the event at `after` when `after` > 0 (CodecError
-    when a link is broken or an event does not decode)."""
-    head = GENESIS
-    decoded = []
-    for event in stored:
-        if event.version <= after:
-            head = stored_hash(event.data)
-            continue
-        read, head = decode_following(event.data, head)
-        decoded.append((event.version, read))
-    return decoded
-
-
-def _readable(table_id: str, decode: Callable[[], _T]) -> _T:
-    """`decode()`, with any failure to read the stored log as `LogUnreadable` (a store's
-    CorruptLog passes as it is)."""
-    try:
-        return decode()
-    except (GutsError, CorruptLog):
-        raise
-    except Exception as error:  # noqa: BLE001 - a log that fails to decode, however it fails
-        raise LogUnreadable(
-            f"the log of table {table_id!r} failed verification and cannot be loaded "
-            f"({type(error).__name__}); it is quarantined until an operator repairs it"
-        ) from error

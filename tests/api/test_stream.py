@@ -292,10 +292,10 @@ def test_a_ticket_opens_one_tables_stream_with_the_rights_of_who_asked(api: Api)
 
 
 def test_an_expired_ticket_is_refused(api: Api, monkeypatch: pytest.MonkeyPatch):
-    from service.api import routes
+    from service.api.routes import history
 
     table, _ = api.rules_table(2)
-    monkeypatch.setattr(routes, "TICKET_TTL_S", -1)  # the server runs in this process
+    monkeypatch.setattr(history, "TICKET_TTL_S", -1)  # the server runs in this process
     ticket = api.post(f"/v1/tables/{table}/stream-tickets").json()["ticket"]
     refused = api.get(f"/v1/tables/{table}/stream", token=None, params={"ticket": ticket})
     assert refused.status_code == 401 and "expired" in refused.json()["detail"]
