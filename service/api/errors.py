@@ -49,10 +49,11 @@ from service.rules.errors import (
 )
 
 from .auth import Unauthorized
-from .feed import ShuttingDown, StreamsFull
+from .feed import ShuttingDown
 from .json import dumps
 from .rate_limits import RateLimited
 from .refusal import ApiError
+from .stream_slots import StreamsFull
 
 log = logging.getLogger("guts.api")
 PROBLEM = "application/problem+json"

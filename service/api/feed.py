@@ -55,7 +55,7 @@ from service.rules.views import Viewer
 from .json import dumps
 from .mailbox import Mailbox
 from .refusal import ApiError
-from .stream_slots import StreamSlots
+from .stream_slots import StreamsFull, StreamSlots
 
 log = logging.getLogger("guts.feed")
 
@@ -384,12 +384,6 @@ class Feed:
 
 class ShuttingDown(ApiError):
     """The process is closing its streams: 503, try again (another worker will answer)."""
-
-    status, title = 503, "Unavailable"
-
-
-class StreamsFull(ApiError):
-    """The node holds its capacity of streams: 503, open it on another node."""
 
     status, title = 503, "Unavailable"
 

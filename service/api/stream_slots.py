@@ -27,6 +27,8 @@ import multiprocessing
 import resource
 import struct
 
+from .refusal import ApiError
+
 MAX_WORKERS = 256
 """Workers of one node that have a counter (gunicorn's --workers is far below)."""
 MIN_RESERVE = 100
@@ -37,6 +39,13 @@ logs, the listening socket, shared memory)."""
 LOCK_WAIT_S = 0.5
 
 _COUNTERS = struct.Struct(f"<{MAX_WORKERS}q")
+
+
+class StreamsFull(ApiError):
+    """The node holds its capacity of streams: 503, open it on another node (with a
+    `Retry-After` of its own: `service.api.errors`)."""
+
+    status, title = 503, "Unavailable"
 
 
 def raise_open_files(worker_connections: int) -> str | None:
