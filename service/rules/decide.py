@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import assert_never
 
-from . import commands
+from . import commands, protection
 from . import events as ev
 from .clock import act_when_due
 from .limits import Allowance
+from .protection import SessionLimits
 from .ruleset import Ruleset
 from .state import TableState
 
@@ -38,12 +39,14 @@ class CreateTable:
 @dataclass(frozen=True)
 class SeatPlayer:
     """Seat `player_id` with `buy_in` chips at `seat` (None: the first free one); a player
-    excluded until `excluded_until` (the application's look-up) cannot sit before then."""
+    excluded until `excluded_until` (the application's look-up: an exclusion or a time-out)
+    cannot sit before then; their session runs under `limits`."""
 
     player_id: str
     buy_in: int
     seat: int | None = None
     excluded_until: str | None = None
+    limits: SessionLimits | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,41 @@ class EndTable:
 
 
 @dataclass(frozen=True)
+class GoAway:
+    """The player at `seat` goes away (`by` "player" or "operator")."""
+
+    seat: int
+    by: str
+
+
+@dataclass(frozen=True)
+class ComeBack:
+    """The away player at `seat` is back (`by` "player" or "operator")."""
+
+    seat: int
+    by: str
+
+
+@dataclass(frozen=True)
+class AnswerRealityCheck:
+    """The answer ("continue" or "stop") to the reality check pending at `seat`."""
+
+    seat: int
+    answer: str
+    by: str
+
+
+@dataclass(frozen=True)
+class EndSession:
+    """A time-out or exclusion (`reason`) until `until` started while `player_id` may be
+    seated here: their session ends (the application's command, from the limits)."""
+
+    player_id: str
+    reason: str
+    until: str | None
+
+
+@dataclass(frozen=True)
 class ActWhenDue:
     """Whatever falls due at `now` (the clock's command: `service.rules.clock`)."""
 
@@ -175,6 +213,10 @@ Command = (
     | Resolve
     | VoidHand
     | EndTable
+    | GoAway
+    | ComeBack
+    | AnswerRealityCheck
+    | EndSession
     | ActWhenDue
 )
 """Any game command."""
@@ -185,8 +227,8 @@ def decide(state: TableState, now: datetime, command: Command) -> list[ev.Event]
     match command:
         case CreateTable(table_id, rules, first_seed, tenant):
             return commands.create_table(table_id, rules, now, first_seed, tenant)
-        case SeatPlayer(player_id, buy_in, seat, excluded_until):
-            return commands.seat_player(state, player_id, buy_in, now, seat, excluded_until)
+        case SeatPlayer(player_id, buy_in, seat, excluded_until, limits):
+            return commands.seat_player(state, player_id, buy_in, now, seat, excluded_until, limits)
         case TopUp(seat, amount):
             return commands.top_up(state, seat, amount, now)
         case SitOut(seat):
@@ -215,6 +257,14 @@ def decide(state: TableState, now: datetime, command: Command) -> list[ev.Event]
             return commands.void_hand(state, reason, now)
         case EndTable():
             return commands.end_table(state, now)
+        case GoAway(seat, by):
+            return protection.go_away(state, seat, by, now)
+        case ComeBack(seat, by):
+            return protection.come_back(state, seat, by, now)
+        case AnswerRealityCheck(seat, answer, by):
+            return protection.answer_reality_check(state, seat, answer, by, now)
+        case EndSession(player_id, reason, until):
+            return protection.end_session_of(state, player_id, reason, until, now)
         case ActWhenDue():
             return act_when_due(state, now)
         case _:
