@@ -85,6 +85,10 @@ class LedgerBook(Protocol):
 
     def set_limits(self, tenant: str, player_id: str, limits: Limits) -> None: ...
 
+    def profile(self, tenant: str) -> str: ...
+
+    def set_profile(self, tenant: str, profile: str) -> None: ...
+
 
 class WebhookRegistry(Protocol):
     """A tenant's webhooks and their deliveries."""

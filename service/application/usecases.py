@@ -58,6 +58,7 @@ from .access import (
 from .hooks import WebhookUses
 from .money import MoneyUses
 from .ports import Catcher, LedgerBook, WebhookRegistry
+from .protection import ProtectionUses
 from .reads import TableReads
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, Subject, checked_table_id
 
@@ -72,7 +73,7 @@ def _outcome(table_id: str, result: Result) -> Outcome:
 
 
 @dataclass
-class TableService(TableReads, MoneyUses, WebhookUses):
+class TableService(TableReads, MoneyUses, WebhookUses, ProtectionUses):
     """Every use case of the tables kept by `tables` (the reading ones are `TableReads`', the
     ledger's and limits' `MoneyUses`'). `issue_token` makes a seated player's token (None:
     nobody can be seated through this one, as in the dispatcher); `sandbox` allows stacked
@@ -169,14 +170,17 @@ class TableService(TableReads, MoneyUses, WebhookUses):
         conditions: Conditions = NO_CONDITIONS,
     ) -> Outcome:
         """Seat `player_id` with `buy_in` chips (at `seat`, or the first free one), unless they
-        are excluded; the facts carry the player's token."""
+        are excluded or on a time-out; their session runs under their limits (reality checks,
+        a session limit); the facts carry the player's token."""
         require(caller, OPERATOR)
         if self.issue_token is None:
             raise Forbidden("players cannot be seated here (no tokens can be issued)")
 
         def command(state: TableState) -> Command:
-            excluded = self.excluded_until(state, player_id)
-            return SeatPlayer(player_id, buy_in, seat, excluded)
+            if self.ledger is None:
+                return SeatPlayer(player_id, buy_in, seat)
+            blocked, limits = self.seating_limits(state, player_id)
+            return SeatPlayer(player_id, buy_in, seat, blocked, limits)
 
         tell = facts.seated(self.issue_token)
         return self._command(caller, checked_table_id(table_id), command, tell, conditions)

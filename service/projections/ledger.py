@@ -19,6 +19,7 @@ table id, so no table's tag is ever this one), so every script touches one slot:
     P:{%ledger:T}:paid:<id>     zset   the player's pot movements, scored by time (epoch ms),
                                        members "<seq>:<amount>": their 24 h net loss
     P:{%ledger:T}:limits        hash   player id -> their limits (JSON)
+    P:{%ledger:T}:settings      hash   "profile" -> the tenant's player-protection profile
 
 Entries are numbered in the order they are written (per tenant), so a page is "the entries
 after sequence number N": an unfiltered page is one HMGET of N+1..N+limit, a filtered one a
@@ -279,6 +280,17 @@ class LedgerStore:
     def set_limits(self, tenant: str, player_id: str, limits: Limits) -> None:
         """Set `player_id`'s limits in `tenant` (replacing any before)."""
         self.client.hset(self.key(tenant, "limits"), player_id, orjson.dumps(asdict(limits)))
+
+    @_reachable
+    def profile(self, tenant: str) -> str:
+        """The tenant's player-protection profile ("default" until one is set)."""
+        found = cast(bytes | None, self.client.hget(self.key(tenant, "settings"), "profile"))
+        return found.decode() if found else "default"
+
+    @_reachable
+    def set_profile(self, tenant: str, profile: str) -> None:
+        """Set the tenant's player-protection profile."""
+        self.client.hset(self.key(tenant, "settings"), "profile", profile)
 
 
 def _book(table_id: str, stored: bytes) -> ledger.Book:
