@@ -61,6 +61,10 @@ class Settings:
 
     redis_url: str | None = None
     redis_cluster: bool = False
+    # Acknowledged means replicated: a command answers 2xx only once this many replicas hold
+    # its events (WAIT, within redis_replica_timeout_ms; else 503 outcome-unknown).
+    redis_min_replicas: int = 0
+    redis_replica_timeout_ms: int = 200
     queue_redis_url: str | None = None
     operator_keys: tuple[str, ...] = ()
     auditor_keys: tuple[str, ...] = ()
@@ -81,6 +85,11 @@ class Settings:
     webhook_max_wait_s: float = 3600.0
     webhook_retry_for_s: float = 25 * 3600.0
     webhook_timeout_s: float = 10.0
+    wallet_timeout_s: float = 5.0
+    wallet_first_retry_s: float = 5.0
+    wallet_max_wait_s: float = 3600.0
+    wallet_credit_for_s: float = 25 * 3600.0
+    wallet_debit_grace_s: float = 30.0
     database_url: str | None = None
     archive_keep_events: int = 100
     follow_lease_s: float = 10.0
@@ -123,6 +132,8 @@ class Settings:
         return cls(
             redis_url=env.get("REDIS_URL") or None,
             redis_cluster=_flag(env.get("GUTS_REDIS_CLUSTER", "")),
+            redis_min_replicas=int(env.get("GUTS_REDIS_MIN_REPLICAS", 0)),
+            redis_replica_timeout_ms=int(env.get("GUTS_REDIS_REPLICA_TIMEOUT_MS", 200)),
             queue_redis_url=env.get("GUTS_QUEUE_REDIS_URL") or None,
             operator_keys=_keys(env.get("GUTS_OPERATOR_KEYS", "")),
             auditor_keys=_keys(env.get("GUTS_AUDITOR_KEYS", "")),
@@ -143,6 +154,11 @@ class Settings:
             webhook_max_wait_s=float(env.get("GUTS_WEBHOOK_MAX_WAIT_S", 3600)),
             webhook_retry_for_s=float(env.get("GUTS_WEBHOOK_RETRY_FOR_S", 25 * 3600)),
             webhook_timeout_s=float(env.get("GUTS_WEBHOOK_TIMEOUT_S", 10)),
+            wallet_timeout_s=float(env.get("GUTS_WALLET_TIMEOUT_S", 5)),
+            wallet_first_retry_s=float(env.get("GUTS_WALLET_FIRST_RETRY_S", 5)),
+            wallet_max_wait_s=float(env.get("GUTS_WALLET_MAX_WAIT_S", 3600)),
+            wallet_credit_for_s=float(env.get("GUTS_WALLET_CREDIT_FOR_S", 25 * 3600)),
+            wallet_debit_grace_s=float(env.get("GUTS_WALLET_DEBIT_GRACE_S", 30)),
             database_url=env.get("GUTS_DATABASE_URL") or None,
             archive_keep_events=int(env.get("GUTS_ARCHIVE_KEEP_EVENTS", 100)),
             follow_lease_s=float(env.get("GUTS_FOLLOW_LEASE_S", 10)),

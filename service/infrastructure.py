@@ -13,7 +13,7 @@ commands): the composition of the infrastructure from the settings.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 import redis
 from redis.cluster import RedisCluster
@@ -27,11 +27,15 @@ from service.config import Settings
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.table_list import TableList
+from service.eventlog.vitals import Vitals
 from service.projections.follower import Follower
 from service.projections.ledger import LedgerStore
+from service.projections.wallet import WalletStore
+from service.projections.wallet_calls import Wallet
+from service.projections.wallet_messages import WalletSchedule
 from service.projections.webhooks import WebhookStore
 from service.tables import Tables
-from service.tables.state_cache import StateCache
+from service.tables.state_cache import StateCache, inherited
 
 CONNECTIONS = 32
 """Connections a process opens to Redis at most (per node of a cluster)."""
@@ -88,7 +92,23 @@ def event_store(
         bypass_redis_py="redis_py_bypass" not in settings.shortcuts_off,
         archive=archive,
         keep=settings.archive_keep_events,
+        min_replicas=settings.redis_min_replicas,
+        replica_timeout_ms=settings.redis_replica_timeout_ms,
     )
+
+
+def wallet_of(settings: Settings, client: redis.Redis) -> Wallet:
+    """The casino wallets' records and calls on `client`, paced as `settings` say."""
+    schedule = WalletSchedule(
+        timeout_s=settings.wallet_timeout_s,
+        first_retry_s=settings.wallet_first_retry_s,
+        max_wait_s=settings.wallet_max_wait_s,
+        credit_for_s=settings.wallet_credit_for_s,
+        debit_grace_s=settings.wallet_debit_grace_s,
+    )
+    keys = RedisEventStore(client, prefix=settings.key_prefix)  # (its keys' names only)
+    store = WalletStore(client, keys.idempotency_key, prefix=settings.key_prefix)
+    return Wallet(store, schedule)
 
 
 def archiver(store: RedisEventStore, archive: Archive) -> Archive:
@@ -102,6 +122,16 @@ def ledger_of(settings: Settings, client: redis.Redis, archive: Archive | None) 
     else the Redis projection (the dispatchers' follower keeps it)."""
     ledger = LedgerStore(client, prefix=settings.key_prefix)
     return ledger if archive is None else ArchiveLedger(archive, ledger)
+
+
+def vitals_of(settings: Settings, client: redis.Redis) -> Vitals:
+    """What the dispatchers tell the API nodes of themselves, read on `client`."""
+    return Vitals(client, prefix=settings.key_prefix)
+
+
+def quarantine_list(settings: Settings, client: redis.Redis) -> DueIndex:
+    """The quarantined tables' list (the due index keeps it), read on `client`."""
+    return DueIndex(client, prefix=settings.key_prefix)
 
 
 @dataclass(frozen=True)
@@ -120,11 +150,13 @@ def build_table_service(
     settings: Settings,
     redis_client: redis.Redis,
     issue_token: IssueToken,
-    shared_events: Any = None,
+    *,
+    shared: bool = False,
 ) -> TableServiceParts:
     """The use cases an API process serves, on `redis_client` (and the archive of
     `settings`): the tables with this process's state cache (shared with its sibling workers
-    through `shared_events`, when the parent set that up), the quarantine the API refuses,
+    when `shared` and the parent set that up: `state_cache.inherited`), the quarantine the API
+    refuses,
     the ledger and the follower that catches a table up when a request needs it current, the
     audit and report jobs, the webhooks."""
     queue = queue_client(settings, redis_client)  # RQ's (audits, reports)
@@ -133,7 +165,7 @@ def build_table_service(
     where = redis_client.get_connection_kwargs()
     namespace = "|".join(str(where.get(k)) for k in ("host", "port", "path", "db"))
     namespace += f"|{settings.key_prefix}"
-    cache = StateCache(shared=shared_events, namespace=namespace)
+    cache = StateCache(shared=inherited() if shared else None, namespace=namespace)
     index = DueIndex(redis_client, prefix=settings.key_prefix)
     listing = TableList(redis_client, prefix=settings.key_prefix)
     # Every read and command of a quarantined table is refused (409); one found unreadable
@@ -159,5 +191,6 @@ def build_table_service(
         archive=archive,
         archiver=None if archive is None else follower,
         webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
+        wallet=wallet_of(settings, redis_client),
     )
     return TableServiceParts(usecases, tables, store, index, archive)

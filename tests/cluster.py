@@ -2,7 +2,9 @@
 free ports (their cluster bus on free ports too: the default, port + 10,000, may not exist),
 each given a third of the slots and introduced to the others (what `redis-cli
 --cluster create` does, done with the cluster's own commands, so only `redis-server` is
-needed), stopped at the end."""
+needed), stopped at the end. With `replicas`, each master gets that many replicas (``CLUSTER
+REPLICATE``), so a master can be killed, or a replica forced to take over (``CLUSTER FAILOVER
+FORCE``), as in the production topology (docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -21,10 +24,16 @@ SLOTS = 16384
 
 
 class LocalCluster:
-    """Three masters on 127.0.0.1; `url` names the first (a cluster client finds the rest)."""
+    """Three masters on 127.0.0.1 (and `replicas` replicas of each); `url` names the first
+    master (a cluster client finds the rest). `node_timeout_ms` is the cluster's
+    ``cluster-node-timeout``: how long a master must be unreachable before a replica takes
+    over."""
 
-    def __init__(self, nodes: int = 3) -> None:
+    def __init__(self, nodes: int = 3, replicas: int = 0, node_timeout_ms: int = 15000) -> None:
         self.nodes = nodes
+        self.replicas = replicas
+        self.node_timeout_ms = node_timeout_ms
+        self.master_ports: list[int] = []
         self.ports: list[int] = []
         self.bus_ports: list[int] = []
         self.processes: list[subprocess.Popen[bytes]] = []
@@ -37,41 +46,92 @@ class LocalCluster:
     def __enter__(self) -> LocalCluster:
         binary = find_redis_server()
         try:
-            for n in range(self.nodes):
+            for _ in range(self.nodes * (1 + self.replicas)):
                 port, bus = free_port(), free_port()
-                directory = self.workdir / str(port)
-                directory.mkdir()
-                self.processes.append(
-                    subprocess.Popen(
-                        [binary, "--port", str(port), "--bind", "127.0.0.1",
-                         "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                         "--cluster-port", str(bus),
-                         "--save", "", "--appendonly", "no", "--dir", str(directory)],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-                )  # fmt: skip
                 self.ports.append(port)
                 self.bus_ports.append(bus)
-                del n
+                self.processes.append(self._start(binary, port, bus))
+            self.master_ports = self.ports[: self.nodes]
             clients = [self._wait_up(port) for port in self.ports]
             share = SLOTS // self.nodes
-            for n, client in enumerate(clients):
+            for n, client in enumerate(clients[: self.nodes]):
                 last = SLOTS - 1 if n == self.nodes - 1 else (n + 1) * share - 1
                 client.execute_command("CLUSTER ADDSLOTS", *range(n * share, last + 1))
             for port, bus in zip(self.ports[1:], self.bus_ports[1:], strict=True):
                 clients[0].execute_command("CLUSTER MEET", "127.0.0.1", port, bus)
-            deadline = time.monotonic() + 30
-            while not all(_state_ok(c) for c in clients):
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the local Redis Cluster did not come up within 30 s")
-                time.sleep(0.05)
+            self._wait(lambda: all(_knows(c, len(self.ports)) for c in clients), "meet")
+            ids = [c.execute_command("CLUSTER MYID") for c in clients[: self.nodes]]
+            for n, client in enumerate(clients[self.nodes :]):
+                client.execute_command("CLUSTER REPLICATE", ids[n % self.nodes])
+            self._wait(lambda: all(_state_ok(c) and _synced(c) for c in clients), "come up")
             for client in clients:
                 client.close()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _start(self, binary: str, port: int, bus: int) -> subprocess.Popen[bytes]:
+        directory = self.workdir / str(port)
+        directory.mkdir(exist_ok=True)
+        return subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1",
+             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+             "--cluster-port", str(bus), "--cluster-node-timeout", str(self.node_timeout_ms),
+             "--repl-diskless-sync-delay", "0",
+             "--save", "", "--appendonly", "no", "--dir", str(directory)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    def _wait(self, done: Callable[[], bool], what: str, within_s: float = 30) -> None:
+        deadline = time.monotonic() + within_s
+        while not done():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the local Redis Cluster did not {what} within {within_s} s")
+            time.sleep(0.05)
+
+    def client(self, port: int) -> redis.Redis:
+        """A plain client of the node on `port`."""
+        return redis.Redis(host="127.0.0.1", port=port)
+
+    def masters(self) -> list[int]:
+        """The ports of the nodes that are masters now (as each live node says of itself)."""
+        return [port for port in self.live() if _role(self.client(port)) == "master"]
+
+    def live(self) -> list[int]:
+        """The ports of the nodes running."""
+        running = zip(self.ports, self.processes, strict=True)
+        return [port for port, process in running if process.poll() is None]
+
+    def replica_of(self, master_port: int) -> int:
+        """The port of a live replica of the master on `master_port`."""
+        for port in self.live():
+            info = self.client(port).info("replication")
+            if info.get("role") == "slave" and int(info.get("master_port", 0)) == master_port:
+                return port
+        raise LookupError(f"no live replica of {master_port}")
+
+    def kill(self, port: int) -> None:
+        """kill -9 the node on `port`."""
+        process = self.processes[self.ports.index(port)]
+        process.kill()
+        process.wait()
+
+    def restart(self, port: int) -> None:
+        """Start the node on `port` again (it rejoins with its nodes.conf: a master that a
+        replica replaced comes back as that one's replica)."""
+        n = self.ports.index(port)
+        self.processes[n] = self._start(find_redis_server(), port, self.bus_ports[n])
+        self._wait_up(port).close()
+
+    def wait_ok(self, within_s: float = 30) -> None:
+        """Until every live node says the cluster is ok and every replica is in sync."""
+        self._wait(
+            lambda: all(_state_ok(self.client(p)) and _synced(self.client(p)) for p in self.live()),
+            "settle",
+            within_s,
+        )
 
     def _wait_up(self, port: int) -> redis.Redis:
         client = redis.Redis(host="127.0.0.1", port=port)
@@ -103,3 +163,20 @@ class LocalCluster:
 def _state_ok(client: redis.Redis) -> bool:
     info = client.execute_command("CLUSTER INFO")  # redis-py parses it into a dict
     return str(dict(info).get("cluster_state")) == "ok"
+
+
+def _knows(client: redis.Redis, count: int) -> bool:
+    info = client.execute_command("CLUSTER INFO")
+    return int(dict(info).get("cluster_known_nodes", 0)) >= count
+
+
+def _role(client: redis.Redis) -> str:
+    return str(client.info("replication").get("role"))
+
+
+def _synced(client: redis.Redis) -> bool:
+    """A master, or a replica whose link to its master is up and in sync."""
+    info = client.info("replication")
+    return info.get("role") == "master" or (
+        info.get("master_link_status") == "up" and not info.get("master_sync_in_progress")
+    )

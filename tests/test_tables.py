@@ -179,3 +179,27 @@ def test_a_create_racing_its_own_retry_is_answered_with_the_replay_not_a_conflic
     again = create()
     assert (again.answer, again.replayed) == (first.answer, True)
     assert store.load("t").version == 1
+
+
+def test_a_cache_holding_an_event_the_log_lost_reloads_instead_of_forking_the_log(redis_client):
+    """A failover lost the first process's last event; the second then wrote a different one
+    at that version. The first process's cached state is at the right version with the wrong
+    head: its next command is decided again on the log (issue 31's fork)."""
+    from service.audit.rebuild import audit_table
+    from service.eventlog.redis_store import RedisEventStore
+    from tests.failover import Unreplicated
+
+    redis_client.flushall()
+    store = RedisEventStore(redis_client, prefix="fork")
+    first, second = Tables(store), Tables(store)
+    rules = resolve_ruleset("three-card")
+    first.execute("t", CreateTable("t", rules), create=True)
+    first.execute("t", SeatPlayer("p0", 10))
+    replica = Unreplicated(redis_client, store, "t")
+    first.execute("t", SeatPlayer("p1", 10))  # v3 in the first process's cache ...
+    replica.lose()  # ... and lost from the log
+    second.execute("t", SeatPlayer("p2", 20))  # another v3
+    result = first.execute("t", SeatPlayer("p3", 30))
+    assert result.state.version == 4
+    assert sorted(s.player_id for s in result.state.seats.values()) == ["p0", "p2", "p3"]
+    assert audit_table(store, "t")["ok"], audit_table(store, "t")  # the log chains throughout

@@ -43,7 +43,7 @@ from service.eventlog.table_list import TableList
 from service.eventlog.vitals import Vitals
 from service.infrastructure import event_store, queue_client
 from service.pacing import Backoff
-from service.tables import Tables
+from service.tables import OutcomeUnknown, Tables
 
 log = logging.getLogger("guts.dispatcher")
 _GONE = 1 << 62
@@ -149,6 +149,9 @@ class Dispatcher:
             self.usecases.close_due(table_id)
         except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
             raise  # not the table's fault: the run loop waits for Redis
+        except OutcomeUnknown:  # written, not confirmed replicated: the claim's lease runs
+            log.warning("acted on table %s, not confirmed replicated", table_id)
+            return  # out and the table comes due again (then acted on, or found settled)
         except Exception as error:  # noqa: BLE001 - one table's failure never stops the others
             self._quarantine(table_id, error)
             return

@@ -4,7 +4,8 @@ in a module of its own:
 - the clock (``workers.clock``): act on tables when something falls due on them;
 - the followers (``workers.following``): the projections and the archive, one dispatcher at a
   time, in threads of their own, so a slow projection never delays a deadline;
-- the webhook attempts (``workers.webhook_queue``), in a thread of its own.
+- the webhook attempts (``workers.webhook_queue``), in a thread of its own;
+- the casino wallets' pending transactions (``workers.wallet_duty``), in a thread of its own.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import threading
 
 from service.archive.database import connect, migrate
 from service.config import Settings
-from service.infrastructure import open_archive, queue_client, store_client
+from service.infrastructure import open_archive, queue_client, store_client, wallet_of
 from service.pacing import Heartbeat
 from service.projections.lease import Lease, run_while_holding
 from service.projections.webhooks import WebhookStore
 from workers.clock import Dispatcher, DispatchTimes, build_dispatcher
 from workers.following import ARCHIVE_SETTLE_S, build_archiver, build_follower, projections
+from workers.wallet_duty import run_wallet_duty
 from workers.webhook_queue import queue_webhooks, webhook_schedule
 
 __all__ = [
@@ -96,6 +98,14 @@ def run_dispatcher(settings: Settings, heartbeat: Heartbeat | None = None) -> in
                 queues,
             ),
             name="webhooks",
+            daemon=True,
+        )
+    )
+    threads.append(
+        threading.Thread(
+            target=run_wallet_duty,
+            args=(wallet_of(settings, client), stop),
+            name="wallet",
             daemon=True,
         )
     )

@@ -13,9 +13,10 @@ from service.archive.archive import Archive
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
 from service.eventlog.vitals import Vitals
-from service.infrastructure import archiver, event_store
+from service.infrastructure import archiver, event_store, wallet_of
 from service.projections.follower import Follower, Projection
 from service.projections.ledger import LedgerStore
+from service.projections.wallet_credits import WalletCredits
 from service.projections.webhooks import WebhookStore
 
 log = logging.getLogger("guts.dispatcher")
@@ -28,7 +29,9 @@ def projections(
     (``service.projections.follower``)
     beside the archive (which, when there is one, keeps the ledger)."""
     webhooks = WebhookStore(client, prefix=settings.key_prefix)
-    return [webhooks] if archived else [LedgerStore(client, prefix=settings.key_prefix), webhooks]
+    credits = WalletCredits(wallet_of(settings, client).store)
+    ledger = [] if archived else [LedgerStore(client, prefix=settings.key_prefix)]
+    return [*ledger, webhooks, credits]
 
 
 def build_follower(

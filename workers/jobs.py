@@ -20,7 +20,7 @@ from service.archive import collusion
 from service.audit.jobs import audit_key, load_record, report_key, save_record
 from service.audit.rebuild import audit_table
 from service.config import Settings
-from service.infrastructure import event_store, ledger_of, open_archive, store_client
+from service.infrastructure import event_store, ledger_of, open_archive, store_client, wallet_of
 from service.projections.webhooks import Schedule, WebhookStore, sign
 from service.rules.errors import GutsError
 from service.rules.times import parse_iso
@@ -34,7 +34,8 @@ def audit_job(audit_id: str, table_id: str, key_prefix: str) -> dict[str, Any]:
     archive = open_archive(settings, size=1)  # the events trimmed from Redis are there
     try:
         store = event_store(settings, connection, archive)
-        report = audit_table(store, table_id, ledger_of(settings, connection, archive))
+        ledger, wallet = ledger_of(settings, connection, archive), wallet_of(settings, connection)
+        report = audit_table(store, table_id, ledger, wallet.store)
     except GutsError as exc:
         report = {"ok": False, "table_id": table_id, "error": exc.detail}
     finally:

@@ -15,11 +15,15 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
 )
 
+from service.application.errors import StoreUnavailable
 from service.config import Settings
-from service.eventlog.store import StoreUnavailable
-from service.infrastructure import build_table_service, store_client
+from service.infrastructure import (
+    build_table_service,
+    quarantine_list,
+    store_client,
+    vitals_of,
+)
 from service.logs import LEVELS
-from service.tables.state_cache import inherited
 
 from . import errors
 from .auth import Authenticator
@@ -119,14 +123,14 @@ def create_app(
     auth = Authenticator(
         settings.operator_keys, settings.auditor_keys, _token_secret(settings, redis_client)
     )
-    built = build_table_service(settings, redis_client, auth.issue, inherited())
-    tables, usecases, archive = built.tables, built.usecases, built.archive
+    built = build_table_service(settings, redis_client, auth.issue, shared=True)
+    usecases, archive = built.usecases, built.archive
     feed = Feed(redis_client, usecases, built.store.notices)
     limits = RateLimits(settings)
-    services = Services(settings, redis_client, tables, auth, usecases, feed, limits)
+    services = Services(settings, redis_client, auth, usecases, feed, limits)
     app.extensions["guts"] = services
     metrics = Metrics()
-    tables.on_conflict = metrics.conflicts.inc
+    built.tables.on_conflict = metrics.conflicts.inc
     app.extensions["guts_metrics"] = metrics
     errors.install(app)
     for blueprint in BLUEPRINTS:
@@ -150,7 +154,8 @@ def create_app(
         redis_pool=lambda: redis_pool_use(redis_client),
         postgres_pool=None if archive is None else archive.pool.use,
     )
-    shared = FromRedis(redis_client, settings.key_prefix, archived=archive is not None)
+    vitals = vitals_of(settings, redis_client)
+    shared = FromRedis(redis_client, settings.key_prefix, vitals, archived=archive is not None)
     app.wsgi_app = Observed(  # type: ignore[method-assign]
         app.wsgi_app, metrics, access_log=access_log, after=sampler.after_request
     )
@@ -168,7 +173,10 @@ def _add_operations(
 ) -> None:
     """The routes of the service itself: the probes (/readyz, /healthz, /livez), /metrics
     (this process's, then `shared_text`: what every node reads from Redis) and the spec."""
-    readiness = Readiness(settings, probe_client(settings))
+    probe = probe_client(settings)
+    readiness = Readiness(
+        settings, probe, vitals_of(settings, probe), quarantine_list(settings, probe)
+    )
 
     def ready() -> Response:
         status, checks, quarantined = readiness.report()

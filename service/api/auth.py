@@ -23,12 +23,17 @@ import hmac
 import re
 from collections.abc import Callable
 
-from service.application.access import ALL_TENANTS, DEFAULT_TENANT, Caller, Forbidden
+from service.application.access import ALL_TENANTS, DEFAULT_TENANT, Caller
+from service.application.errors import Forbidden
 from service.rules.views import AUDITOR, OPERATOR, PLAYER
 
+from .refusal import ApiError
 
-class Unauthorized(Exception):
+
+class Unauthorized(ApiError):
     """No credential, or one that is not valid: 401."""
+
+    status, title = 401, "Unauthorized"
 
 
 TENANT_NAME = re.compile(r"[a-z0-9-]{1,32}")

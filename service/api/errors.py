@@ -16,16 +16,28 @@ from flask import Flask, Response
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
-from service.application.access import Forbidden
-from service.application.hooks import WebhookNotFound
-from service.application.money import LedgerUnavailable
-from service.application.values import AuditNotFound, HandNotFound, ReportNotFound
-from service.eventlog.store import (
+from service.application.errors import (
     ArchiveUnavailable,
+    AuditNotFound,
     BadCursor,
+    Contention,
     CorruptLog,
+    Forbidden,
+    HandNotFound,
+    IdempotencyReused,
+    LedgerUnavailable,
+    LogUnreadable,
+    OutcomeUnknown,
+    PreconditionFailed,
+    ReportNotFound,
     StoreError,
     StoreUnavailable,
+    TableExists,
+    TableNotFound,
+    WalletNotSet,
+    WalletOutcomeUnknown,
+    WalletRefused,
+    WebhookNotFound,
 )
 from service.logs import REQUEST_ID
 from service.rules.errors import (
@@ -35,19 +47,12 @@ from service.rules.errors import (
     RuleViolation,
     UnknownSeat,
 )
-from service.tables import (
-    Contention,
-    IdempotencyReused,
-    LogUnreadable,
-    PreconditionFailed,
-    TableExists,
-    TableNotFound,
-)
 
 from .auth import Unauthorized
 from .feed import ShuttingDown
 from .json import dumps
 from .rate_limits import RateLimited
+from .refusal import ApiError
 
 log = logging.getLogger("guts.api")
 PROBLEM = "application/problem+json"
@@ -105,7 +110,7 @@ def field_errors(messages: Mapping[Any, Any], prefix: str = "") -> dict[str, lis
     return flat
 
 
-class BadRequest(Exception):
+class BadRequest(ApiError):
     """A malformed request outside the schemas (bad JSON, bad header, bad query)."""
 
     def __init__(self, detail: str, status: int = 400, field: str | None = None) -> None:
@@ -125,10 +130,15 @@ _GUTS: list[tuple[type[GutsError], int, str]] = [
     (ReportNotFound, 404, "Not Found"),
     (WebhookNotFound, 404, "Not Found"),
     (TableExists, 409, "Conflict"),
+    (WalletNotSet, 409, "No Wallet"),
+    (WalletRefused, 409, "Wallet Refused"),
+    (WalletOutcomeUnknown, 502, "Wallet Outcome Unknown"),
     (LogUnreadable, 409, "Log Failed Verification"),
     (PreconditionFailed, 412, "Precondition Failed"),
     (IdempotencyReused, 422, "Idempotency Key Reused"),
     (Contention, 503, "Busy"),
+    (LedgerUnavailable, 503, "Unavailable"),
+    (OutcomeUnknown, 503, "Outcome Unknown"),
     (InvalidRules, 422, "Invalid Rules"),
     (InvalidCard, 422, "Invalid Cards"),
     (RuleViolation, 409, "Not Allowed Now"),
@@ -181,8 +191,6 @@ def install(app: Flask) -> None:
         log.error("store unavailable: %s", type(exc).__name__)
         if isinstance(exc, ArchiveUnavailable):
             return problem(503, "Unavailable", "the archive cannot be reached; retry")
-        if isinstance(exc, LedgerUnavailable):
-            return problem(503, "Unavailable", "the ledger cannot be read here; retry")
         return problem(503, "Unavailable", "the event store cannot be reached; retry")
 
     @app.errorhandler(CorruptLog)
@@ -206,6 +214,10 @@ def install(app: Flask) -> None:
     @app.errorhandler(ShuttingDown)
     def shutting_down(exc: ShuttingDown) -> Response:
         return problem(503, "Unavailable", f"{exc}; retry")
+
+    @app.errorhandler(ApiError)
+    def refused(exc: ApiError) -> Response:
+        return problem(exc.status, exc.title, str(exc))
 
     @app.errorhandler(HTTPException)
     def http(exc: HTTPException) -> Response:

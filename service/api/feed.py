@@ -41,13 +41,14 @@ from typing import Any
 import redis
 
 from service.application import Caller, TableReads
-from service.application.access import Forbidden, may_view
+from service.application.access import may_view
+from service.application.errors import CorruptLog, Forbidden, StoreUnavailable
 from service.application.reads import render_events
-from service.eventlog.store import CorruptLog, StoreUnavailable
 from service.rules.errors import GutsError
 from service.rules.views import Viewer
 
 from .json import dumps
+from .refusal import ApiError
 
 log = logging.getLogger("guts.feed")
 
@@ -347,8 +348,10 @@ class Feed:
             listener.join(timeout=5)
 
 
-class ShuttingDown(Exception):
+class ShuttingDown(ApiError):
     """The process is closing its streams: 503, try again (another worker will answer)."""
+
+    status, title = 503, "Unavailable"
 
 
 def sse_message(item: dict[str, Any]) -> bytes:

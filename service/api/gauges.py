@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry, Gauge, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from service.eventlog.vitals import Vitals
+from service.application.ports import DispatcherVitals
 from service.projections.webhooks import WebhookStore
 
 SAMPLE_S = 1.0
@@ -148,8 +148,10 @@ def _constant(pid: int) -> Callable[[], int]:
 class FromRedis(Collector):
     """The service-wide metrics kept in Redis (see the module doc)."""
 
-    def __init__(self, client: redis.Redis, prefix: str, archived: bool) -> None:
-        self.vitals = Vitals(client, prefix=prefix)
+    def __init__(
+        self, client: redis.Redis, prefix: str, vitals: DispatcherVitals, archived: bool
+    ) -> None:
+        self.vitals = vitals
         self.webhooks = WebhookStore(client, prefix=prefix)
         self.archived = archived
 

@@ -7,10 +7,10 @@ never hangs the probe):
 - ``redis``: a PING on a client of its own (short socket timeouts, so a Redis that stopped
   answering fails in about a second);
 - ``postgres``: ``SELECT 1`` on a connection of its own, where an archive is configured;
-- ``dispatcher``: a dispatcher beat its heartbeat within ``service.eventlog.vitals.ALIVE_S`` (5 s);
+- ``dispatcher``: a dispatcher beat its heartbeat within ``DispatcherVitals.alive_s`` (5 s);
 - ``archive``: the archive's lag, as its archiver last measured it (events the logs hold that
   the archive has not taken, over every table), is at most ``GUTS_ARCHIVE_LAG_LIMIT``, and was
-  measured within ``service.eventlog.vitals.LAG_FRESH_S``.
+  measured within ``DispatcherVitals.lag_fresh_s``.
 
 The status is ``ok`` when all pass, ``down`` when Redis fails (nothing works without it),
 else ``degraded``.
@@ -27,9 +27,8 @@ import psycopg
 import redis
 from redis.cluster import RedisCluster
 
+from service.application.ports import DispatcherVitals, QuarantineList
 from service.config import Settings
-from service.eventlog.due_index import DueIndex
-from service.eventlog.vitals import ALIVE_S, LAG_FRESH_S, Vitals
 
 CHECK_S = 1.0
 """How long one check may take."""
@@ -76,13 +75,20 @@ def _error(error: BaseException) -> str:
 
 
 class Readiness:
-    """The checks above, for `settings`, on `client` (`probe_client`)."""
+    """The checks above, for `settings`, on `client` (`probe_client`), reading the
+    dispatchers' `vitals` and the quarantined tables (`index`) kept there."""
 
-    def __init__(self, settings: Settings, client: redis.Redis) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        client: redis.Redis,
+        vitals: DispatcherVitals,
+        index: QuarantineList,
+    ) -> None:
         self.settings = settings
         self.client = client
-        self.vitals = Vitals(client, prefix=settings.key_prefix)
-        self.index = DueIndex(client, prefix=settings.key_prefix)
+        self.vitals = vitals
+        self.index = index
 
     def report(self) -> tuple[str, dict[str, dict[str, Any]], list[dict[str, Any]]]:
         """(status, checks, quarantined tables)."""
@@ -133,14 +139,14 @@ class Readiness:
             beats = _bounded(self.vitals.beats)
         except Exception as error:  # noqa: BLE001
             return {"ok": False, "error": _error(error)}
-        ok = beats.last_beat_s is not None and beats.last_beat_s <= ALIVE_S
+        ok = beats.last_beat_s is not None and beats.last_beat_s <= self.vitals.alive_s
         check: dict[str, Any] = {
             "ok": ok,
             "last_beat_s": None if beats.last_beat_s is None else round(beats.last_beat_s, 3),
             "alive": beats.alive,
         }
         if not ok:
-            check["error"] = f"no dispatcher beat its heartbeat within {ALIVE_S:g} s"
+            check["error"] = f"no dispatcher beat its heartbeat within {self.vitals.alive_s:g} s"
         return check
 
     def _archive(self) -> dict[str, Any]:
@@ -158,8 +164,8 @@ class Readiness:
             "limit": limit,
             "measured_s": None if lag.age_s is None else round(lag.age_s, 3),
         }
-        if lag.age_s is None or lag.age_s > LAG_FRESH_S:
-            why = f"no archiver measured the lag within {LAG_FRESH_S:g} s"
+        if lag.age_s is None or lag.age_s > self.vitals.lag_fresh_s:
+            why = f"no archiver measured the lag within {self.vitals.lag_fresh_s:g} s"
         elif lag.events > limit:
             why = f"the archive is {lag.events} events behind the logs (limit {limit})"
         else:

@@ -21,8 +21,10 @@ from typing import Any
 
 import orjson
 
+from .refusal import ApiError
 
-class RefusedJson(ValueError):
+
+class RefusedJson(ApiError, ValueError):
     """Valid JSON that a body may not be; its message says why."""
 
 

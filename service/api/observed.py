@@ -24,7 +24,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from werkzeug.routing import Rule
 
-from service.eventlog.due_index import DueIndex
+from service.application.ports import QuarantineList
 from service.logs import REQUEST_ID, json_line
 
 from .gauges import FromRedis, WorkerProcesses
@@ -109,7 +109,7 @@ class Quarantined:
     """A collector of how many tables are quarantined right now (read from Redis when
     scraped, so every process reports the same)."""
 
-    def __init__(self, index: DueIndex) -> None:
+    def __init__(self, index: QuarantineList) -> None:
         self.index = index
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
@@ -124,7 +124,7 @@ class Quarantined:
         )
 
 
-def shared_metrics(index: DueIndex, shared: FromRedis) -> bytes:
+def shared_metrics(index: QuarantineList, shared: FromRedis) -> bytes:
     """The metrics read from Redis at each scrape (the same on every node)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Quarantined(index))

@@ -41,13 +41,17 @@ from limits.storage import RedisClusterStorage, RedisStorage, Storage
 from limits.strategies import MovingWindowRateLimiter
 
 from service.application.access import Caller
+from service.application.errors import StoreUnavailable
 from service.config import Settings
-from service.eventlog.store import StoreUnavailable
 from service.rules.views import PLAYER
 
+from .refusal import ApiError
 
-class RateLimited(Exception):
+
+class RateLimited(ApiError):
     """Over a limit: 429, with how long to wait (seconds) before one more is admitted."""
+
+    status, title = 429, "Too Many Requests"
 
     def __init__(self, detail: str, retry_after_s: int) -> None:
         super().__init__(detail)

@@ -53,14 +53,20 @@ class CreateTable(Strict):
     decision_timeout_s = Int(validate=validate.Range(min=1, max=MAX_TIMEOUT_S))
 
 
+FUNDING = validate.OneOf(["chips", "wallet"])
+"""Who pays for the chips: the casino, which funded them itself, or its wallet (a debit)."""
+
+
 class SeatPlayer(Strict):
     player_id = fields.String(required=True, validate=ID)
     buy_in = Int(required=True, validate=CHIPS)
     seat = Int(validate=validate.Range(min=0, max=51))
+    funding = fields.String(load_default="chips", validate=FUNDING)
 
 
 class TopUp(Strict):
     amount = Int(required=True, validate=CHIPS)
+    funding = fields.String(load_default="chips", validate=FUNDING)
 
 
 class Deal(Strict):
@@ -218,6 +224,27 @@ class Webhook(Strict):
     )
 
 
+class WalletSettings(Strict):
+    """A tenant's casino wallet: where to call, its currency, a chip's value in minor units."""
+
+    url = fields.String(required=True, validate=validate.Length(min=1, max=2000))
+    currency = fields.String(required=True, validate=validate.Length(equal=3))
+    chip_value_minor = Int(required=True, validate=validate.Range(min=1, max=10**9))
+
+
+class WalletTransactionsQuery(Strict):
+    """A page of the tenant's wallet transactions: filters, the cursor, its size."""
+
+    status = fields.String(
+        load_default=None,
+        validate=validate.OneOf(["pending", "confirmed", "rolled_back", "refused", "failed"]),
+    )
+    player_id = fields.String(load_default=None, validate=ID)
+    table_id = fields.String(load_default=None, validate=ID)
+    after = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    limit = fields.Integer(load_default=100, validate=validate.Range(min=1, max=1000))
+
+
 class DeliveriesQuery(Strict):
     """A page of a webhook's deliveries."""
 
@@ -256,4 +283,6 @@ PLAYER_LIMITS = PlayerLimits()
 PROTECTION_PROFILE = ProtectionProfile()
 REALITY_CHECK_ANSWER = RealityCheckAnswer()
 WEBHOOK = Webhook()
+WALLET = WalletSettings()
+WALLET_TRANSACTIONS_QUERY = WalletTransactionsQuery()
 DELIVERIES_QUERY = DeliveriesQuery()

@@ -8,7 +8,6 @@ import redis
 
 from service.application import TableService
 from service.config import Settings
-from service.tables import Tables
 
 from .auth import Authenticator
 from .feed import Feed
@@ -21,7 +20,6 @@ class Services:
 
     settings: Settings
     redis: redis.Redis
-    tables: Tables
     auth: Authenticator
     usecases: TableService
     feed: Feed

@@ -8,7 +8,8 @@ an HTTP status).
 
 from __future__ import annotations
 
-from .access import Caller, Forbidden
+from .access import Caller
+from .errors import Forbidden
 from .reads import TableReads
 from .usecases import TableService
 from .values import Conditions, Effect, HandHistory, Outcome, Subject

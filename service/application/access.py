@@ -13,14 +13,12 @@ from service.rules.state import LEFT, TableState
 from service.rules.views import AUDITOR, OPERATOR, PLAYER, Viewer
 from service.tables import TableNotFound, TableQuarantined
 
+from .errors import Forbidden
+
 DEFAULT_TENANT = "default"
 """The tenant of a bare key (no `tenant:` in front), and of every table made before tenants."""
 ALL_TENANTS = "*"
 """The tenant of a regulator: an auditor of every tenant."""
-
-
-class Forbidden(Exception):
-    """A known caller who may not do this."""
 
 
 @dataclass(frozen=True)

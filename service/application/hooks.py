@@ -7,16 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.rules.errors import GutsError
 from service.rules.views import OPERATOR
 
-from .access import DEFAULT_TENANT, Caller, Forbidden, require
+from .access import DEFAULT_TENANT, Caller, require
+from .errors import Forbidden, WebhookNotFound
 from .ports import WebhookRegistry
 from .values import Outcome, Subject
-
-
-class WebhookNotFound(GutsError):
-    """No such webhook (or delivery) of the caller's tenant."""
 
 
 class WebhookUses:

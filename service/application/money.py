@@ -13,7 +13,6 @@ from dataclasses import asdict, replace
 from datetime import datetime
 from typing import Any
 
-from service.eventlog.store import StoreUnavailable
 from service.rules.errors import InvalidCommand
 from service.rules.limit_changes import Profile, blocked_until, change_limits, effective, profile
 from service.rules.limits import Allowance, Limits
@@ -22,14 +21,10 @@ from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
 from service.tables import TableNotFound, TableQuarantined, Tables
 
-from .access import ALL_TENANTS, DEFAULT_TENANT, Caller, Forbidden, hide_quarantined, require
+from .access import ALL_TENANTS, DEFAULT_TENANT, Caller, hide_quarantined, require
+from .errors import Forbidden, LedgerUnavailable
 from .ports import Catcher, LedgerBook
 from .values import Outcome, checked_table_id
-
-
-class LedgerUnavailable(StoreUnavailable):
-    """This service keeps no ledger (a 503, as a store that cannot be reached: it was one
-    that does not answer that had none to give)."""
 
 
 def ledger_tenant(caller: Caller, asked: str | None) -> str:
@@ -55,7 +50,7 @@ class MoneyUses:
 
     def _ledger(self) -> LedgerBook:
         if self.ledger is None:
-            raise LedgerUnavailable("this service keeps no ledger")
+            raise LedgerUnavailable("the ledger cannot be read here; retry")
         return self.ledger
 
     def catch_up(self, table_id: str, upto: int | None = None) -> None:

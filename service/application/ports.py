@@ -10,6 +10,9 @@ stores that implement these.
 | `Catcher` | `service.projections.follower.Follower` |
 | `LedgerBook` | `service.projections.ledger.LedgerStore`, `service.archive.ledger.ArchiveLedger` |
 | `WebhookRegistry` | `service.projections.webhooks.WebhookStore` |
+| `DispatcherVitals` | `service.eventlog.vitals.Vitals` (heartbeats, archive lag, lateness) |
+| `QuarantineList` | `service.eventlog.due_index.DueIndex` |
+| `WalletBook` | `service.projections.wallet_calls.Wallet` |
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from service.eventlog.store import StoredEvent
+from service.eventlog.vitals import ArchiveLag, Beats
 from service.rules.limits import Limits
 
 
@@ -108,3 +112,57 @@ class WebhookRegistry(Protocol):
     def delivery(self, tenant: str, delivery_id: str) -> dict[str, Any] | None: ...
 
     def redeliver(self, tenant: str, delivery_id: str) -> dict[str, Any] | None: ...
+
+
+class DispatcherVitals(Protocol):
+    """What the dispatchers tell every API node of themselves (for /readyz and /metrics)."""
+
+    alive_s: float
+    """A dispatcher is alive when it beat within this many seconds."""
+    lag_fresh_s: float
+    """The archive's lag is known when it was measured within this many seconds."""
+
+    def beats(self, now: float | None = None) -> Beats: ...
+
+    def archive_lag(self, now: float | None = None) -> ArchiveLag: ...
+
+    def lateness(self) -> tuple[list[tuple[str, float]], float, float]: ...
+
+
+class QuarantineList(Protocol):
+    """The tables set aside because something stored about them does not load or parse."""
+
+    def quarantined(self) -> dict[str, dict[str, Any]]: ...
+
+
+class WalletBook(Protocol):
+    """A tenant's casino wallet: its settings, its transactions, and the debits' calls."""
+
+    seat_request: str
+    """The request hash a wallet-funded seat or top-up is appended with."""
+
+    def settings(self, tenant: str) -> dict[str, Any] | None: ...
+
+    def put_settings(
+        self, tenant: str, url: str, currency: str, chip_value_minor: int
+    ) -> tuple[dict[str, Any], bool]: ...
+
+    def rotate_secret(self, tenant: str) -> dict[str, Any] | None: ...
+
+    def delete_settings(self, tenant: str) -> bool: ...
+
+    def page(
+        self, tenant: str, after: int, limit: int, match: dict[str, str]
+    ) -> tuple[list[dict[str, Any]], int | None]: ...
+
+    def transaction(self, tenant: str, key: str) -> dict[str, Any] | None: ...
+
+    def seat_key(self, transaction_id: str) -> str: ...
+
+    def open_debit(self, tenant: str, record: dict[str, Any]) -> dict[str, Any]: ...
+
+    def debit(self, tenant: str, record: dict[str, Any]) -> str: ...
+
+    def confirm(self, tenant: str, transaction_id: str) -> None: ...
+
+    def roll_back(self, tenant: str, transaction_id: str) -> str: ...

@@ -36,18 +36,9 @@ from .access import (
     require_tenant_of,
     tenant_scope,
 )
+from .errors import AuditNotFound, HandNotFound, ReportNotFound
 from .ports import Catcher, HandArchive, Jobs
-from .values import (
-    NO_CONDITIONS,
-    AuditNotFound,
-    Conditions,
-    HandHistory,
-    HandNotFound,
-    Outcome,
-    ReportNotFound,
-    Subject,
-    checked_table_id,
-)
+from .values import NO_CONDITIONS, Conditions, HandHistory, Outcome, Subject, checked_table_id
 
 
 def render_events(

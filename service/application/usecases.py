@@ -48,19 +48,20 @@ from . import facts
 from .access import (
     DEFAULT_TENANT,
     Caller,
-    Forbidden,
     hide_quarantined,
     require,
     require_operator_or_player_of,
     require_player_of,
     require_tenant,
 )
+from .errors import Forbidden
 from .hooks import WebhookUses
 from .money import MoneyUses
-from .ports import Catcher, LedgerBook, WebhookRegistry
+from .ports import Catcher, LedgerBook, WalletBook, WebhookRegistry
 from .protection import ProtectionUses
 from .reads import TableReads
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, Subject, checked_table_id
+from .wallet import WalletUses
 
 
 def _outcome(table_id: str, result: Result) -> Outcome:
@@ -73,7 +74,7 @@ def _outcome(table_id: str, result: Result) -> Outcome:
 
 
 @dataclass
-class TableService(TableReads, MoneyUses, WebhookUses, ProtectionUses):
+class TableService(TableReads, MoneyUses, WebhookUses, WalletUses, ProtectionUses):
     """Every use case of the tables kept by `tables` (the reading ones are `TableReads`', the
     ledger's and limits' `MoneyUses`'). `issue_token` makes a seated player's token (None:
     nobody can be seated through this one, as in the dispatcher); `sandbox` allows stacked
@@ -85,6 +86,7 @@ class TableService(TableReads, MoneyUses, WebhookUses, ProtectionUses):
     ledger: LedgerBook | None = None
     follower: Catcher | None = None
     webhooks: WebhookRegistry | None = None
+    wallet: WalletBook | None = None
 
     def _command(
         self,
@@ -180,7 +182,7 @@ class TableService(TableReads, MoneyUses, WebhookUses, ProtectionUses):
             if self.ledger is None:
                 return SeatPlayer(player_id, buy_in, seat)
             blocked, limits = self.seating_limits(state, player_id)
-            return SeatPlayer(player_id, buy_in, seat, blocked, limits)
+            return SeatPlayer(player_id, buy_in, seat, blocked, limits=limits)
 
         tell = facts.seated(self.issue_token)
         return self._command(caller, checked_table_id(table_id), command, tell, conditions)

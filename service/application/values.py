@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from service.rules.errors import GutsError
 from service.rules.events import Event
 from service.rules.ruleset import Ruleset
 from service.tables import TableNotFound
@@ -17,18 +16,6 @@ from service.tables import TableNotFound
 TABLE_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 IssueToken = Callable[[str, int, int], str]
 """Makes the token of the player who sat at (table, seat, version)."""
-
-
-class HandNotFound(GutsError):
-    """The table has no finished hand with this number."""
-
-
-class AuditNotFound(GutsError):
-    """No audit has this id (or its record has expired)."""
-
-
-class ReportNotFound(GutsError):
-    """No report has this id for the caller (or its record has expired)."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ KINDS = {
     "chips": "chips are not conserved after the event",
     "archive": "the event differs from the archive's copy of it",
     "ledger": "the stored ledger disagrees with the event",
+    "wallet": "a wallet-funded movement without its casino-wallet transaction, or a"
+    " transaction without its movement",
     "snapshot": "the stored snapshot is not the rebuilt table",
 }
 """The kinds of discrepancy an audit names (the report's `first_discrepancy.kind`)."""

@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from service.audit.ledger_check import LedgerCheck, LedgerMismatch, StoredLedger
+from service.audit.wallet_books import StoredWallet, WalletBooks, WalletMismatch
 from service.eventlog.codec import GENESIS, CodecError, chain_hash, decode_current, upcast
 from service.eventlog.store import (
     CorruptLog,
@@ -174,15 +175,19 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> ev.Event:
 
 
 def audit_table(
-    store: EventStore, table_id: str, ledger: StoredLedger | None = None
+    store: EventStore,
+    table_id: str,
+    ledger: StoredLedger | None = None,
+    wallet: StoredWallet | None = None,
 ) -> dict[str, Any]:
-    """Replay and check `table_id`'s whole log, and reconcile its `ledger` with it when
-    given; returns the report."""
+    """Replay and check `table_id`'s whole log, and reconcile its `ledger` and its `wallet`
+    transactions with it when given; returns the report."""
     started = time.perf_counter()
     replay = _Replay(TableState())
     discrepancy: Discrepancy | None = None
     loaded: Loaded | None = None
     books: LedgerCheck | None = None
+    money: WalletBooks | None = None
     try:
         archived = ArchivedCopies(store, table_id)  # (first: it never holds more than a load)
         with contextlib.suppress(StoreError):  # (the replay below finds what cannot be read)
@@ -199,10 +204,17 @@ def audit_table(
                 books = LedgerCheck(*ledger.table_entries(replay.state.tenant, table_id))
             if books is not None:
                 books.check(replay.state, version, event)
+            if wallet is not None and money is None:
+                found = wallet.table_transactions(replay.state.tenant, table_id)
+                money = WalletBooks(table_id, *found)
+            if money is not None:
+                money.check(version, event)
             archived.check(version, data, event.TYPE)
         _check_length(replay, recorded, archived.upto)
         if books is not None:
             books.check_end(replay.state.version)
+        if money is not None:
+            money.check_end(replay.state.version)
         if loaded is None:
             problem = "the table's snapshot and the events after it cannot be read"
             raise Discrepancy(replay.state.version, "snapshot", problem, "snapshot")
@@ -211,6 +223,8 @@ def audit_table(
         discrepancy = found
     except LedgerMismatch as found:
         discrepancy = Discrepancy(found.version, found.event_type, found.problem, "ledger")
+    except WalletMismatch as found:
+        discrepancy = Discrepancy(found.version, found.event_type, found.problem, "wallet")
     except StoreUnavailable as exc:  # Redis or the archive unreachable: no finding at all
         return {"ok": False, "table_id": table_id, "error": f"the log cannot be read: {exc}"}
     except StoreError as exc:
@@ -219,6 +233,8 @@ def audit_table(
         )
     elapsed = time.perf_counter() - started
     report: dict[str, Any] = {} if books is None else {"ledger": books.summary()}
+    if money is not None:
+        report["wallet"] = money.summary()
     return {
         **report,
         "ok": discrepancy is None,

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from service.eventlog.store import StoreError
 from service.rules.events import (
     EVENT_TYPES,
     Event,
@@ -31,7 +32,7 @@ _UPCASTERS: dict[tuple[str, int], Upcast] = {}
 SNAPSHOT_VERSION = 1
 
 
-class CodecError(ValueError):
+class CodecError(StoreError, ValueError):
     """Stored bytes that cannot be read as an event or a snapshot."""
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from service.eventlog.store import (
     AppendResult,
+    Chain,
     Idempotency,
     IdempotencyMismatch,
     Loaded,
@@ -31,6 +32,7 @@ class _Table:
     snapshot: bytes | None = None
     snapshot_version: int = 0
     due: float | None = None
+    head: str | None = None  # the hash of the last event, when the last append gave it
     # idempotency key -> (record, expiry on the store's clock)
     idempotency: dict[str, tuple[Idempotency, float]] = field(default_factory=dict)
 
@@ -68,6 +70,7 @@ class InMemoryEventStore:
         snapshot: bytes | None,
         idempotency: Idempotency | None = None,
         due: float | None = None,
+        chain: Chain | None = None,
     ) -> AppendResult:
         """See :meth:`EventStore.append`."""
         check_append_args(expected_version, events, snapshot, due)
@@ -85,7 +88,13 @@ class InMemoryEventStore:
                             table_id=table_id,
                         )
                     return AppendResult(version=actual, replayed=stored)
-            if actual != expected_version:
+            forked = (
+                chain is not None
+                and table is not None
+                and table.head is not None
+                and table.head != chain.after
+            )
+            if actual != expected_version or forked:
                 current = _loaded(table)
                 raise VersionConflict(expected_version, actual, table_id=table_id, current=current)
             if table is None:
@@ -98,6 +107,7 @@ class InMemoryEventStore:
                 expiry = self._clock() + self.idempotency_ttl_s
                 table.idempotency[idempotency.key] = (idempotency, expiry)
             table.due = due
+            table.head = None if chain is None else chain.head
             return AppendResult(version=len(table.events))
 
     def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:

@@ -31,18 +31,13 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
-from redis.exceptions import (
-    AskError,
-    ClusterDownError,
-    MovedError,
-    SlotNotCoveredError,
-    TryAgainError,
-)
+
+from service.eventlog.replication import REROUTED as _REROUTED
+from service.eventlog.replication import rerouted
 
 try:  # redis[hiredis] brings it; it packs a command in C
     from hiredis import pack_command as _hiredis_pack
@@ -126,12 +121,25 @@ class DirectCommands:
 
     def call(self, *args: Any) -> Any:
         """The reply to one command (Redis errors raise as redis-py raises them)."""
+        return self.call_many(args)[0]
+
+    def call_many(self, *commands: tuple[Any, ...]) -> list[Any]:
+        """The replies to `commands`, sent together on one connection (so a ``WAIT`` after a
+        write waits for that write); an error reply raises, once every reply was read."""
         for attempt in range(1, self.attempts + 1):
             owned = self._take()
             connection = owned.connection
             try:
-                connection.send_packed_command(_pack(connection, args))
-                reply = connection.read_response()
+                connection.send_packed_command(
+                    [part for command in commands for part in _pack(connection, command)]
+                )
+                replies, refused = [], None
+                for _ in commands:
+                    try:
+                        replies.append(connection.read_response())
+                    except redis.ResponseError as error:  # an error reply: read on
+                        replies.append(None)
+                        refused = refused or error
             except (redis.ConnectionError, redis.TimeoutError):
                 connection.disconnect()
                 # The free ones were opened to the same server: after a restart they are all
@@ -141,37 +149,24 @@ class DirectCommands:
                 if attempt == self.attempts:
                     raise
                 continue
-            except redis.ResponseError:  # an error reply: the connection is fine
-                self._give_back(owned)
-                raise
             except BaseException:
                 # Anything else, say an interruption mid-reply, drops the connection (`owned`
                 # closes it when it is collected).
                 self._dropped()
                 raise
-            self._give_back(owned)
-            return reply
+            self._give_back(owned)  # (the connection is fine after an error reply)
+            if refused is not None:
+                raise refused
+            return replies
         raise AssertionError("unreachable")
 
 
-def direct_commands(client: redis.Redis) -> Callable[..., Any]:
-    """The shortcut's ``call`` for `client`: `DirectCommands`, or `ClusterCommands` when it
-    is a cluster client."""
+def direct_commands(client: redis.Redis) -> DirectCommands | ClusterCommands:
+    """The shortcut for `client`: `DirectCommands`, or `ClusterCommands` when it is a cluster
+    client."""
     if isinstance(client, RedisCluster):
-        return ClusterCommands(client).call
-    return DirectCommands(client).call
-
-
-_REROUTED = (
-    redis.ConnectionError,
-    redis.TimeoutError,
-    MovedError,
-    AskError,
-    TryAgainError,
-    ClusterDownError,
-    SlotNotCoveredError,
-)
-"""What a node answers when its slot moved or it went away (a resharding, a failover)."""
+        return ClusterCommands(client)
+    return DirectCommands(client)
 
 
 class ClusterCommands:
@@ -194,13 +189,21 @@ class ClusterCommands:
     def call(self, *args: Any) -> Any:
         """The reply to one command (Redis errors raise as redis-py's cluster client raises
         them)."""
-        key = args[3] if args[0] == "EVALSHA" else args[1]
+        return self.call_many(args)[0]
+
+    def call_many(self, *commands: tuple[Any, ...]) -> list[Any]:
+        """The replies to `commands` (the first names the key: the others, a ``WAIT``, go
+        with it to its master, on one connection). Rerouted (see the class), the first is
+        sent again through the cluster client and the others' replies are None (unknown: a
+        ``WAIT`` on another connection would not wait for that write)."""
+        first = commands[0]
+        key = first[3] if first[0] == "EVALSHA" else first[1]
         try:
             node = self.cluster.get_node_from_key(key)  # type: ignore[no-untyped-call]
             direct = self._nodes.get(node.name) or self._node(node)
-            return direct.call(*args)
+            return direct.call_many(*commands)
         except _REROUTED:
-            return self.cluster.execute_command(*args)  # type: ignore[no-untyped-call]
+            return rerouted(self.cluster, commands)
 
     def _node(self, node: Any) -> DirectCommands:
         with self._making:

@@ -5,8 +5,10 @@ Key layout (``P`` is the prefix, default ``guts``; ``T`` the encoded table id, b
     P:{T}:events      stream   the log; entry id "<version>-0", one field "data" = event bytes
     P:{T}:meta        hash     "version" (decimal), "snapshot" (bytes), "snapshot_version"
                                (the version the snapshot is of; absent: "version"), "due"
-                               (the table's next due moment, epoch seconds; absent: none)
-                               and "trimmed" (the stream starts after it; absent: 0)
+                               (the table's next due moment, epoch seconds; absent: none),
+                               "trimmed" (the stream starts after it; absent: 0) and "head"
+                               (the hash of the last event, when its append gave it: an
+                               append is refused unless it chains from it, `store.Chain`)
     P:{T}:idem:<key>  hash     "request_hash", "response"; expires after idempotency_ttl_s
 
 Stream ids encode the version: the event at 1-based position ``n`` has id ``n-0``, so
@@ -40,9 +42,8 @@ answers with a replay (when an idempotency key was given) or a :class:`VersionCo
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote, unquote
@@ -61,16 +62,24 @@ from service.eventlog.decoding import (
     stored_events,
     version_of_id,
 )
+from service.eventlog.redis_errors import (
+    bytes_of,
+    redis_errors,
+    scan_keys,
+    store_error,
+    table_errors,
+)
 from service.eventlog.redis_py_bypass import direct_commands
+from service.eventlog.replication import Replicated, pipelined
 from service.eventlog.store import (
     AppendResult,
+    Chain,
     Due,
     Idempotency,
     IdempotencyMismatch,
     Loaded,
     StoredEvent,
     StoreError,
-    StoreUnavailable,
     VersionConflict,
     check_append_args,
     check_read_args,
@@ -80,6 +89,7 @@ __all__ = ["ArchiveReader", "RedisEventStore", "table_key_tag"]
 
 _APPEND_LUA = (Path(__file__).parent / "lua" / "append.lua").read_text()
 _TRIM_LUA = (Path(__file__).parent / "lua" / "trim.lua").read_text()
+_IDEMPOTENT_LUA = (Path(__file__).parent / "lua" / "idempotent.lua").read_text()
 
 
 class ArchiveReader(Protocol):
@@ -117,6 +127,8 @@ class RedisEventStore:
         bypass_redis_py: bool = True,
         archive: ArchiveReader | None = None,
         keep: int = 100,
+        min_replicas: int = 0,
+        replica_timeout_ms: int = 200,
     ) -> None:
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("RedisEventStore needs a client with decode_responses=False")
@@ -130,6 +142,10 @@ class RedisEventStore:
         self.archive = archive
         self.keep = keep
         """How many of a table's latest events a trim leaves in Redis in any case."""
+        self.min_replicas = min_replicas
+        """How many replicas must confirm an append (``WAIT``, within `replica_timeout_ms`)
+        before it counts as made (0: none asked; `service.eventlog.replication`);
+        unconfirmed: NotReplicated."""
         self.notices = f"{prefix}:appended"
         """The channel each append publishes its notice on (``<version> <table id>``), which
         the live feeds listen to (`service.api.feed`)."""
@@ -137,9 +153,18 @@ class RedisEventStore:
         # NOSCRIPT reply and called by EVALSHA from then on.
         self._append_script = client.register_script(_APPEND_LUA)
         self._trim_script = client.register_script(_TRIM_LUA)
+        self._idempotent_script = client.register_script(_IDEMPOTENT_LUA)
         # The hot commands (a load's HMGET, an append's EVALSHA) go through redis-py's
         # public `execute_command`, or around its pool (measured worth it: see the module).
-        self._call = direct_commands(client) if bypass_redis_py else client.execute_command
+        direct = direct_commands(client) if bypass_redis_py else None
+        self._call = client.execute_command if direct is None else direct.call
+        self._replicated = Replicated(
+            client,
+            self._call,
+            pipelined(client) if direct is None else direct.call_many,
+            min_replicas,
+            replica_timeout_ms,
+        )
 
     # -- keys --------------------------------------------------------------------------
 
@@ -164,7 +189,7 @@ class RedisEventStore:
         """The table's version and snapshot in one HMGET (0 and None if unknown), and, when
         the snapshot is older than the table, its tail in an XRANGE up to that version. Every
         meta field is parsed (`decoding.meta`): one that does not raises CorruptTable."""
-        with _table_errors(table_id, "meta hash"):
+        with table_errors(table_id, "meta hash"):
             fields = self._call("HMGET", self.meta_key(table_id), *META_FIELDS)
         parsed = meta(table_id, fields)
         if parsed.version == 0:
@@ -185,6 +210,7 @@ class RedisEventStore:
         snapshot: bytes | None,
         idempotency: Idempotency | None = None,
         due: float | None = None,
+        chain: Chain | None = None,
     ) -> AppendResult:
         """See :meth:`EventStore.append`: one EVALSHA of the append script."""
         check_append_args(expected_version, events, snapshot, due)
@@ -203,47 +229,46 @@ class RedisEventStore:
             b"" if due is None else f"{due:.3f}",
             self.notices,
             table_id,
+            "" if chain is None else chain.after,
+            "" if chain is None else chain.head,
             len(events),
             *events,
         ]
-        script = self._append_script
-        try:  # (inline rather than `with _redis_errors()`: this runs on every command)
-            try:
-                reply = self._call("EVALSHA", script.sha, len(keys), *keys, *args)
-            except redis.exceptions.NoScriptError:  # a restarted or flushed Redis
-                self.client.script_load(script.script)
-                reply = self._call("EVALSHA", script.sha, len(keys), *keys, *args)
+        try:  # (inline rather than `with redis_errors()`: this runs on every command)
+            reply, acked = self._replicated.run(self._append_script, keys, args)
         except redis.RedisError as error:
-            raise _store_error(error, table_id, "meta hash or stream") from error
+            raise store_error(error, table_id, "meta hash or stream") from error
         status = reply[0] if isinstance(reply, list) and reply else None
         if status == b"ok":
+            self._replicated.check(table_id, int(reply[1]), acked)
             return AppendResult(version=int(reply[1]))
         if status == b"replayed":
             assert idempotency is not None
-            record = Idempotency(idempotency.key, idempotency.request_hash, _bytes(reply[2]))
+            self._replicated.check(table_id, int(reply[1]), acked)
+            record = Idempotency(idempotency.key, idempotency.request_hash, bytes_of(reply[2]))
             return AppendResult(version=int(reply[1]), replayed=record)
         if status == b"conflict":
             actual, since = int(reply[1]), int(reply[3])
-            tail = tuple(_bytes(data) for data in reply[4:])
+            tail = tuple(bytes_of(data) for data in reply[4:])
             if actual and len(tail) != actual - since:
                 raise CorruptTable(
                     table_id, "stream", f"the events after {since} are not all there"
                 )
-            current = Loaded(actual, _bytes(reply[2]) if actual else None, tail)
+            current = Loaded(actual, bytes_of(reply[2]) if actual else None, tail)
             raise VersionConflict(expected_version, actual, table_id=table_id, current=current)
         if status == b"mismatch":
             assert idempotency is not None
             raise IdempotencyMismatch(
                 idempotency.key,
-                _bytes(reply[1]).decode(errors="replace"),
+                bytes_of(reply[1]).decode(errors="replace"),
                 idempotency.request_hash,
                 table_id=table_id,
             )
         if status == b"corrupt":
-            top = _bytes(reply[1]).decode(errors="replace") or "nothing"
+            top = bytes_of(reply[1]).decode(errors="replace") or "nothing"
             raise CorruptTable(table_id, "stream", f"it ends at {top}, not at its stored version")
         if status == b"unreadable":  # a meta field or idempotency record the script refused
-            raise CorruptTable(table_id, _bytes(reply[1]).decode(errors="replace"))
+            raise CorruptTable(table_id, bytes_of(reply[1]).decode(errors="replace"))
         raise StoreError(f"unexpected reply from the append script: {reply!r}"[:200])
 
     def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
@@ -253,7 +278,7 @@ class RedisEventStore:
         check_read_args(after, limit)
         if limit == 0:
             return []
-        with _table_errors(table_id, "stream"):
+        with table_errors(table_id, "stream"):
             entries = self.client.xrange(self.events_key(table_id), after + 1, "+", count=limit)
         entries = entries or []
         if entries and version_of_id(entries[0][0]) == after + 1:
@@ -285,7 +310,7 @@ class RedisEventStore:
 
     def trimmed(self, table_id: str) -> int:
         """The version the table's stream starts after (0: nothing trimmed)."""
-        with _table_errors(table_id, "meta hash"):
+        with table_errors(table_id, "meta hash"):
             raw = self.client.hget(self.meta_key(table_id), "trimmed")
         return 0 if raw is None else count(table_id, "meta field trimmed", raw)
 
@@ -295,19 +320,19 @@ class RedisEventStore:
         """The stream's entries from id `start` on (``(<id>``: after it), at most `limit`, as
         stored: each id and its "data" field (None when absent), neither checked. For audits,
         which name what is wrong with a log rather than fail to read it."""
-        with _redis_errors():
+        with redis_errors():
             entries = self.client.xrange(self.events_key(table_id), start, "+", count=limit)
         found: list[tuple[bytes, bytes | None]] = []
         for entry_id, fields in entries or []:
             data = (fields or {}).get(b"data")
-            found.append((_bytes(entry_id), None if data is None else _bytes(data)))
+            found.append((bytes_of(entry_id), None if data is None else bytes_of(data)))
         return found
 
     def trim(self, table_id: str, archived: int) -> int:
         """Drop from the table's stream the events up to `archived` (which the archive holds
         and has verified), except the snapshot's tail and the latest `keep`; the version the
         stream now starts after."""
-        with _table_errors(table_id, "meta hash or stream"):
+        with table_errors(table_id, "meta hash or stream"):
             trimmed = int(
                 self._trim_script(
                     keys=[self.events_key(table_id), self.meta_key(table_id)],
@@ -319,11 +344,18 @@ class RedisEventStore:
         return trimmed
 
     def find_idempotent(self, table_id: str, key: str) -> Idempotency | None:
-        """The live idempotency record for ``key``, if any (one HMGET)."""
-        with _table_errors(table_id, f"idempotency record {key!r}"):
-            request_hash, response = self.client.hmget(
-                self.idempotency_key(table_id, key), "request_hash", "response"
-            )
+        """The live idempotency record for ``key``, if any (one HMGET); with `min_replicas`,
+        only once replicas hold it (a script that writes it again, then ``WAIT``:
+        NotReplicated if they do not confirm it)."""
+        record_key = self.idempotency_key(table_id, key)
+        with table_errors(table_id, f"idempotency record {key!r}"):
+            if not self.min_replicas:
+                request_hash, response = self.client.hmget(record_key, "request_hash", "response")
+            else:
+                found, acked = self._replicated.run(self._idempotent_script, [record_key], [])
+                request_hash, response = found
+                if request_hash is not None:
+                    self._replicated.check(table_id, 0, acked)
         if request_hash is None and response is None:
             return None
         return idempotency(table_id, key, request_hash, response)
@@ -333,19 +365,19 @@ class RedisEventStore:
         the whole keyspace, so it is for tools and the due index's repair, not for requests)."""
         pattern = f"{self.prefix}:{{*}}:meta".encode()
         found = []
-        with _redis_errors():
-            for key in self.client.scan_iter(match=pattern, count=1000):
-                tag = member_text(_bytes(key)[len(self.prefix) + 2 : -len(b"}:meta")])
+        with redis_errors():
+            for key in scan_keys(self.client, pattern):
+                tag = member_text(bytes_of(key)[len(self.prefix) + 2 : -len(b"}:meta")])
                 if tag is not None and "}" not in tag:  # (not an idempotency record's key)
                     found.append(unquote(tag) if tag != "%" else "")
-        return sorted(found)
+        return sorted(set(found))
 
     def dues(self, table_ids: Sequence[str]) -> list[Due | CorruptTable]:
         """Each table's version and due moment: one HMGET per table, in one pipeline, each
         parsed on its own (a table whose fields do not parse is its CorruptTable)."""
         if not table_ids:
             return []
-        with _redis_errors(), self.client.pipeline(transaction=False) as pipe:
+        with redis_errors(), self.client.pipeline(transaction=False) as pipe:
             for table_id in table_ids:
                 pipe.hmget(self.meta_key(table_id), "version", "due")
             replies = pipe.execute(raise_on_error=False)
@@ -357,41 +389,3 @@ def _due_of(table_id: str, reply: list[object]) -> Due:
     if raw_version is None:
         return (0, None)
     return (count(table_id, "meta field version", raw_version), due(table_id, raw_due))
-
-
-def _bytes(value: object) -> bytes:
-    """``value`` as returned by a bytes client; anything else means a misconfigured client."""
-    if not isinstance(value, bytes):
-        raise StoreError(f"expected bytes from Redis, got {type(value).__name__}")
-    return value
-
-
-@contextlib.contextmanager
-def _redis_errors() -> Iterator[None]:
-    """Turn redis-py errors into the store's: unreachable Redis -> StoreUnavailable."""
-    try:
-        yield
-    except redis.RedisError as error:
-        raise _store_error(error) from error
-
-
-@contextlib.contextmanager
-def _table_errors(table_id: str, what: str) -> Iterator[None]:
-    """`_redis_errors` for commands on one table's keys: a key of the wrong type (someone
-    wrote it outside the store) is that table's CorruptTable."""
-    try:
-        yield
-    except redis.RedisError as error:
-        raise _store_error(error, table_id, what) from error
-
-
-def _store_error(
-    error: redis.RedisError, table_id: str | None = None, what: str = ""
-) -> StoreError:
-    """The store's error for a redis-py error (on `table_id`'s key `what`, when given)."""
-    if isinstance(error, redis.ConnectionError | redis.TimeoutError):
-        return StoreUnavailable(f"Redis is unreachable: {error}")
-    if table_id is not None and isinstance(error, redis.ResponseError):
-        if "WRONGTYPE" in str(error):  # a key of the wrong type
-            return CorruptTable(table_id, what, str(error)[:120])
-    return StoreError(f"Redis refused the command: {error}")

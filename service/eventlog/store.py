@@ -29,11 +29,13 @@ from typing import Protocol, runtime_checkable
 __all__ = [
     "AppendResult",
     "ArchiveUnavailable",
+    "Chain",
     "CorruptLog",
     "Due",
     "EventStore",
     "IdempotencyMismatch",
     "Idempotency",
+    "NotReplicated",
     "Loaded",
     "StoreError",
     "StoredEvent",
@@ -68,6 +70,20 @@ class Idempotency:
 
 
 @dataclass(frozen=True)
+class Chain:
+    """Where an append sits in the log's hash chain: `after`, the hash of the last event of
+    the state the caller decided on (the event at its expected version), and `head`, the hash
+    of the last event it appends. The store keeps the head beside the version and refuses an
+    append whose `after` is not the stored head, as it refuses a stale version: a process's
+    cached state that holds an event the log lost (a Redis failover drops an unreplicated
+    suffix, and another command then writes a different event at that version) reloads
+    instead of appending on top of an event it never saw."""
+
+    after: str
+    head: str
+
+
+@dataclass(frozen=True)
 class Loaded:
     """A table's current version, its latest snapshot and the events stored after that
     snapshot (the snapshot is the table at ``version - len(tail)``); ``0``, ``None`` and
@@ -90,13 +106,13 @@ class AppendResult:
     replayed: Idempotency | None = None
 
 
-class BadCursor(ValueError):
-    """A paging cursor (`after`) that the list or ledger being paged did not hand out (422
-    naming `after`)."""
-
-
 class StoreError(Exception):
     """Root of the event store's errors."""
+
+
+class BadCursor(StoreError, ValueError):
+    """A paging cursor (`after`) that the list or ledger being paged did not hand out (422
+    naming `after`)."""
 
 
 class VersionConflict(StoreError):
@@ -140,6 +156,28 @@ class StoreUnavailable(StoreError):
     """
 
 
+class NotReplicated(StoreError):
+    """A write (an append, or the idempotency record a retry found) that the store's Redis
+    did not confirm on as many replicas as asked within the time allowed (``WAIT``): it is on
+    the master, and may be lost if the master fails now. Its outcome is unknown: retried with
+    the same idempotency key, the command answers what really happened (a replay once the
+    record is confirmed; decided afresh if the append was lost)."""
+
+    def __init__(self, table_id: str, version: int, acked: int | None, wanted: int) -> None:
+        super().__init__(table_id, version, acked, wanted)
+        self.table_id = table_id
+        self.version = version
+        self.acked = acked
+        self.wanted = wanted
+
+    def __str__(self) -> str:
+        acked = "an unknown number of" if self.acked is None else str(self.acked)
+        return (
+            f"table {self.table_id!r} at version {self.version}: {acked} replicas confirmed "
+            f"the write, {self.wanted} wanted"
+        )
+
+
 class ArchiveUnavailable(StoreUnavailable):
     """The archive (PostgreSQL) cannot be reached, or this process was given none."""
 
@@ -171,6 +209,7 @@ class EventStore(Protocol):
         snapshot: bytes | None,
         idempotency: Idempotency | None = None,
         due: float | None = None,
+        chain: Chain | None = None,
     ) -> AppendResult:
         """Atomically append ``events`` and, when ``snapshot`` is given, replace the snapshot
         (None keeps it: the events join its tail), and set the table's due moment to ``due``
@@ -181,6 +220,11 @@ class EventStore(Protocol):
         version and the stored record and writes nothing; a known key with another hash
         raises :class:`IdempotencyMismatch`. Otherwise the record is stored with the events.
         A stale ``expected_version`` raises :class:`VersionConflict` and writes nothing.
+
+        With ``chain``, the table's stored head must be ``chain.after`` too (else a
+        :class:`VersionConflict` at the same version, writing nothing), and becomes
+        ``chain.head``; a table with no stored head (written without one) is not checked.
+        Without ``chain`` the stored head is forgotten.
         """
         ...
 

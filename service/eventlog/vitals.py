@@ -59,6 +59,9 @@ class ArchiveLag:
 class Vitals:
     """The keys above under `prefix`, on `client`."""
 
+    alive_s = ALIVE_S
+    lag_fresh_s = LAG_FRESH_S
+
     def __init__(self, client: redis.Redis, prefix: str = "guts") -> None:
         self.client = client
         self.beats_key = f"{prefix}:vitals:dispatchers"

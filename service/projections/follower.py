@@ -259,6 +259,10 @@ class Follower:
                         held.add(table_id)
                     elif table_id in held:
                         continue
+                    elif position > version:  # the log lost events this projection holds
+                        self._unreadable(table_id, _forked(table_id, projection, position, version))
+                        behind.pop(table_id, None)
+                        held.add(table_id)
                     elif position < version:
                         behind[table_id] = version
                         behind_events += version - position
@@ -368,3 +372,15 @@ class Follower:
             table_id, version = next(iter(self._pending.items()))
             self.safely_catch_up(table_id, version)
             del self._pending[table_id]
+
+
+def _forked(table_id: str, projection: Projection, position: int, version: int) -> CorruptTable:
+    """What a projection ahead of its table's log says: a Redis failover lost a suffix of the
+    log that the projection (the archive, the ledger, the webhooks) had applied; the table is
+    quarantined rather than played on into a history that diverges from what was derived."""
+    return CorruptTable(
+        table_id,
+        "log",
+        f"{projection.name} holds it up to version {position}, the log only up to {version}: "
+        "a failover lost events already derived",
+    )

@@ -40,21 +40,25 @@ class CreateTable:
 class SeatPlayer:
     """Seat `player_id` with `buy_in` chips at `seat` (None: the first free one); a player
     excluded until `excluded_until` (the application's look-up: an exclusion or a time-out)
-    cannot sit before then; their session runs under `limits`."""
+    cannot sit before then; their session runs under `limits`. `transaction_id`: the casino
+    wallet's confirmed debit paying for the chips ("" for none)."""
 
     player_id: str
     buy_in: int
     seat: int | None = None
     excluded_until: str | None = None
+    transaction_id: str = ""
     limits: SessionLimits | None = None
 
 
 @dataclass(frozen=True)
 class TopUp:
-    """Add `amount` chips to the stack at `seat`."""
+    """Add `amount` chips to the stack at `seat` (`transaction_id`: the wallet's confirmed
+    debit paying for them; a wallet-funded seat is topped up only so)."""
 
     seat: int
     amount: int
+    transaction_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -227,10 +231,12 @@ def decide(state: TableState, now: datetime, command: Command) -> list[ev.Event]
     match command:
         case CreateTable(table_id, rules, first_seed, tenant):
             return commands.create_table(table_id, rules, now, first_seed, tenant)
-        case SeatPlayer(player_id, buy_in, seat, excluded_until, limits):
-            return commands.seat_player(state, player_id, buy_in, now, seat, excluded_until, limits)
-        case TopUp(seat, amount):
-            return commands.top_up(state, seat, amount, now)
+        case SeatPlayer(player_id, buy_in, seat, excluded_until, transaction_id, limits):
+            return commands.seat_player(
+                state, player_id, buy_in, now, seat, excluded_until, limits, transaction_id
+            )
+        case TopUp(seat, amount, transaction_id):
+            return commands.top_up(state, seat, amount, now, transaction_id)
         case SitOut(seat):
             return commands.sit_out(state, seat, now)
         case SitIn(seat):

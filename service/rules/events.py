@@ -48,23 +48,28 @@ class TableCreated(Event):
 
 @dataclass(frozen=True)
 class PlayerSeated(Event):
-    """A player sat down at `seat` and bought `buy_in` chips."""
+    """A player sat down at `seat` and bought `buy_in` chips; `transaction_id` names the
+    casino wallet's confirmed debit that paid for them ("" when the casino funded the chips
+    itself): the seat is wallet-funded, and its cash-outs are credited to the wallet."""
 
     TYPE: ClassVar[str] = "player_seated"
     seat: int
     player_id: str
     buy_in: int
     at: str
+    transaction_id: str = ""
 
 
 @dataclass(frozen=True)
 class ChipsAdded(Event):
-    """A seated player topped up their stack by `amount` chips."""
+    """A seated player topped up their stack by `amount` chips (`transaction_id`: the wallet's
+    confirmed debit that paid for them, as for a seat)."""
 
     TYPE: ClassVar[str] = "chips_added"
     seat: int
     amount: int
     at: str
+    transaction_id: str = ""
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from . import events as ev
+from .wallet import credit_id
 
 BUY_IN = "buy_in"
 TOP_UP = "top_up"
@@ -59,6 +60,7 @@ class Entry:
     balance_after: int
     at: str
     version: int
+    transaction_id: str | None = None  # the casino wallet's transaction that moved the money
 
 
 @dataclass
@@ -76,6 +78,7 @@ class Book:
     cashed_out: int = 0
     hand: int | None = None
     bets: dict[int, int] = field(default_factory=dict)  # chips bet in the hand in play
+    wallet: dict[int, bool] = field(default_factory=dict)  # the wallet-funded seats
 
 
 class _Moves:
@@ -85,13 +88,21 @@ class _Moves:
         self.book, self.version, self.at, self.hand = book, version, at, hand
         self.entries: list[Entry] = []
 
-    def move(self, seat: int, kind: str, amount: int, pot: str = "") -> None:
-        """`amount` chips onto (positive) or off (negative) the stack at `seat`."""
+    def move(self, seat: int, kind: str, amount: int, pot: str = "", tx: str = "") -> None:
+        """`amount` chips onto (positive) or off (negative) the stack at `seat` (`tx`: the
+        wallet's transaction that moved them, if any)."""
         if amount == 0:
             return
         book = self.book
         book.stacks[seat] = book.stacks.get(seat, 0) + amount
-        self._add(str(seat), book.players.get(seat), kind, amount, book.stacks[seat], pot)
+        self._add(str(seat), book.players.get(seat), kind, amount, book.stacks[seat], pot, tx)
+
+    def cash_out(self, seat: int, amount: int) -> None:
+        """The seat's player is paid `amount`: to the wallet (a credit) if it funded them."""
+        book = self.book
+        tx = credit_id(book.table_id, self.version, seat) if book.wallet.get(seat) else ""
+        book.cashed_out += amount
+        self.move(seat, CASH_OUT, -amount, tx=tx)
 
     def house(self, amount: int, pot: str = "") -> None:
         """The house takes `amount` chips of rake (from a pot: the caller sets the pots, as
@@ -102,7 +113,14 @@ class _Moves:
         self._add(HOUSE, None, RAKE, amount, self.book.rake, pot)
 
     def _add(
-        self, who: str, player: str | None, kind: str, amount: int, after: int, pot: str
+        self,
+        who: str,
+        player: str | None,
+        kind: str,
+        amount: int,
+        after: int,
+        pot: str,
+        tx: str = "",
     ) -> None:
         book = self.book
         suffix = f":{pot}" if pot else ""
@@ -118,6 +136,7 @@ class _Moves:
                 balance_after=after,
                 at=self.at,
                 version=self.version,
+                transaction_id=tx or None,
             )
         )
 
@@ -129,18 +148,18 @@ def _created(book: Book, moves: _Moves, e: ev.TableCreated) -> None:
 def _seated(book: Book, moves: _Moves, e: ev.PlayerSeated) -> None:
     book.players[e.seat] = e.player_id
     book.stacks[e.seat] = 0
+    book.wallet[e.seat] = bool(e.transaction_id)
     book.bought_in += e.buy_in
-    moves.move(e.seat, BUY_IN, e.buy_in)
+    moves.move(e.seat, BUY_IN, e.buy_in, tx=e.transaction_id)
 
 
 def _chips_added(book: Book, moves: _Moves, e: ev.ChipsAdded) -> None:
     book.bought_in += e.amount
-    moves.move(e.seat, TOP_UP, e.amount)
+    moves.move(e.seat, TOP_UP, e.amount, tx=e.transaction_id)
 
 
 def _left(book: Book, moves: _Moves, e: ev.PlayerLeft) -> None:
-    book.cashed_out += e.cash_out
-    moves.move(e.seat, CASH_OUT, -e.cash_out)
+    moves.cash_out(e.seat, e.cash_out)
 
 
 def _dealt(book: Book, moves: _Moves, e: ev.HandDealt) -> None:
@@ -197,8 +216,7 @@ def _ended(book: Book, moves: _Moves, e: ev.TableEnded) -> None:
         book.pots -= amount
         moves.move(seat, REFUND, amount)
     for seat, amount in e.cash_outs.items():
-        book.cashed_out += amount
-        moves.move(seat, CASH_OUT, -amount)
+        moves.cash_out(seat, amount)
 
 
 Step = Callable[[Book, _Moves, ev.Event], None]

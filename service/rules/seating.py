@@ -84,30 +84,39 @@ def seat_player(
     seat: int | None = None,
     excluded_until: str | None = None,
     limits: SessionLimits | None = None,
+    transaction_id: str = "",
 ) -> list[ev.Event]:
     """Seat a player with `buy_in` chips; mid-game they wait for the next game. A player
     excluded (or on a time-out) until `excluded_until` cannot be seated before then. Their
-    session runs under `limits` (reality checks, a session limit: protection.py)."""
+    session runs under `limits` (reality checks, a session limit: protection.py). With
+    `transaction_id` (a wallet's confirmed debit), the seat is wallet-funded."""
     chosen = verify_seat_player(
         state, player_id, buy_in, seat, excluded_until=excluded_until, now=now
     )
-    seated = ev.PlayerSeated(seat=chosen, player_id=player_id, buy_in=buy_in, at=iso(now))
+    seated = ev.PlayerSeated(chosen, player_id, buy_in, iso(now), transaction_id)
     return [seated, *protection_set(chosen, player_id, limits, now)]
 
 
-def verify_top_up(state: TableState, seat: int, amount: int) -> None:
-    """A player may add chips, but not while dealt into a live hand."""
+def verify_top_up(state: TableState, seat: int, amount: int, transaction_id: str = "") -> None:
+    """A player may add chips, but not while dealt into a live hand; a wallet-funded seat
+    only from the wallet (`transaction_id`), and only such a seat from the wallet (its
+    cash-outs are credited to the wallet; the others' are the casino's to pay)."""
     require_table(state)
     require_amount(amount, "amount")
-    seat_holder(state, seat)
+    holder = seat_holder(state, seat)
     if in_live_hand(state, seat):
         raise RuleViolation(f"seat {seat} is in hand {state.hands_dealt}; top up after it")
+    if holder.wallet != bool(transaction_id):
+        funded = "from the wallet" if holder.wallet else "with chips, not from the wallet"
+        raise RuleViolation(f"seat {seat} was funded {funded}; its top-ups must be too")
 
 
-def top_up(state: TableState, seat: int, amount: int, now: datetime) -> list[ev.Event]:
+def top_up(
+    state: TableState, seat: int, amount: int, now: datetime, transaction_id: str = ""
+) -> list[ev.Event]:
     """Add `amount` chips to a seated player's stack."""
-    verify_top_up(state, seat, amount)
-    return [ev.ChipsAdded(seat=seat, amount=amount, at=iso(now))]
+    verify_top_up(state, seat, amount, transaction_id)
+    return [ev.ChipsAdded(seat, amount, iso(now), transaction_id)]
 
 
 def verify_sit_out(state: TableState, seat: int) -> None:

@@ -64,7 +64,8 @@ def _table_created(state: TableState, e: ev.TableCreated) -> None:
 
 def _player_seated(state: TableState, e: ev.PlayerSeated) -> None:
     status = WAITING if state.game_running else ACTIVE
-    seat = Seat(e.seat, e.player_id, e.buy_in, status, joined=state.version + 1)
+    joined, wallet = state.version + 1, bool(e.transaction_id)
+    seat = Seat(e.seat, e.player_id, e.buy_in, status, joined, wallet)
     seat.since, seat.put_in = e.at, e.buy_in
     state.seats[e.seat] = seat
     state.bought_in += e.buy_in

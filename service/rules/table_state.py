@@ -39,6 +39,7 @@ class Seat:
     stack: int
     status: str
     joined: int = 0  # the table version of the event that seated this player
+    wallet: bool = False  # the chips came from the casino's wallet (a confirmed debit)
     # Player protection (protection.py): the session since `since`, the chips brought
     # (`put_in`: buy-in and top-ups; the session's net result is stack - put_in), its limits,
     # reality checks made, and why the player is dealt out of new hands, if they are.

@@ -5,15 +5,19 @@ from __future__ import annotations
 from service.rules.errors import GutsError
 
 
-class TableNotFound(GutsError):
+class TableError(GutsError):
+    """The root of the tables layer's refusals."""
+
+
+class TableNotFound(TableError):
     """No table has this id."""
 
 
-class TableExists(GutsError):
+class TableExists(TableError):
     """A table with this id already exists."""
 
 
-class LogUnreadable(GutsError):
+class LogUnreadable(TableError):
     """The table's stored log or snapshot fails verification: it cannot be loaded."""
 
 
@@ -34,13 +38,19 @@ class TableQuarantined(LogUnreadable):
         learn nothing of it: `service.application.access.hide_quarantined`)."""
 
 
-class PreconditionFailed(GutsError):
+class PreconditionFailed(TableError):
     """The caller's If-Match version is not the table's version."""
 
 
-class IdempotencyReused(GutsError):
+class IdempotencyReused(TableError):
     """The Idempotency-Key was used before with a different request."""
 
 
-class Contention(GutsError):
+class Contention(TableError):
     """The command lost the version race too many times in a row."""
+
+
+class OutcomeUnknown(TableError):
+    """The command's events were written, but Redis did not confirm them on the replicas
+    asked for in time (``GUTS_REDIS_MIN_REPLICAS``): they may be lost if the master fails
+    now. Repeated with the same Idempotency-Key, the command answers what really happened."""

@@ -42,10 +42,12 @@ from service.eventlog.codec import (
 )
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import (
+    Chain,
     CorruptLog,
     EventStore,
     Idempotency,
     IdempotencyMismatch,
+    NotReplicated,
     VersionConflict,
 )
 from service.eventlog.table_list import TableList
@@ -59,6 +61,7 @@ from .errors import (
     Contention,
     IdempotencyReused,
     LogUnreadable,
+    OutcomeUnknown,
     PreconditionFailed,
     TableExists,
     TableNotFound,
@@ -215,6 +218,11 @@ class Tables(Upkeep):
             return self._run(submitted)
         except (CorruptLog, LogUnreadable) as error:
             raise self._set_aside(table_id, error) from error
+        except NotReplicated as error:  # (the cache keeps nothing of it: see _commit)
+            raise OutcomeUnknown(
+                "the command was written but not confirmed on the replicas in time; "
+                "repeat it with the same Idempotency-Key to learn its outcome"
+            ) from error
 
     def _run(self, sub: Submission) -> Result:
         """Attempt the command until an attempt lands, or answers without appending."""
@@ -291,13 +299,17 @@ class Tables(Upkeep):
         epoch = None if due is None else due.epoch
         record = self._record(sub, decided.answer)
         try:
-            appended = self.store.append(table_id, before, encoded, snapshot, record, epoch)
+            chain = Chain(decided.loaded.head, head)
+            appended = self.store.append(table_id, before, encoded, snapshot, record, epoch, chain)
         except VersionConflict as conflict:
             return self._lost_race(sub, conflict)
         except IdempotencyMismatch as exc:
             raise IdempotencyReused(
                 "this Idempotency-Key was used with a different request"
             ) from exc
+        except NotReplicated as unconfirmed:  # on the master only: it may be lost, and so
+            self._index(table_id, unconfirmed.version, epoch)  # is not cached; its due is
+            raise  # indexed (if it survives, it must fire; if not, the entry is stale)
         if appended.replayed is not None:
             return self._replay(table_id, appended.replayed, sub.request_hash)
         if due != decided.due_before or before == 0:

@@ -397,6 +397,23 @@ MATRIX: dict[str, tuple[str, str, str, Any, dict[str, int]]] = {
     "redeliver": _row(
         "new", "POST", f"/v1/webhooks/{W}/deliveries/{D}/redeliver", None, 202, 403, 403, 403, 403
     ),
+    "set_wallet": _row(
+        "new",
+        "PUT",
+        "/v1/wallet",
+        {"url": "http://127.0.0.1:9/w", "currency": "EUR", "chip_value_minor": 100},
+        200,
+        403,
+        403,
+        403,
+        403,
+    ),
+    "get_wallet": _row("new", "GET", "/v1/wallet", None, 409, 403, 403, 403, 403),
+    "delete_wallet": _row("new", "DELETE", "/v1/wallet", None, 409, 403, 403, 403, 403),
+    "rotate_wallet_secret": _row("new", "POST", "/v1/wallet/secret", None, 409, 403, 403, 403, 403),
+    "wallet_transactions": _row(
+        "new", "GET", "/v1/wallet/transactions", None, 200, 200, 403, 403, 403
+    ),
     "livez": _row("new", "GET", "/livez", None, 200, 200, 200, 200, 200),
     "readyz": _row("new", "GET", "/readyz", None, 200, 200, 200, 200, 200),
     "metrics": _row("new", "GET", "/metrics", None, 200, 200, 200, 200, 200),

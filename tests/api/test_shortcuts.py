@@ -40,7 +40,7 @@ def _paths(redis_url: str, off: frozenset[str]) -> dict[str, Any]:
 
     answer = app.test_client().get("/which")
     assert answer.status_code == 200, answer.data
-    store = app.extensions["guts"].tables.store
+    store = app.extensions["guts"].usecases.tables.store
     plain_store = store._call == store.client.execute_command
     return {**answer.get_json(), "store": not plain_store}
 

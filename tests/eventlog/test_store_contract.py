@@ -22,6 +22,7 @@ from service.eventlog.memory import InMemoryEventStore
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import (
     AppendResult,
+    Chain,
     CorruptLog,
     EventStore,
     Idempotency,
@@ -112,6 +113,28 @@ class TestEventStoreContract:
             store.append("t1", 5, events("b"), b"s")
         assert (raised.value.expected, raised.value.actual) == (5, 1)
         assert raised.value.current == Loaded(version=1, snapshot=b"s1")
+
+    def test_an_append_that_does_not_chain_from_the_stored_head_conflicts(
+        self, store: EventStore
+    ) -> None:
+        """A cache that holds an event the log lost (a failover) is at the right version with
+        the wrong head: refused, nothing written, the current state handed back."""
+        store.append("t1", 0, events("a"), b"s1", chain=Chain("genesis", "h1"))
+        store.append("t1", 1, events("b"), None, chain=Chain("h1", "h2"))
+        with pytest.raises(VersionConflict) as raised:
+            store.append("t1", 2, events("on-a-lost-b"), None, chain=Chain("h2-lost", "h3"))
+        assert (raised.value.expected, raised.value.actual) == (2, 2)
+        assert raised.value.current == Loaded(2, b"s1", tuple(events("b")))
+        assert datas(store.read("t1")) == events("a", "b")
+        assert store.append("t1", 2, events("c"), None, chain=Chain("h2", "h3")).version == 3
+
+    def test_a_head_is_checked_only_when_the_last_append_stored_one(
+        self, store: EventStore
+    ) -> None:
+        store.append("t1", 0, events("a"), b"s1")  # no chain: nothing to check against
+        store.append("t1", 1, events("b"), None, chain=Chain("anything", "h2"))
+        store.append("t1", 2, events("c"), None)  # forgets the head
+        assert store.append("t1", 3, events("d"), None, chain=Chain("other", "h4")).version == 4
 
     def test_creating_an_existing_table_conflicts(self, store: EventStore) -> None:
         store.append("t1", 0, events("a"), b"s1")

@@ -1,5 +1,5 @@
-"""Money: the ledger, players' limits and the tenant's protection profile, and webhooks
-(register, list, deliveries, redeliver)."""
+"""Money: the ledger, players' limits and the tenant's protection profile, webhooks (register,
+list, deliveries, redeliver) and the casino wallet (settings, secret, transactions)."""
 
 from __future__ import annotations
 
@@ -115,6 +115,51 @@ def redeliver(webhook_id: str, delivery_id: str) -> Response:
     require(who, OPERATOR)
     load_body(schemas.EMPTY)
     return render(_tables().redeliver(who, webhook_id, delivery_id))
+
+
+# --- the casino wallet ------------------------------------------------------------------------
+
+
+@routes.put("/wallet")
+def set_wallet() -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    body = load_body(schemas.WALLET)
+    return render(
+        _tables().set_wallet(who, body["url"], body["currency"], body["chip_value_minor"])
+    )
+
+
+@routes.get("/wallet")
+def get_wallet() -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    schemas.NO_QUERY.load(request.args.to_dict())
+    return render(_tables().get_wallet(who))
+
+
+@routes.delete("/wallet")
+def delete_wallet() -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    return render(_tables().delete_wallet(who))
+
+
+@routes.post("/wallet/secret")
+def rotate_wallet_secret() -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    load_body(schemas.EMPTY)
+    return render(_tables().rotate_wallet_secret(who))
+
+
+@routes.get("/wallet/transactions")
+def wallet_transactions() -> Response:
+    who = caller()
+    require(who, OPERATOR, AUDITOR)
+    query = schemas.WALLET_TRANSACTIONS_QUERY.load(request.args.to_dict())
+    match = {k: query[k] for k in ("status", "player_id", "table_id") if query[k] is not None}
+    return render(_tables().wallet_transactions(who, query["after"], query["limit"], match))
 
 
 def _player_id(player_id: str) -> str:

@@ -67,8 +67,9 @@ def seat_player(table_id: str) -> Response:
     who = caller()
     require(who, OPERATOR)
     body = load_body(schemas.SEAT_PLAYER)
+    seat = _tables().wallet_seat if body["funding"] == "wallet" else _tables().seat
     return render(
-        _tables().seat(
+        seat(
             who,
             table_id,
             body["player_id"],
@@ -84,7 +85,8 @@ def top_up(table_id: str, seat: int) -> Response:
     who = caller()
     require(who, OPERATOR)
     body = load_body(schemas.TOP_UP)
-    return render(_tables().top_up(who, table_id, seat, body["amount"], conditions=conditions()))
+    top_up = _tables().wallet_top_up if body["funding"] == "wallet" else _tables().top_up
+    return render(top_up(who, table_id, seat, body["amount"], conditions=conditions()))
 
 
 @routes.post("/tables/<table_id>/players/<int:seat>/sit-out")

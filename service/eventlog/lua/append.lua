@@ -4,11 +4,13 @@
 -- ARGV: expected_version, snapshot ('' with none), ttl_s, request_hash, response,
 --       whether there is a snapshot ('1' / '0'), due ('' when nothing is due: the epoch
 --       seconds of the table's next due moment), the channel to publish the append's
---       notice on ('' for none), the table id, event count, event...
+--       notice on ('' for none), the table id, the head the events chain from and the
+--       head they end at ('' and '' for none: the stored head is then forgotten), event
+--       count, event...
 -- The notice ("<version> <table id>") is not a key: it tells the live feeds to look.
 local events_key, meta_key, idem_key = KEYS[1], KEYS[2], KEYS[3]
 local expected = tonumber(ARGV[1])
-local head = redis.call('HMGET', meta_key, 'version', 'trimmed', 'snapshot_version')
+local head = redis.call('HMGET', meta_key, 'version', 'trimmed', 'snapshot_version', 'head')
 local actual = tonumber(head[1] or '0')
 -- Fields written outside the store that do not parse: the caller sets the table aside.
 local function count(raw)
@@ -25,13 +27,17 @@ if idem_key then
   end
   if record[1] then
     if record[1] == ARGV[4] then
+      -- Written again (unchanged), so a WAIT after this script waits for the record too.
+      redis.call('HSET', idem_key, 'request_hash', record[1])
       return {'replayed', actual, record[2]}
     end
     return {'mismatch', record[1]}
   end
 end
 
-if actual ~= expected then
+-- A caller whose state holds events the log does not (lost in a failover, then others
+-- written at their versions) has the right version and the wrong head: it reloads.
+if actual ~= expected or (ARGV[10] ~= '' and head[4] and head[4] ~= ARGV[10]) then
   -- The current state, for the caller to decide again on: the snapshot and its tail.
   local stored = redis.call('HMGET', meta_key, 'snapshot', 'snapshot_version')
   local since = tonumber(stored[2] or actual)
@@ -62,8 +68,8 @@ if redis.call('XLEN', events_key) + tonumber(head[2] or '0') ~= actual then
 end
 
 local version = actual
-local last = 10 + tonumber(ARGV[10])
-for i = 11, last do
+local last = 12 + tonumber(ARGV[12])
+for i = 13, last do
   version = version + 1
   local added = redis.pcall('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
   if type(added) == 'table' and added.err then
@@ -75,6 +81,11 @@ if ARGV[6] == '1' then
   redis.call('HSET', meta_key, 'version', now, 'snapshot', ARGV[2], 'snapshot_version', now)
 else
   redis.call('HSET', meta_key, 'version', now)
+end
+if ARGV[11] == '' then
+  redis.call('HDEL', meta_key, 'head')
+else
+  redis.call('HSET', meta_key, 'head', ARGV[11])
 end
 if ARGV[7] == '' then
   redis.call('HDEL', meta_key, 'due')

@@ -1,0 +1,127 @@
+"""Acknowledged means replicated (issue 31): a write is confirmed when ``WAIT numreplicas
+timeout``, sent after it on the same connection, says that many replicas hold it (and all
+that came before it on that master: replication is one ordered stream). The event store sends
+its append and the ``WAIT`` together, in one round trip (`RedisEventStore`, with
+``min_replicas``); this module holds what both of its paths share: redis-py's pipeline for the
+plain path (`pipelined`), and what a cluster answers when a table's slot has moved
+(`REROUTED`, `rerouted`).
+
+Over a Redis Cluster the commands go to the master of the first one's key; a master that
+redirects them (a failover, a resharding) has not run them: the first is sent again through
+the cluster client, which follows the redirect and refreshes its map of the slots, and the
+``WAIT``'s reply is unknown (None) since it would have to follow that write on the same
+connection: the caller answers "outcome unknown", and the client's retry (same
+Idempotency-Key) is confirmed on the new master.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from redis.cluster import RedisCluster
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    MovedError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
+
+from service.eventlog.store import NotReplicated
+
+__all__ = ["REROUTED", "Replicated", "pipelined", "rerouted"]
+
+REROUTED = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    MovedError,
+    AskError,
+    TryAgainError,
+    ClusterDownError,
+    SlotNotCoveredError,
+)
+"""What a node answers when its slot moved or it went away (a resharding, a failover)."""
+
+CallMany = Callable[..., list[Any]]
+
+
+def rerouted(cluster: RedisCluster, commands: tuple[tuple[Any, ...], ...]) -> list[Any]:
+    """The first of `commands` through the cluster client (which finds the slot's master),
+    the others' replies unknown (None)."""
+    first = cluster.execute_command(*commands[0])  # type: ignore[no-untyped-call]
+    return [first, *[None] * (len(commands) - 1)]
+
+
+def pipelined(client: redis.Redis) -> CallMany:
+    """``call_many`` through redis-py's public pipeline: the commands sent together on one
+    connection (on a cluster, one of the master that holds the first one's key), every reply
+    read; an error reply raises then."""
+
+    def call_many(*commands: tuple[Any, ...]) -> list[Any]:
+        target = client
+        if isinstance(client, RedisCluster):
+            first = commands[0]
+            key = first[3] if first[0] == "EVALSHA" else first[1]
+            node = client.get_node_from_key(key)
+            target = client.get_redis_connection(node)
+        try:
+            with target.pipeline(transaction=False) as pipe:
+                for command in commands:
+                    pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+                replies = pipe.execute(raise_on_error=False)
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
+        except REROUTED:
+            if not isinstance(client, RedisCluster):
+                raise
+            return rerouted(client, commands)
+        return list(replies)
+
+    return call_many
+
+
+class Replicated:
+    """Scripts run on one store's Redis, confirmed on `min_replicas` replicas (0: none
+    asked) within `timeout_ms`: `call` runs one command, `call_many` several on one
+    connection (the shortcut's or `pipelined`)."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        call: Callable[..., Any],
+        call_many: CallMany,
+        min_replicas: int = 0,
+        timeout_ms: int = 200,
+    ) -> None:
+        self.client = client
+        self.call = call
+        self.call_many = call_many
+        self.min_replicas = min_replicas
+        self.timeout_ms = timeout_ms
+
+    def run(self, script: Any, keys: list[Any], args: list[Any]) -> tuple[Any, int | None]:
+        """The reply of `script` (a redis-py Script) on `keys` and `args`, and, with
+        `min_replicas`, how many replicas hold what it wrote (``WAIT``, sent with it on the
+        same connection; None: unknown); the script is loaded first when Redis lost it (a
+        restart)."""
+        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        for attempt in (1, 2):
+            try:
+                if not self.min_replicas:
+                    return self.call(*command), None
+                wait = ("WAIT", self.min_replicas, self.timeout_ms)
+                reply, acked = self.call_many(command, wait)
+                return reply, None if acked is None else int(acked)
+            except redis.exceptions.NoScriptError:  # a restarted or flushed Redis
+                if attempt == 2:
+                    raise
+                self.client.script_load(script.script)
+        raise AssertionError("unreachable")
+
+    def check(self, table_id: str, version: int, acked: int | None) -> None:
+        """NotReplicated unless `acked` replicas are enough (or none are asked)."""
+        if self.min_replicas and (acked is None or acked < self.min_replicas):
+            raise NotReplicated(table_id, version, acked, self.min_replicas)

@@ -1,0 +1,280 @@
+"""The casino wallet's records: each tenant's wallet settings, every money movement (debit,
+credit, rollback) as a transaction record, the transactions due for the wallet duty, and the
+one atomic step that decides a debit's fate on its table (`claim_rollback`). The calls
+themselves are `service.projections.wallet_messages`'; the credits are derived from the logs
+by `service.projections.wallet_credits`.
+
+Keys, under one hash tag per tenant (``P`` the prefix, ``T`` the tenant)::
+
+    P:{%wallet:T}:settings   hash  url, currency, chip_value_minor, secret, updated_at
+    P:{%wallet:T}:tx         hash  key -> the transaction's record (JSON); the key is the
+                                   transaction id, ``rollback:<debit's id>`` for a rollback
+    P:{%wallet:T}:order      zset  key -> its sequence number (the list's order and cursor)
+    P:{%wallet:T}:of:<table> zset  the same, of one table's transactions (for its audit)
+    P:{%wallet:T}:seq        the last sequence number
+    P:{%wallet:T}:due        zset  key -> when the wallet duty next looks at it (epoch s):
+                                   every pending transaction is in it, and only those
+    P:{%wallet:T}:positions  hash  table id -> the version credits were derived up to
+    P:{%wallet:T}:funded     hash  ``<table id> <seat>`` -> the debit that funded the seat
+
+and ``P:{%wallet}:tenants``, the tenants that ever set a wallet (the duty looks at theirs).
+
+A debit's fate is decided on its table's keys: the seat (or top-up) it pays for is appended
+with the idempotency key ``wallet:<transaction id>``, and a rollback first claims that same
+key (`claim_rollback`, one script on the table's hash tag). Whichever comes first wins: a seat
+appended first makes the claim answer "seated" (the debit is confirmed, never rolled back); a
+claim first makes the late seat's append refused (its key was used for another request). So
+however many API processes and wallet duties race on one debit, exactly one outcome holds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import orjson
+import redis
+
+from service.projections.wallet_messages import check_settings
+from service.projections.webhook_messages import new_secret
+from service.rules import wallet as w
+from service.rules.times import iso
+
+SEAT_REQUEST = "wallet-seat"
+"""The request hash under which a wallet-funded seat or top-up is appended."""
+ROLLBACK_CLAIM = "wallet-rollback"
+"""The request hash of a rollback's claim of the same key."""
+CLAIM_TTL_S = 7 * 24 * 3600
+"""How long a rollback's claim is kept (a sender stalled longer than this could still seat)."""
+
+_OPEN = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then
+  return redis.call('HGET', KEYS[1], ARGV[1])
+end
+local seq = redis.call('INCR', KEYS[3])
+redis.call('ZADD', KEYS[2], seq, ARGV[1])
+redis.call('ZADD', KEYS[5], seq, ARGV[1])
+if ARGV[3] ~= '' then redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1]) end
+return false
+"""
+"""KEYS tx, order, seq, due, the table's index; ARGV key, record, due ('' when not pending):
+the record kept before (nothing when this one is new)."""
+
+_SETTLE = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local record = cjson.decode(raw)
+if record['status'] ~= ARGV[2] or record['attempts'] ~= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+if ARGV[5] == '' then redis.call('ZREM', KEYS[2], ARGV[1])
+elseif ARGV[5] ~= 'keep' then redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1]) end
+return 1
+"""
+"""KEYS tx, due; ARGV key, the status and attempts read, the new record, when it is next due
+('' for never, 'keep' for when it was): whether this writer was first."""
+
+_CLAIM = """
+local held = redis.call('HGET', KEYS[1], 'request_hash')
+if held then return held end
+redis.call('HSET', KEYS[1], 'request_hash', ARGV[1], 'response', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return ARGV[1]
+"""
+"""KEYS the idempotency record of ``wallet:<debit>`` on the table; ARGV the claim's request
+hash, its response, its time to live: the request hash that holds the key now."""
+
+_DUE = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+for _, key in ipairs(due) do redis.call('ZADD', KEYS[1], ARGV[2], key) end
+return due
+"""
+
+
+KEEP = "keep"
+"""A transaction's due moment left as it was (`WalletStore.settle`)."""
+Due = float | str | None
+"""When a transaction is due to the wallet duty: an epoch, `KEEP`, or None (never)."""
+
+
+def seat_key(transaction_id: str) -> str:
+    """The idempotency key a wallet-funded seat or top-up is appended under."""
+    return f"wallet:{transaction_id}"
+
+
+def rollback_key(transaction_id: str) -> str:
+    return f"rollback:{transaction_id}"
+
+
+class WalletStore:
+    """Every tenant's wallet settings and transactions under `prefix` (see the module doc).
+    `idempotency_key(table_id, key)` names a table's idempotency record (the event store's)."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        idempotency_key: Callable[[str, str], bytes],
+        prefix: str = "guts",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.clock = clock
+        self.idempotency_key = idempotency_key
+        self._open = client.register_script(_OPEN)
+        self._settle = client.register_script(_SETTLE)
+        self._claim = client.register_script(_CLAIM)
+        self._due = client.register_script(_DUE)
+
+    def key(self, tenant: str, name: str) -> str:
+        return f"{self.prefix}:{{%wallet:{tenant}}}:{name}"
+
+    @property
+    def tenants_key(self) -> str:
+        return f"{self.prefix}:{{%wallet}}:tenants"
+
+    def tenants(self) -> list[str]:
+        return sorted(m.decode() for m in cast(set[bytes], self.client.smembers(self.tenants_key)))
+
+    # --- settings ----------------------------------------------------------------------------
+
+    def settings(self, tenant: str) -> dict[str, Any] | None:
+        """The tenant's wallet settings, secret included (never answer them as they are)."""
+        raw = cast(dict[bytes, bytes], self.client.hgetall(self.key(tenant, "settings")))
+        if not raw:
+            return None
+        found = {k.decode(): v.decode() for k, v in raw.items()}
+        return {**found, "chip_value_minor": int(found["chip_value_minor"])}
+
+    def put_settings(
+        self, tenant: str, url: str, currency: str, chip_value_minor: int
+    ) -> tuple[dict[str, Any], bool]:
+        """Set the tenant's wallet (a secret is made with the first settings): the settings,
+        and whether they are new (their answer is then the one with the secret)."""
+        check_settings(url, currency, chip_value_minor)
+        key = self.key(tenant, "settings")
+        self.client.sadd(self.tenants_key, tenant)  # first: a tenant listed with none is fine
+        made = bool(self.client.hsetnx(key, "secret", new_secret()))
+        fields: dict[str | bytes, str] = {
+            "url": url,
+            "currency": currency,
+            "chip_value_minor": str(chip_value_minor),
+            "updated_at": _iso(self._now()),
+        }
+        self.client.hset(key, mapping=cast(Any, fields))
+        found = self.settings(tenant)
+        assert found is not None
+        return found, made
+
+    def rotate_secret(self, tenant: str) -> dict[str, Any] | None:
+        """A new secret for the tenant's wallet (None: it has none)."""
+        key = self.key(tenant, "settings")
+        if not self.client.exists(key):
+            return None
+        self.client.hset(key, mapping={"secret": new_secret(), "updated_at": _iso(self._now())})
+        return self.settings(tenant)
+
+    def delete_settings(self, tenant: str) -> bool:
+        """Forget the tenant's wallet settings (pending transactions wait for new ones)."""
+        return bool(self.client.delete(self.key(tenant, "settings")))
+
+    # --- transactions -----------------------------------------------------------------------
+
+    def open(self, tenant: str, record: dict[str, Any], due: float | None) -> dict[str, Any]:
+        """Record a transaction (pending, due to the duty at `due`) unless one is recorded
+        under its key: the record that holds the key."""
+        key = record_key(record)
+        names = ("tx", "order", "seq", "due", f"of:{record['table_id']}")
+        keys = [self.key(tenant, n) for n in names]
+        kept = self._open(keys=keys, args=[key, orjson.dumps(record), _score(due)])
+        return record if kept is None else cast(dict[str, Any], orjson.loads(kept))
+
+    def transaction(self, tenant: str, key: str) -> dict[str, Any] | None:
+        raw = self.client.hget(self.key(tenant, "tx"), key)
+        return None if raw is None else cast(dict[str, Any], orjson.loads(cast(bytes, raw)))
+
+    def settle(
+        self, tenant: str, before: dict[str, Any], changes: dict[str, Any], due: Due
+    ) -> dict[str, Any] | None:
+        """Write `before` with `changes` (due to the duty again at `due`; None: finished), if
+        nobody changed it since it was read: the new record, or None (someone did)."""
+        after = {**before, **changes}
+        if after["status"] != w.PENDING and after.get("settled_at") is None:
+            after["settled_at"] = _iso(self._now())
+        keys = [self.key(tenant, "tx"), self.key(tenant, "due")]
+        args = [record_key(before), before["status"], before["attempts"], orjson.dumps(after)]
+        done = self._settle(keys=keys, args=[*args, _score(due)])
+        return after if done else None
+
+    def claim_rollback(self, table_id: str, transaction_id: str) -> bool:
+        """Decide the debit's fate on its table: True when it is (now, or was already) to be
+        rolled back, False when its seat or top-up was appended (see the module doc)."""
+        record = self.idempotency_key(table_id, seat_key(transaction_id))
+        response = orjson.dumps({"effect": "changed", "facts": {"rolled_back": True}})
+        held = self._claim(keys=[record], args=[ROLLBACK_CLAIM, response, CLAIM_TTL_S])
+        return cast(bytes, held).decode() == ROLLBACK_CLAIM
+
+    def table_transactions(self, tenant: str, table_id: str) -> tuple[int, list[dict[str, Any]]]:
+        """The position credits were derived up to for the table, and its transactions."""
+        keys = cast(list[bytes], self.client.zrange(self.key(tenant, f"of:{table_id}"), 0, -1))
+        raw = self.client.hget(self.key(tenant, "positions"), table_id)
+        position = int(cast(bytes, raw)) if raw is not None else 0
+        if not keys:
+            return position, []
+        raws = cast(list[bytes | None], self.client.hmget(self.key(tenant, "tx"), keys))
+        return position, [orjson.loads(r) for r in raws if r is not None]
+
+    def due(self, tenant: str, lease_s: float, limit: int = 200) -> list[dict[str, Any]]:
+        """Claim the tenant's transactions due now (each comes due again after `lease_s`
+        unless settled) and their records."""
+        now = self._now()
+        due_key = self.key(tenant, "due")
+        keys = cast(list[bytes], self._due(keys=[due_key], args=[now, now + lease_s, limit]))
+        if not keys:
+            return []
+        raws = cast(list[bytes | None], self.client.hmget(self.key(tenant, "tx"), keys))
+        return [orjson.loads(raw) for raw in raws if raw is not None]
+
+    def page(
+        self, tenant: str, after: int, limit: int, match: dict[str, str]
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """Transactions after the cursor `after`, oldest first, whose fields equal `match`'s;
+        the next cursor (None at the end). Looks at most 20 pages' worth per call."""
+        found: list[dict[str, Any]] = []
+        cursor, scanned = after, 0
+        while len(found) < limit and scanned < limit * 20:
+            chunk = cast(
+                list[tuple[bytes, float]],
+                self.client.zrangebyscore(
+                    self.key(tenant, "order"), f"({cursor}", "+inf", 0, 200, withscores=True
+                ),
+            )
+            if not chunk:
+                return found, None
+            raws = self.client.hmget(self.key(tenant, "tx"), [k for k, _ in chunk])
+            for (_, seq), raw in zip(chunk, cast(list[bytes | None], raws), strict=True):
+                cursor, scanned = int(seq), scanned + 1
+                record = None if raw is None else orjson.loads(raw)
+                if record is not None and all(record.get(k) == v for k, v in match.items()):
+                    found.append(record)
+                    if len(found) == limit:
+                        break
+        return found, cursor
+
+    def _now(self) -> float:
+        return self.clock()
+
+
+def record_key(record: dict[str, Any]) -> str:
+    """Where a transaction's record is kept: its id; a rollback's, beside its debit's."""
+    txid = str(record["transaction_id"])
+    return rollback_key(txid) if record["kind"] == w.ROLLBACK else txid
+
+
+def _iso(epoch: float) -> str:
+    return iso(datetime.fromtimestamp(epoch, UTC))
+
+
+def _score(due: Due) -> str:
+    return "" if due is None else due if isinstance(due, str) else repr(due)

@@ -1,0 +1,194 @@
+"""The casino wallet's money movements, each call recorded before and after it is made: the
+application's port (`service.application.ports.WalletBook`) and the wallet duty's tool.
+
+- `debit`: send a pending debit; `ok` leaves it pending for its seat's append (then
+  `confirm`), a refusal settles it `refused`, anything else rolls it back.
+- `roll_back`: decide the debit's fate on its table (`WalletStore.claim_rollback`): its seat
+  was appended, so it is confirmed; else it is `rolled_back` and a rollback transaction is
+  recorded and sent, until the wallet takes it (200).
+- `attempt`: one attempt of a pending rollback or credit; a credit not taken is retried with
+  backoff for `WalletSchedule.credit_for_s`, then `failed` for a person to settle.
+- `finish`: what the wallet duty does with a transaction that came due (its sender died, or
+  its retry is due).
+
+Every record changes by one conditional write (`WalletStore.settle`): two processes finishing
+one transaction cannot both change it, and each re-reads and decides again when it lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from service.projections.wallet import KEEP, SEAT_REQUEST, Due, WalletStore, record_key, seat_key
+from service.projections.wallet_messages import Answer, WalletSchedule, call
+from service.rules import wallet as w
+
+log = logging.getLogger("guts.wallet")
+
+Send = Callable[[str, str, str, dict[str, Any], float], Answer]
+Change = Callable[[dict[str, Any]], "tuple[dict[str, Any], Due] | None"]
+"""A change of a record: the changes and when it is due next, or None: leave it as it is."""
+
+_PAYLOAD = ("transaction_id", "player_id", "table_id", "amount", "currency", "reason")
+_ROLLBACK_PAYLOAD = ("transaction_id", "player_id", "amount", "currency")
+
+
+class Wallet:
+    """The wallet's records (`store`) and calls (`send`, paced by `schedule`)."""
+
+    seat_request = SEAT_REQUEST
+
+    def __init__(
+        self, store: WalletStore, schedule: WalletSchedule | None = None, send: Send = call
+    ) -> None:
+        self.store = store
+        self.schedule = schedule or WalletSchedule()
+        self.send = send
+        # what the application reads and sets goes straight to the store
+        self.settings = store.settings
+        self.put_settings = store.put_settings
+        self.rotate_secret = store.rotate_secret
+        self.delete_settings = store.delete_settings
+        self.page = store.page
+        self.transaction = store.transaction
+
+    @staticmethod
+    def seat_key(transaction_id: str) -> str:
+        return seat_key(transaction_id)
+
+    # --- debits ------------------------------------------------------------------------------
+
+    def open_debit(self, tenant: str, record: dict[str, Any]) -> dict[str, Any]:
+        """Record the debit, pending; the duty finishes it if its sender has not within the
+        grace. The record kept for the same transaction before, if any."""
+        return self.store.open(tenant, record, self._now() + self.schedule.debit_grace_s)
+
+    def debit(self, tenant: str, record: dict[str, Any]) -> str:
+        """Send the debit; its status after (pending: the wallet took it, append the seat)."""
+        answer = self._call(tenant, "debit", record, _PAYLOAD)
+        if answer.status == "ok":
+            grace = self._now() + self.schedule.debit_grace_s
+            took = _attempted({"balance": answer.balance}, grace)
+            kept = self._change(tenant, record["transaction_id"], took)
+            return str(kept["status"])
+        if answer.status is not None:
+            refused = {"status": w.REFUSED, "answer": answer.status}
+            kept = self._change(tenant, record["transaction_id"], _attempted(refused, None))
+            return str(kept["status"])
+        unknown = _attempted({"problem": answer.problem}, KEEP)
+        self._change(tenant, record["transaction_id"], unknown)
+        log.warning("debit %s: unknown outcome (%s)", record["transaction_id"], answer.problem)
+        return self.roll_back(tenant, record["transaction_id"])
+
+    def confirm(self, tenant: str, transaction_id: str) -> None:
+        """The debit's seat (or top-up) is appended: the debit is confirmed."""
+        self._change(tenant, transaction_id, _pending_to({"status": w.CONFIRMED}))
+
+    def roll_back(self, tenant: str, transaction_id: str) -> str:
+        """Roll the debit back unless its seat was appended; its status after."""
+        debit = self.store.transaction(tenant, transaction_id)
+        if debit is None or debit["status"] != w.PENDING:
+            return "" if debit is None else str(debit["status"])
+        if not self.store.claim_rollback(debit["table_id"], transaction_id):
+            seated = _pending_to({"status": w.CONFIRMED})
+            return str(self._change(tenant, transaction_id, seated)["status"])
+        kept = self._change(tenant, transaction_id, _pending_to({"status": w.ROLLED_BACK}))
+        fields = {k: debit[k] for k in ("transaction_id", "player_id", "table_id", "chips")}
+        money = {k: debit[k] for k in ("currency", "chip_value_minor")}
+        reason = w.REFUND
+        now = datetime.fromtimestamp(self._now(), UTC)
+        rollback = w.new_transaction(w.ROLLBACK, reason, now, **fields, **money)
+        self.attempt(tenant, self.store.open(tenant, rollback, self._now()))
+        return str(kept["status"])
+
+    # --- rollbacks and credits ---------------------------------------------------------------
+
+    def attempt(self, tenant: str, record: dict[str, Any]) -> None:
+        """One attempt of a pending rollback or credit, recorded."""
+        if record["status"] != w.PENDING:
+            return
+        fields = _ROLLBACK_PAYLOAD if record["kind"] == w.ROLLBACK else _PAYLOAD
+        answer = self._call(tenant, record["kind"], record, fields)
+        key = record_key(record)
+        if answer.status == "ok":
+            self._change(tenant, key, _attempted({"status": w.CONFIRMED}, None))
+            return
+        problem = answer.problem or f"the wallet answered {answer.status}"
+        self._change(tenant, key, self._retry(problem))
+
+    def finish(self, tenant: str, record: dict[str, Any]) -> None:
+        """What the wallet duty does with a transaction that came due."""
+        if record["kind"] == w.DEBIT:
+            self.roll_back(tenant, record["transaction_id"])
+        else:
+            self.attempt(tenant, record)
+
+    def _retry(self, problem: str) -> Change:
+        schedule, now = self.schedule, self._now()
+
+        def change(record: dict[str, Any]) -> tuple[dict[str, Any], Due] | None:
+            if record["status"] != w.PENDING:
+                return None
+            attempts = record["attempts"] + 1
+            first = record.get("first_attempt_at") or now
+            base = {"attempts": attempts, "problem": problem, "first_attempt_at": first}
+            if record["kind"] == w.CREDIT and now - first >= schedule.credit_for_s:
+                return {**base, "status": w.FAILED}, None
+            return base, now + schedule.wait_after(attempts)
+
+        return change
+
+    # --- the records ----------------------------------------------------------------------------
+
+    def _call(
+        self, tenant: str, path: str, record: dict[str, Any], fields: tuple[str, ...]
+    ) -> Answer:
+        settings = self.store.settings(tenant)
+        if settings is None:
+            return Answer(None, problem="the tenant has no wallet settings")
+        payload = {k: record[k] for k in fields}
+        url, secret = settings["url"], settings["secret"]
+        return self.send(url, path, secret, payload, self.schedule.timeout_s)
+
+    def _change(self, tenant: str, key: str, change: Change) -> dict[str, Any]:
+        """Apply `change` to the record under `key` by a conditional write, reading it again
+        whenever another process wrote it first; the record as it is then."""
+        while True:
+            record = self.store.transaction(tenant, key)
+            if record is None:
+                raise KeyError(key)
+            made = change(record)
+            if made is None:
+                return record
+            changes, due = made
+            written = self.store.settle(tenant, record, changes, due)
+            if written is not None:
+                return written
+
+    def _now(self) -> float:
+        return self.store.clock()
+
+
+def _pending_to(changes: dict[str, Any]) -> Change:
+    """Finish a pending record with `changes` (one finished already stays as it is)."""
+
+    def change(record: dict[str, Any]) -> tuple[dict[str, Any], Due] | None:
+        if record["status"] != w.PENDING:
+            return None
+        return changes, None
+
+    return change
+
+
+def _attempted(changes: dict[str, Any], due: Due) -> Change:
+    """Count an attempt of a pending record, changed by `changes` (due next at `due`)."""
+
+    def change(record: dict[str, Any]) -> tuple[dict[str, Any], Due] | None:
+        if record["status"] != w.PENDING:
+            return None
+        return {**changes, "attempts": record["attempts"] + 1}, due
+
+    return change

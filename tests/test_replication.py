@@ -1,0 +1,181 @@
+"""Acknowledged means replicated (issue 31): with GUTS_REDIS_MIN_REPLICAS=1 a command answers
+2xx only once a replica holds its events; otherwise 503 outcome-unknown, and its retry with the
+same Idempotency-Key answers the real outcome. On a plain master and a replica (REPLICAOF)
+started here, the replica stopped with SIGSTOP; and on a Redis Cluster with a replica per
+master, a forced failover while commands run loses no acknowledged command."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from service.config import Settings
+from service.eventlog.codec import decode_event
+from service.eventlog.redis_store import RedisEventStore
+from service.eventlog.store import StoreError
+from service.processes.redis_server import RedisServer
+from service.rules.decide import CreateTable, Deal, SeatPlayer, VoidHand
+from service.rules.ruleset import resolve_ruleset
+from service.tables import OutcomeUnknown, Tables
+from tests.apiclient import AUDITOR, OPERATOR, Api, _serve
+from tests.cluster import LocalCluster
+from tests.failover import Unreplicated
+
+
+def _until(done: Callable[[], bool], what: str, within_s: float = 30) -> None:
+    deadline = time.monotonic() + within_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within_s} s: {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[RedisServer, RedisServer]]:
+    """A master and its replica (REPLICAOF), in sync."""
+    with RedisServer() as master, RedisServer() as replica:
+        primary = redis.Redis.from_url(master.url)
+        primary.config_set("repl-diskless-sync-delay", 0)
+        redis.Redis.from_url(replica.url).replicaof("127.0.0.1", master.port)
+
+        def synced() -> bool:
+            info = redis.Redis.from_url(replica.url).info("replication")
+            return info.get("master_link_status") == "up" and not info.get(
+                "master_sync_in_progress"
+            )
+
+        _until(synced, "the replica in sync")
+        yield master, replica
+
+
+@pytest.fixture
+def replicated_api(pair, pytestconfig) -> Iterator[tuple[Api, RedisServer, RedisServer]]:
+    master, replica = pair
+    settings = Settings(
+        redis_url=master.url,
+        redis_min_replicas=1,
+        redis_replica_timeout_ms=200,
+        operator_keys=(OPERATOR,),
+        auditor_keys=(AUDITOR,),
+        sandbox=True,
+        token_secret="test-token-secret",
+    )
+    for url in _serve(settings, pytestconfig):
+        yield Api(url), master, replica
+
+
+def _seat(api: Api, table: str, player: str, key: str) -> Any:
+    body = {"player_id": player, "buy_in": 100}
+    return api.post(f"/v1/tables/{table}/players", body, headers={"Idempotency-Key": key})
+
+
+def _players(api: Api, table: str) -> list[str]:
+    return sorted(seat["player_id"] for seat in api.get(f"/v1/tables/{table}").json()["seats"])
+
+
+def test_a_command_is_acknowledged_only_once_a_replica_holds_it(replicated_api):
+    api, _, replica = replicated_api
+    table = api.table()
+    assert _seat(api, table, "p0", "k0").status_code == 201  # the replica is up: 2xx
+    os.kill(replica.pid, signal.SIGSTOP)
+    try:
+        unconfirmed = _seat(api, table, "p1", "k1")
+        assert unconfirmed.status_code == 503, unconfirmed.text
+        problem = unconfirmed.json()
+        assert problem["type"].endswith("/outcome-unknown")
+        assert unconfirmed.headers["Content-Type"] == "application/problem+json"
+        assert int(unconfirmed.headers["Retry-After"]) >= 1
+        # Retried while the replica is still away: still unknown (the record is not held
+        # by a replica either), never a 2xx.
+        assert _seat(api, table, "p1", "k1").status_code == 503
+    finally:
+        os.kill(replica.pid, signal.SIGCONT)
+    retried = _seat(api, table, "p1", "k1")  # the real outcome: it was made
+    assert retried.status_code == 201, retried.text
+    assert retried.headers.get("Idempotent-Replayed") == "true"
+    assert _players(api, table) == ["p0", "p1"]
+    assert _seat(api, table, "p2", "k2").status_code == 201  # and 2xx again as usual
+
+
+def test_the_retry_of_a_command_the_failover_lost_is_decided_afresh(replicated_api):
+    api, master, replica = replicated_api
+    table = api.table()
+    assert _seat(api, table, "p0", "k0").status_code == 201
+    client = redis.Redis.from_url(master.url)
+    store = RedisEventStore(client)
+    kept = Unreplicated(client, store, table)
+    os.kill(replica.pid, signal.SIGSTOP)
+    try:
+        assert _seat(api, table, "p1", "k1").status_code == 503
+        kept.lose()  # as the replica promoted in the master's place holds the table
+    finally:
+        os.kill(replica.pid, signal.SIGCONT)
+    retried = _seat(api, table, "p1", "k1")
+    assert retried.status_code == 201, retried.text
+    assert retried.headers.get("Idempotent-Replayed") is None  # decided again: made now
+    assert _players(api, table) == ["p0", "p1"]
+    assert _seat(api, table, "p2", "k2").status_code == 201  # the process did not fork it
+    assert _players(api, table) == ["p0", "p1", "p2"]
+
+
+def test_a_forced_failover_while_commands_run_loses_no_acknowledged_command():
+    with LocalCluster(replicas=1, node_timeout_ms=1000) as cluster:
+        client = RedisCluster.from_url(cluster.url)
+        store = RedisEventStore(client, prefix="acked", min_replicas=1, replica_timeout_ms=500)
+        rules = resolve_ruleset("three-card")
+        ids = [f"acked-{n}" for n in range(6)]
+        setup = Tables(store)
+        for table_id in ids:
+            setup.execute(table_id, CreateTable(table_id, rules, b"s" * 32, "c"), create=True)
+            for seat in range(3):
+                setup.execute(table_id, SeatPlayer(f"p{seat}", 1000))
+        acknowledged: list[tuple[str, int, list[Any]]] = []
+        stop = threading.Event()
+
+        def play(table_id: str) -> None:
+            tables = Tables(store)  # a process of its own
+            for n in range(10_000):
+                if stop.is_set():
+                    return
+                command = Deal(b"d" * 32) if n % 2 == 0 else VoidHand("next")
+                key = f"{table_id}-{n}"
+                while not stop.is_set():
+                    try:
+                        done = tables.execute(
+                            table_id, command, idempotency_key=key, request_hash=key
+                        )
+                    except (OutcomeUnknown, StoreError, redis.RedisError):
+                        time.sleep(0.05)  # retried with the same key
+                        continue
+                    version = done.answer.facts["version"]
+                    acknowledged.append((table_id, version, [] if done.replayed else done.events))
+                    break
+
+        players = [threading.Thread(target=play, args=(t,)) for t in ids]
+        for thread in players:
+            thread.start()
+        try:
+            _until(lambda: len(acknowledged) > 60, "commands acknowledged before the failover")
+            victim = client.get_node_from_key(store.meta_key(ids[0])).port
+            promoted = cluster.replica_of(victim)
+            cluster.client(promoted).execute_command("CLUSTER FAILOVER", "FORCE")
+            _until(lambda: promoted in cluster.masters(), "the replica promoted")
+            count = len(acknowledged)
+            _until(lambda: len(acknowledged) > count + 60, "commands acknowledged after it")
+        finally:
+            stop.set()
+            for thread in players:
+                thread.join(30)
+        for table_id, version, events in acknowledged:
+            stored = store.read(table_id, version - len(events), len(events))
+            assert store.load(table_id).version >= version
+            assert [decode_event(s.data) for s in stored] == events, (table_id, version)
+        client.close()

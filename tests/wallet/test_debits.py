@@ -1,0 +1,159 @@
+"""Wallet-funded seats and top-ups over HTTP against a real test wallet: a seat exists only
+with a confirmed debit; a refusal refuses the seat; every unknown outcome (no answer, an
+error, garbage, an answer unsigned or signed badly) rolls the debit back and refuses the
+seat; a retried request is the same transaction."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.apiclient import Api
+from tests.wallet.conftest import PLAYERS, connect, transactions
+from tests.wallet_server import TestWallet
+
+
+def _seat(api: Api, table: str, player: str, chips: int, **headers: str):
+    body = {"player_id": player, "buy_in": chips, "funding": "wallet"}
+    return api.post(f"/v1/tables/{table}/players", body, headers=headers or None)
+
+
+def _seated(api: Api, table: str) -> list[str]:
+    return [s["player_id"] for s in api.get(f"/v1/tables/{table}").json()["seats"]]
+
+
+def test_settings_show_the_secret_once_and_are_the_tenants(wallet_api: Api, wallet: TestWallet):
+    secret = connect(wallet_api, wallet)
+    assert secret.startswith("whsec_")
+    shown = wallet_api.get("/v1/wallet").json()
+    assert shown == {"url": wallet.url, "currency": "EUR", "chip_value_minor": 100}
+    again = wallet_api.call(
+        "PUT", "/v1/wallet", {"url": wallet.url, "currency": "EUR", "chip_value_minor": 5}
+    )
+    assert "secret" not in again.json() and again.json()["chip_value_minor"] == 5
+    rotated = wallet_api.post("/v1/wallet/secret", {}).json()["secret"]
+    assert rotated.startswith("whsec_") and rotated != secret
+    assert wallet_api.delete("/v1/wallet").status_code == 204
+    assert wallet_api.get("/v1/wallet").status_code == 409
+    table = wallet_api.table("three-card")
+    refused = _seat(wallet_api, table, "ann", 10)
+    assert refused.status_code == 409 and refused.json()["title"] == "No Wallet"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"url": "ftp://x", "currency": "EUR", "chip_value_minor": 1},
+        {"url": "http://x", "currency": "eur", "chip_value_minor": 1},
+        {"url": "http://x", "currency": "EUR", "chip_value_minor": 0},
+        {"url": "http://x", "currency": "EUR", "chip_value_minor": 1.5},
+        {"url": "http://x", "currency": "EUR"},
+    ],
+)
+def test_bad_settings_are_422(wallet_api: Api, body):
+    answer = wallet_api.call("PUT", "/v1/wallet", body)
+    assert answer.status_code == 422, answer.text
+    assert wallet_api.get("/v1/wallet").status_code == 409  # nothing was written
+
+
+def test_a_seat_is_paid_by_one_confirmed_debit(wallet_api: Api, wallet: TestWallet):
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    seated = _seat(wallet_api, table, "ann", 30)
+    assert seated.status_code == 201, seated.text
+    txid = seated.json()["transaction_id"]
+    assert wallet.balances["ann"] == PLAYERS["ann"] - 3000
+    assert wallet.effects["debit"] == 1 and wallet.count("debit") == 1
+    ((_, call),) = wallet.calls
+    assert call["transaction_id"] == txid and call["amount"] == 3000
+    assert call["currency"] == "EUR" and call["reason"] == "buy_in" and call["table_id"] == table
+    (tx,) = transactions(wallet_api)
+    assert tx["status"] == "confirmed" and tx["kind"] == "debit" and tx["amount"] == 3000
+    assert tx["transaction_id"] == txid and tx["settled_at"] is not None
+    (entry,) = wallet_api.get("/v1/ledger", params={"table_id": table}).json()["entries"]
+    assert entry["kind"] == "buy_in" and entry["transaction_id"] == txid
+    assert _seated(wallet_api, table) == ["ann"]
+
+
+def test_a_retried_request_is_the_same_transaction(wallet_api: Api, wallet: TestWallet):
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    first = _seat(wallet_api, table, "ann", 30, **{"Idempotency-Key": "k1"})
+    again = _seat(wallet_api, table, "ann", 30, **{"Idempotency-Key": "k1"})
+    assert first.status_code == 201 and again.status_code == 201, again.text
+    assert again.json() == first.json()
+    assert wallet.effects["debit"] == 1 and wallet.count("debit") == 1
+    assert len(transactions(wallet_api)) == 1
+
+
+@pytest.mark.parametrize("answer", ["insufficient_funds", "unknown_player"])
+def test_a_refused_debit_refuses_the_seat(wallet_api: Api, wallet: TestWallet, answer: str):
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    player = "poor" if answer == "insufficient_funds" else "nobody"
+    refused = _seat(wallet_api, table, player, 30)
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["title"] == "Wallet Refused"
+    assert _seated(wallet_api, table) == []
+    (tx,) = transactions(wallet_api)
+    assert tx["status"] == "refused" and wallet.count("rollback") == 0
+
+
+@pytest.mark.parametrize(
+    "fault", ["500", "garbage", "bad_signature", "unsigned", "slow", "down", "applied_500"]
+)
+def test_an_unknown_outcome_rolls_the_debit_back(wallet_api: Api, wallet: TestWallet, fault: str):
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    wallet.fail("debit", fault)  # (a slow debit comes after its rollback, and is refused)
+    refused = _seat(wallet_api, table, "ann", 30)
+    assert refused.status_code == 502, refused.text
+    assert refused.json()["title"] == "Wallet Outcome Unknown"
+    assert _seated(wallet_api, table) == []
+    assert wallet.balances["ann"] == PLAYERS["ann"]  # debited or not, the money is back
+    by_kind = {t["kind"]: t for t in transactions(wallet_api)}
+    rollbacks = [c for p, c in wallet.calls if p == "rollback"]
+    assert {c["transaction_id"] for c in rollbacks} == {by_kind["debit"]["transaction_id"]}
+    assert by_kind["debit"]["status"] == "rolled_back"
+    assert by_kind["rollback"]["status"] == "confirmed"
+    assert by_kind["rollback"]["amount"] == 3000
+    # the ledger has no buy-in: no chips exist for the refused seat
+    assert wallet_api.get("/v1/ledger", params={"table_id": table}).json()["entries"] == []
+
+
+def test_a_rollback_the_wallet_does_not_take_is_left_pending(wallet_api: Api, wallet: TestWallet):
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    wallet.fail("debit", "applied_500")
+    wallet.fail("rollback", "500")
+    assert _seat(wallet_api, table, "ann", 30).status_code == 502
+    by_kind = {t["kind"]: t for t in transactions(wallet_api)}
+    assert by_kind["debit"]["status"] == "rolled_back"
+    assert by_kind["rollback"]["status"] == "pending" and by_kind["rollback"]["attempts"] == 1
+
+
+def test_a_seat_the_rules_refuse_debits_nothing(wallet_api: Api, wallet: TestWallet):
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    assert _seat(wallet_api, table, "ann", 30).status_code == 201
+    again = _seat(wallet_api, table, "ann", 30)
+    assert again.status_code == 409 and again.json()["title"] == "Not Allowed Now"
+    assert wallet.count("debit") == 1
+
+
+def test_top_ups_of_a_wallet_funded_seat_come_from_the_wallet(wallet_api: Api, wallet: TestWallet):
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    assert _seat(wallet_api, table, "ann", 30).status_code == 201
+    wallet_api.seat(table, "bob", 30)  # funded by the casino itself
+    chips = f"/v1/tables/{table}/players"
+    plain = wallet_api.post(f"{chips}/0/chips", {"amount": 5})
+    assert plain.status_code == 409 and "wallet" in plain.json()["detail"]
+    wrong = wallet_api.post(f"{chips}/1/chips", {"amount": 5, "funding": "wallet"})
+    assert wrong.status_code == 409
+    topped = wallet_api.post(f"{chips}/0/chips", {"amount": 5, "funding": "wallet"})
+    assert topped.status_code == 200, topped.text
+    assert topped.json()["stack"] == 35
+    assert wallet.balances["ann"] == PLAYERS["ann"] - 3500
+    reasons = sorted(t["reason"] for t in transactions(wallet_api, status="confirmed"))
+    assert reasons == ["buy_in", "top_up"]
+    assert wallet.balances["bob"] == PLAYERS["bob"] and wallet.count("debit") == 2

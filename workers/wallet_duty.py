@@ -1,0 +1,65 @@
+"""The wallet duty of a dispatcher: finish the casino wallets' pending transactions that came
+due (``service.projections.wallet_calls``): a debit whose sender did not finish it within its
+grace (confirmed if its seat was appended, else rolled back), a rollback or a credit whose
+next attempt is due. Each is claimed for `LEASE_S` before it is worked on, so a dispatcher
+killed mid-call leaves it to come due again; any number of dispatchers may run it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import redis
+
+from service.pacing import Backoff
+from service.projections.wallet_calls import Wallet
+
+log = logging.getLogger("guts.wallet")
+REDIS_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
+LEASE_S = 30.0
+"""How long a claimed transaction is its claimant's before it comes due again (longer than a
+call's timeout and its recording)."""
+CALLERS = 16
+"""Calls made at once (a slow wallet holds a caller for its timeout)."""
+
+
+def finish_due(wallet: Wallet, pool: ThreadPoolExecutor, batch: int = 500) -> int:
+    """Claim and finish every tenant's due transactions (up to `batch` each); how many."""
+    done = 0
+    for tenant in wallet.store.tenants():
+        due = wallet.store.due(tenant, LEASE_S, batch)
+        done += len(due)
+        for failed in pool.map(_finish, [wallet] * len(due), [tenant] * len(due), due):
+            if failed is not None:
+                log.error("wallet transaction %s: %s", *failed)
+    return done
+
+
+def _finish(wallet: Wallet, tenant: str, record: dict[str, Any]) -> tuple[str, str] | None:
+    """Finish one transaction; what went wrong (it comes due again after its lease)."""
+    try:
+        wallet.finish(tenant, record)
+    except (redis.ConnectionError, redis.TimeoutError):
+        raise
+    except Exception as error:  # noqa: BLE001 - one transaction never stops the others
+        return record.get("transaction_id", "?"), f"{type(error).__name__}: {error}"[:200]
+    return None
+
+
+def run_wallet_duty(wallet: Wallet, stop: threading.Event, idle_s: float = 0.2) -> None:
+    """Finish due transactions until `stop` (a thread of the dispatcher), waiting out Redis
+    going away."""
+    failures = 0
+    with ThreadPoolExecutor(CALLERS, thread_name_prefix="wallet") as pool:
+        while not stop.is_set():
+            try:
+                busy = finish_due(wallet, pool) > 0
+                failures, wait = 0, (0.0 if busy else idle_s)
+            except (redis.ConnectionError, redis.TimeoutError) as error:
+                failures += 1
+                wait = REDIS_BACKOFF.delay(failures)
+                log.warning("wallet: Redis unreachable (%s)", type(error).__name__)
+            stop.wait(wait)
