@@ -226,6 +226,19 @@ def _run_verify(args: argparse.Namespace, settings: Settings) -> int:
     return verify_main(list(args.args))
 
 
+def _configure_wallet_check(parser: argparse.ArgumentParser, settings: Settings) -> None:
+    from service.projections.wallet_check import configure
+
+    _add_log_level(parser, settings)
+    configure(parser)
+
+
+def _run_wallet_check(args: argparse.Namespace, settings: Settings) -> int:
+    from service.projections.wallet_check import run
+
+    return run(args)
+
+
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("serve", "run the API, a worker, a dispatcher and (without REDIS_URL, "
             "GUTS_DATABASE_URL) Redis and PostgreSQL", _configure_serve, _run_serve),
@@ -240,6 +253,8 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
             _add_log_level, _run_migrate),
     Subcommand("verify", "check a hand history's deal against its revealed seed (stdlib only)",
             _configure_verify, _run_verify),
+    Subcommand("wallet-check", "try a casino wallet against every rule of the wallet contract "
+            "(docs/wallet.md), a line per rule", _configure_wallet_check, _run_wallet_check),
 )  # fmt: skip
 
 

@@ -78,6 +78,10 @@ class Settings:
     port: int = 8000
     data_dir: str = "data"
     web_workers: int = 2
+    worker_connections: int = 6000
+    stream_capacity: int = 0
+    """Streams one node (one gunicorn) holds open at most; 0: derived from the workers and
+    their connections (`service.api.stream_slots.default_capacity`)."""
     log_level: str = "info"
     redis_wait_s: float = 60.0
     cors_origins: tuple[str, ...] = ()
@@ -119,6 +123,10 @@ class Settings:
             _rate(f"GUTS_RATE_LIMIT_{name.upper()}", getattr(self, f"rate_limit_{name}"))
         for tenant, limit in self.rate_limit_tenants.items():
             _rate(f"GUTS_RATE_LIMIT_TENANTS ({tenant})", limit)
+        if self.worker_connections < 2 or self.stream_capacity < 0:
+            raise ValueError(
+                "GUTS_WORKER_CONNECTIONS must be at least 2 and GUTS_STREAM_CAPACITY at least 0"
+            )
         if self.redis_cluster and not self.queue_redis_url:
             raise ValueError(
                 "GUTS_REDIS_CLUSTER is set: RQ needs a plain Redis for its queues "
@@ -147,6 +155,8 @@ class Settings:
             port=int(env.get("GUTS_PORT", 8000)),
             data_dir=env.get("GUTS_DATA_DIR", "data"),
             web_workers=int(env.get("GUTS_WEB_WORKERS", 2)),
+            worker_connections=int(env.get("GUTS_WORKER_CONNECTIONS", 6000)),
+            stream_capacity=int(env.get("GUTS_STREAM_CAPACITY", 0)),
             log_level=_level(env.get("GUTS_LOG_LEVEL", "info")),
             redis_wait_s=float(env.get("GUTS_REDIS_WAIT_S", 60)),
             cors_origins=_keys(env.get("GUTS_CORS_ORIGINS", "")),

@@ -439,7 +439,7 @@ def test_the_docs_show_guts_commands():
 
 
 def test_every_flag_of_every_guts_command_is_documented():
-    documented = set(re.findall(r"^\| `guts(?: (\w+))?` \| `(--[\w-]+)` \|", OPERATIONS, re.M))
+    documented = set(re.findall(r"^\| `guts(?: ([\w-]+))?` \| `(--[\w-]+)` \|", OPERATIONS, re.M))
     flags = {("", "--version")}
     for name, parser in _parsers().items():
         flags |= {(name, f) for f in parser._option_string_actions if f.startswith("--")}

@@ -37,7 +37,9 @@ class TestWallet:
 
     __test__ = False  # (not a test class)
 
-    def __init__(self, secret: str = "", balances: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, secret: str = "", balances: dict[str, int] | None = None, port: int = 0
+    ) -> None:
         self.secret = secret
         self.balances: dict[str, int] = dict(balances or {})
         self.lock = threading.Lock()
@@ -62,13 +64,21 @@ class TestWallet:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.handler = Handler
+        self.port = port
+        self.up()
+        self.url = f"http://127.0.0.1:{self.port}/guts?token=casino-t0ken"
+
+    def up(self) -> None:
+        """Listen (again, on the same port)."""
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), self.handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/guts?token=casino-t0ken"
+        self.port = self.server.server_port
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
     def close(self) -> None:
+        """Stop listening: calls are refused (down)."""
         self.server.shutdown()
         self.server.server_close()
 

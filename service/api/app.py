@@ -45,6 +45,7 @@ from .play_page import play
 from .rate_limits import RateLimits
 from .routes import BLUEPRINTS
 from .services import Services
+from .stream_slots import StreamSlots, default_capacity, inherited_slots
 
 SPEC_PATH = Path(__file__).parent / "openapi.yaml"
 """The contract, installed with the package (in a checkout, a link to the top's openapi.yaml)."""
@@ -125,7 +126,11 @@ def create_app(
     )
     built = build_table_service(settings, redis_client, auth.issue, shared=True)
     usecases, archive = built.usecases, built.archive
-    feed = Feed(redis_client, usecases, built.store.notices)
+    slots = inherited_slots() or StreamSlots(
+        settings.stream_capacity
+        or default_capacity(settings.worker_connections, settings.web_workers)
+    )
+    feed = Feed(redis_client, usecases, built.store.notices, slots=slots)
     limits = RateLimits(settings)
     services = Services(settings, redis_client, auth, usecases, feed, limits)
     app.extensions["guts"] = services
@@ -150,10 +155,11 @@ def create_app(
     access_log = LEVELS[settings.log_level] <= logging.INFO
     sampler = Sampler(
         metrics.registry,
-        streams=feed.subscribers,
+        streams=lambda: slots.held,
         redis_pool=lambda: redis_pool_use(redis_client),
         postgres_pool=None if archive is None else archive.pool.use,
     )
+    feed.on_change = sampler.open_streams.set
     vitals = vitals_of(settings, redis_client)
     shared = FromRedis(redis_client, settings.key_prefix, vitals, archived=archive is not None)
     app.wsgi_app = Observed(  # type: ignore[method-assign]

@@ -53,12 +53,16 @@ from .feed import ShuttingDown
 from .json import dumps
 from .rate_limits import RateLimited
 from .refusal import ApiError
+from .stream_slots import StreamsFull
 
 log = logging.getLogger("guts.api")
 PROBLEM = "application/problem+json"
 RETRY_AFTER_S = "1"
 """What a 503 asks the client to wait before it tries again (seconds): Redis restarts and
 busy tables pass in about that."""
+STREAMS_RETRY_AFTER_S = "5"
+"""What a stream refused at a node's capacity asks the client to wait before it tries this
+node again (another node may take it at once)."""
 
 
 def problem_body(
@@ -218,6 +222,12 @@ def install(app: Flask) -> None:
     @app.errorhandler(ApiError)
     def refused(exc: ApiError) -> Response:
         return problem(exc.status, exc.title, str(exc))
+
+    @app.errorhandler(StreamsFull)
+    def streams_full(exc: StreamsFull) -> Response:
+        response = problem(503, "Unavailable", str(exc))
+        response.headers["Retry-After"] = STREAMS_RETRY_AFTER_S
+        return response
 
     @app.errorhandler(HTTPException)
     def http(exc: HTTPException) -> Response:

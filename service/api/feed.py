@@ -15,6 +15,8 @@ feed reads from the last version it delivered, so a lost notice delays events un
 one, and after a reconnect of its pub/sub connection it reads every followed table again. A
 subscriber registers before it reads its backlog (`after` up to now) and drops any message
 at or below what it has sent; a message that skips versions makes it read the gap itself.
+One that wants nothing the feed delivered before (registered while the feed was not
+delivering its table) reads no backlog (10,000 streams opened made 10,000 empty reads).
 
 **Slow subscribers.** Each subscriber has a bounded queue (`buffer` messages). When it is
 full, the feed skips that subscriber, which later reads what it missed from the log itself
@@ -22,19 +24,21 @@ full, the feed skips that subscriber, which later reads what it missed from the 
 is dropped: its queue is emptied and it ends with a comment saying why (the client resumes
 with `Last-Event-ID`). So it never holds up the others, and its memory stays bounded.
 
-**Threads.** The feed uses `threading` and `queue`; under gunicorn's gevent workers (what
-`guts serve` runs) they are greenlets, so a subscriber costs a greenlet and a small queue,
-not an OS thread.
+**Capacity.** A stream takes a place in the node's capacity (`stream_slots.py`) before
+anything else, and gives it back however it ends; past it a new one is refused
+(`StreamsFull`: 503). The `guts_open_streams` gauge is set at each change.
+
+**Threads.** Under gevent workers (`guts serve`) the feed's threads are greenlets: a subscriber
+costs a greenlet and a small mailbox (`mailbox.py`), not an OS thread.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,10 +49,13 @@ from service.application.access import may_view
 from service.application.errors import CorruptLog, Forbidden, StoreUnavailable
 from service.application.reads import render_events
 from service.rules.errors import GutsError
+from service.rules.state import TableState
 from service.rules.views import Viewer
 
 from .json import dumps
+from .mailbox import Mailbox
 from .refusal import ApiError
+from .stream_slots import StreamsFull, StreamSlots
 
 log = logging.getLogger("guts.feed")
 
@@ -78,44 +85,39 @@ class Subscription:
     caller: Caller
     table_id: str
     sent: int
-    queue: queue.Queue[Any] = field(default_factory=lambda: queue.Queue(BUFFER))
+    queue: Mailbox = field(default_factory=lambda: Mailbox(BUFFER))
     ended: str | None = None
     behind_since: float | None = None
     """Since when its queue has been full (None: it is not)."""
+    caught_up: bool = False
+    """Whether it wants nothing the feed has delivered before it subscribed."""
+    placed: bool = True
+    """Whether it still holds its place in the node's capacity."""
 
     def offer(self, version: int, message: bytes, now: float) -> bool:
         """Queue a message; False when the queue is full (the subscriber will read what it
         missed from the log)."""
-        try:
-            self.queue.put_nowait((version, message))
-        except queue.Full:
-            if self.behind_since is None:
-                self.behind_since = now
-            return False
-        return True
+        if self.queue.offer((version, message)):
+            return True
+        if self.behind_since is None:
+            self.behind_since = now
+        return False
 
     def end(self, reason: str) -> None:
         """End the stream after the messages it holds (at once when its queue is full)."""
         if self.ended is None:
             self.ended = reason
-        try:
-            self.queue.put_nowait(_END)
-        except queue.Full:
-            self._clear()
-            self.queue.put_nowait(_END)
-
-    def _clear(self) -> None:
-        while True:
-            try:
-                self.queue.get_nowait()
-            except queue.Empty:
-                return
+        if self.queue.full():
+            self.queue.clear()
+        self.queue.force(_END)
 
 
 @dataclass(eq=False)
 class _Followed:
     last: int
     subscribers: set[Subscription] = field(default_factory=set)
+    delivering: bool = False
+    """Whether the listener is queuing events after `last` for the subscribers it found."""
 
 
 class Feed:
@@ -130,6 +132,7 @@ class Feed:
         buffer: int = BUFFER,
         keep_alive_s: float = KEEP_ALIVE_S,
         lag_limit_s: float = LAG_LIMIT_S,
+        slots: StreamSlots | None = None,
     ) -> None:
         self.client = client
         self.reads = reads
@@ -141,34 +144,56 @@ class Feed:
         self._followed: dict[str, _Followed] = {}
         self._listener: threading.Thread | None = None
         self._closed: str | None = None
+        self.slots = slots or StreamSlots(1_000_000)
+        self.on_change: Callable[[int], None] = lambda held: None
+        """Told how many streams this process holds, at each change (the gauge)."""
         _feeds.add(self)
 
     # --- subscribers ----------------------------------------------------------------------
 
     def subscribe(self, caller: Caller, table_id: str, after: int | None) -> Subscription:
         """A subscription to `table_id`'s events after version `after` (None: from now on).
-        Raises what `/events` would (TableNotFound, Forbidden) before anything is sent."""
-        state = self.reads.tables.load(table_id)
-        may_view(caller, state)
-        start = state.version if after is None else after
-        subscription = Subscription(caller, table_id, start, queue.Queue(self.buffer))
-        with self._lock:
-            if self._closed is not None:
-                raise ShuttingDown(self._closed)
-            followed = self._followed.get(table_id)
-            if followed is None:
-                followed = self._followed[table_id] = _Followed(state.version)
-            followed.subscribers.add(subscription)
-            self._start()
+        Raises StreamsFull past the node's capacity, and what `/events` would (TableNotFound,
+        Forbidden), before anything is sent; the caller must `unsubscribe` it in the end."""
+        if not self.slots.take():
+            raise StreamsFull(
+                f"this node holds its capacity of {self.slots.capacity} streams; "
+                "open the stream on another node"
+            )
+        self.on_change(self.slots.held)
+        subscription = Subscription(caller, table_id, 0, Mailbox(self.buffer))
+        try:
+            state = self.reads.tables.load(table_id)
+            may_view(caller, state)
+            subscription.sent = start = state.version if after is None else after
+            with self._lock:
+                if self._closed is not None:
+                    raise ShuttingDown(self._closed)
+                followed = self._followed.get(table_id)
+                if followed is None:
+                    followed = self._followed[table_id] = _Followed(state.version)
+                followed.subscribers.add(subscription)
+                # Nothing it wants is in the log but not in the feed's hands: its backlog
+                # need not be read (one read of the table by the feed serves all of them).
+                subscription.caught_up = not followed.delivering and start >= followed.last
+                self._start()
+        except BaseException:
+            self.unsubscribe(subscription)
+            raise
         return subscription
 
     def unsubscribe(self, subscription: Subscription) -> None:
+        """Stop delivering to it and give its place back (once, however often called)."""
         with self._lock:
             followed = self._followed.get(subscription.table_id)
             if followed is not None:
                 followed.subscribers.discard(subscription)
                 if not followed.subscribers:
                     del self._followed[subscription.table_id]
+            placed, subscription.placed = subscription.placed, False
+        if placed:
+            self.slots.give_back()
+            self.on_change(self.slots.held)
 
     def subscribers(self, table_id: str | None = None) -> int:
         """How many streams are open (on `table_id`, or on any table)."""
@@ -183,14 +208,14 @@ class Feed:
         keep-alive comments when it is quiet, and a closing comment when it ends."""
         try:
             yield b": connected\n\n"
-            yield from self._backlog(subscription)
+            if not subscription.caught_up:
+                yield from self._backlog(subscription)
             while True:
                 if subscription.behind_since is not None and subscription.queue.empty():
                     subscription.behind_since = None  # it missed some: read them
                     yield from self._backlog(subscription)
-                try:
-                    item = subscription.queue.get(timeout=self.keep_alive_s)
-                except queue.Empty:
+                came, item = subscription.queue.take(self.keep_alive_s)
+                if not came:
                     yield b": keep-alive\n\n"
                     continue
                 if item is _END:
@@ -283,15 +308,27 @@ class Feed:
             if followed is None:
                 return
             last, subscribers = followed.last, list(followed.subscribers)
+            followed.delivering = True
+        read: list[tuple[int, Any]] = []
         try:
             state = self.reads.tables.load(table_id)
             if state.version < last:  # its log lost events the streams were sent
                 self._unfollow(table_id, "the table's log is behind what was sent; resume")
                 return
             read = self.reads.tables.events(table_id, last, state.version - last)
+            self._offer_all(state, read, subscribers)
         except (GutsError, CorruptLog) as unreadable:  # this table only: the others go on
             self._unfollow(table_id, f"the table cannot be read: {unreadable}")
-            return
+        finally:
+            with self._lock:
+                followed.delivering = False
+                if read and followed.last < read[-1][0]:
+                    followed.last = read[-1][0]
+
+    def _offer_all(
+        self, state: TableState, read: list[tuple[int, Any]], subscribers: list[Subscription]
+    ) -> None:
+        """Render `read` once per viewer and queue it for each of `subscribers`."""
         if not read:
             return
         rendered: dict[Viewer, list[tuple[int, bytes]]] = {}
@@ -313,9 +350,6 @@ class Feed:
                     if now - subscription.behind_since > self.lag_limit_s:
                         self._drop(subscription)
                     break
-        with self._lock:
-            if followed.last < read[-1][0]:
-                followed.last = read[-1][0]
 
     def _unfollow(self, table_id: str, reason: str) -> None:
         """End every stream of one table (it is gone or its log cannot be read)."""

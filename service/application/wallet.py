@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from service.rules import wallet as w
@@ -34,10 +34,10 @@ from service.rules.protection import SessionLimits
 from service.rules.seating import verify_seat_player, verify_top_up
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
-from service.tables import IdempotencyReused, Tables, Tell
+from service.tables import IdempotencyReused, TableQuarantined, Tables, Tell
 
 from . import facts
-from .access import DEFAULT_TENANT, Caller, require, require_tenant
+from .access import DEFAULT_TENANT, Caller, hide_quarantined, require, require_tenant
 from .errors import Forbidden, WalletNotSet, WalletOutcomeUnknown, WalletRefused
 from .ports import WalletBook
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, checked_table_id
@@ -115,21 +115,19 @@ class WalletUses:
         conditions: Conditions = NO_CONDITIONS,
     ) -> Outcome:
         """Seat `player_id` with `buy_in` chips debited from the tenant's wallet."""
-        wallet, tenant = self._wallet(caller)
+        till = self._till(caller)
         if self.issue_token is None:
             raise Forbidden("players cannot be seated here (no tokens can be issued)")
         state = self._table(caller, table_id)
         excluded, limits = self.seating_limits(state, player_id)
-        record = self._kept_debit(wallet, tenant, conditions)
+        record = self._kept_debit(till, conditions)
         if record is None:  # (a retry of a request that debited goes on where it was)
             now = self.tables.now()
             verify_seat_player(state, player_id, buy_in, seat, excluded_until=excluded, now=now)
-            record = self._open_debit(
-                wallet, tenant, conditions, w.BUY_IN, state, player_id, buy_in
-            )
+            record = self._open_debit(till, conditions, w.BUY_IN, state, player_id, buy_in)
         command = SeatPlayer(player_id, buy_in, seat, excluded, record["transaction_id"], limits)
         tell = facts.seated(self.issue_token)
-        return self._debit_then_append(caller, wallet, tenant, record, command, tell, conditions)
+        return self._debit_then_append(caller, till, record, command, tell, conditions)
 
     def wallet_top_up(
         self,
@@ -141,21 +139,27 @@ class WalletUses:
         conditions: Conditions = NO_CONDITIONS,
     ) -> Outcome:
         """Add `amount` chips, debited from the wallet, to the wallet-funded seat `seat`."""
-        wallet, tenant = self._wallet(caller)
+        till = self._till(caller)
         state = self._table(caller, table_id)
-        record = self._kept_debit(wallet, tenant, conditions)
+        record = self._kept_debit(till, conditions)
         if record is None:
             verify_top_up(state, seat, amount, "pending")
             player_id = seat_holder(state, seat).player_id
-            record = self._open_debit(
-                wallet, tenant, conditions, w.TOP_UP, state, player_id, amount
-            )
+            record = self._open_debit(till, conditions, w.TOP_UP, state, player_id, amount)
         command = TopUp(seat, amount, record["transaction_id"])
         tell = facts.seat_changed
-        return self._debit_then_append(caller, wallet, tenant, record, command, tell, conditions)
+        return self._debit_then_append(caller, till, record, command, tell, conditions)
+
+    def _till(self, caller: Caller) -> _Till:
+        wallet, tenant = self._wallet(caller)
+        return _Till(wallet, tenant, self._settings(wallet, tenant))
 
     def _table(self, caller: Caller, table_id: str) -> TableState:
-        state = self.tables.load(checked_table_id(table_id))
+        """The table as stored (another tenant's is not found, quarantined or not)."""
+        try:
+            state = self.tables.load(checked_table_id(table_id))
+        except TableQuarantined as error:
+            hide_quarantined(caller, error)
         require_tenant(caller, state)
         return state
 
@@ -167,18 +171,15 @@ class WalletUses:
         scope = f"{conditions.sender}\0{key}" if key is not None else secrets.token_hex(16)
         return w.debit_id(tenant, scope)
 
-    def _kept_debit(
-        self, wallet: WalletBook, tenant: str, conditions: Conditions
-    ) -> dict[str, Any] | None:
+    def _kept_debit(self, till: _Till, conditions: Conditions) -> dict[str, Any] | None:
         """The debit an earlier request with the same Idempotency-Key recorded, if any."""
         if conditions.idempotency_key is None:
             return None
-        return wallet.transaction(tenant, self._debit_id(tenant, conditions))
+        return till.wallet.transaction(till.tenant, self._debit_id(till.tenant, conditions))
 
-    def _open_debit(  # noqa: PLR0913
+    def _open_debit(
         self,
-        wallet: WalletBook,
-        tenant: str,
+        till: _Till,
         conditions: Conditions,
         reason: str,
         state: TableState,
@@ -187,25 +188,22 @@ class WalletUses:
     ) -> dict[str, Any]:
         """The debit's record, pending and durable before it is sent (or the one kept for the
         same request before)."""
-        settings = self._settings(wallet, tenant)
-        value = settings["chip_value_minor"]
         record = w.new_debit(
             reason,
             self.tables.now(),
-            transaction_id=self._debit_id(tenant, conditions),
+            transaction_id=self._debit_id(till.tenant, conditions),
             player_id=player_id,
             table_id=state.table_id,
             chips=chips,
-            currency=settings["currency"],
-            chip_value_minor=value,
+            currency=till.settings["currency"],
+            chip_value_minor=till.settings["chip_value_minor"],
         )
-        return wallet.open_debit(tenant, record)
+        return till.wallet.open_debit(till.tenant, record)
 
-    def _debit_then_append(  # noqa: PLR0913
+    def _debit_then_append(
         self,
         caller: Caller,
-        wallet: WalletBook,
-        tenant: str,
+        till: _Till,
         record: dict[str, Any],
         command: Command,
         tell: Tell,
@@ -213,12 +211,13 @@ class WalletUses:
     ) -> Outcome:
         """Send the debit (unless a request before settled it), then append `command` under
         the debit's key; roll the debit back on anything but a confirmation."""
+        wallet, tenant = till.wallet, till.tenant
         txid, table_id = record["transaction_id"], record["table_id"]
         keyed = replace(conditions, idempotency_key=wallet.seat_key(txid))
         keyed = replace(keyed, request_hash=f"{wallet.seat_request}:{conditions.request_hash}")
         status = record["status"]
         if status == w.PENDING:
-            status = wallet.debit(tenant, record)
+            status = wallet.debit(tenant, record, till.settings)
         if status in (w.ROLLED_BACK, w.REFUSED):
             raise _refusal(wallet.transaction(tenant, txid) or record)
         try:
@@ -231,11 +230,20 @@ class WalletUses:
         except GutsError:
             wallet.roll_back(tenant, txid)  # refused by the rules after the debit
             raise
-        wallet.confirm(tenant, txid)
+        wallet.confirm(tenant, record)
         facts = outcome.facts
         if isinstance(facts, dict):
             outcome = replace(outcome, facts={**facts, "transaction_id": txid})
         return outcome
+
+
+@dataclass(frozen=True)
+class _Till:
+    """The tenant's wallet for one request: its records and calls, the tenant, its settings."""
+
+    wallet: WalletBook
+    tenant: str
+    settings: dict[str, Any]
 
 
 def _refusal(record: dict[str, Any]) -> GutsError:

@@ -19,14 +19,24 @@ import threading  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
+from service.api.stream_slots import (  # noqa: E402
+    default_capacity,
+    free_index,
+    inherited_slots,
+    raise_open_files,
+    share_stream_slots,
+)
+from service.config import Settings  # noqa: E402
 from service.tables.state_cache import share_between_workers  # noqa: E402
 
 worker_class = "service.processes.gunicorn_overrides.ProblemGeventWorker"
 """gevent workers: each request is a greenlet, so the live streams a worker holds open cost a
 greenlet each, not a worker (docs/benchmarks.md, bench_http, has the measurement behind the
 choice)."""
-worker_connections = 2000
-"""Connections (open streams included) one worker holds at most."""
+worker_connections = Settings.from_env().worker_connections
+"""Connections (open streams included) one worker holds at most (GUTS_WORKER_CONNECTIONS;
+the node's stream capacity leaves each worker some for everything else:
+service/api/stream_slots.py)."""
 
 limit_request_line = 4094
 """Longest request line (method, target and version), bytes: gunicorn's default."""
@@ -44,14 +54,41 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(B)s bytes %(D)s us'
 
 def on_starting(server: Any) -> None:
     """In the master, before any worker is forked: the memory where the workers will share the
-    events they store (service/tables/state_cache.py)."""
+    events they store (service/tables/state_cache.py) and their count of open streams against
+    the node's capacity (service/api/stream_slots.py), with the open-file limit raised to what
+    the workers' connections need."""
     share_between_workers()
+    connections, workers = server.cfg.worker_connections, server.cfg.workers
+    short = raise_open_files(connections)
+    if short is not None:
+        server.log.warning(short)
+    capacity = Settings.from_env().stream_capacity or default_capacity(connections, workers)
+    share_stream_slots(capacity)
+    server.log.info(
+        "stream capacity %d (%d workers of %d connections)", capacity, workers, connections
+    )
+
+
+def pre_fork(server: Any, worker: Any) -> None:
+    """In the master: the counter of open streams the worker about to be forked will keep."""
+    worker.guts_streams = free_index({w.guts_streams for w in server.WORKERS.values()})
+
+
+def post_fork(server: Any, worker: Any) -> None:
+    """In the worker just forked: its counter of open streams, from zero."""
+    slots = inherited_slots()
+    if slots is not None:
+        slots.assign(worker.guts_streams)
 
 
 def child_exit(server: Any, worker: Any) -> None:
-    """In the master, when a worker has exited: its ``livesum`` gauges no longer count
-    (``service.api.gauges``)."""
+    """In the master, when a worker has exited: its open streams and its ``livesum`` gauges
+    no longer count (``service.api.gauges``)."""
     import os
+
+    slots = inherited_slots()
+    if slots is not None:
+        slots.clear(worker.guts_streams)
 
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess

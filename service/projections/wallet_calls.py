@@ -66,14 +66,15 @@ class Wallet:
         grace. The record kept for the same transaction before, if any."""
         return self.store.open(tenant, record, self._now() + self.schedule.debit_grace_s)
 
-    def debit(self, tenant: str, record: dict[str, Any]) -> str:
-        """Send the debit; its status after (pending: the wallet took it, append the seat)."""
-        answer = self._call(tenant, "debit", record, _PAYLOAD)
+    def debit(
+        self, tenant: str, record: dict[str, Any], settings: dict[str, Any] | None = None
+    ) -> str:
+        """Send the debit (with the tenant's `settings`, when the caller has them); its status
+        after (pending: the wallet took it, append the seat, then `confirm`: nothing is
+        written in between, so the seat costs the wallet's round trip and little more)."""
+        answer = self._call(tenant, "debit", record, _PAYLOAD, settings)
         if answer.status == "ok":
-            grace = self._now() + self.schedule.debit_grace_s
-            took = _attempted({"balance": answer.balance}, grace)
-            kept = self._change(tenant, record["transaction_id"], took)
-            return str(kept["status"])
+            return w.PENDING
         if answer.status is not None:
             refused = {"status": w.REFUSED, "answer": answer.status}
             kept = self._change(tenant, record["transaction_id"], _attempted(refused, None))
@@ -83,9 +84,11 @@ class Wallet:
         log.warning("debit %s: unknown outcome (%s)", record["transaction_id"], answer.problem)
         return self.roll_back(tenant, record["transaction_id"])
 
-    def confirm(self, tenant: str, transaction_id: str) -> None:
-        """The debit's seat (or top-up) is appended: the debit is confirmed."""
-        self._change(tenant, transaction_id, _pending_to({"status": w.CONFIRMED}))
+    def confirm(self, tenant: str, record: dict[str, Any]) -> None:
+        """The debit's seat (or top-up) is appended: the debit (`record`, as its sender knows
+        it) is confirmed, its attempt counted."""
+        confirmed = _attempted({"status": w.CONFIRMED}, None)
+        self._change(tenant, record["transaction_id"], confirmed, record)
 
     def roll_back(self, tenant: str, transaction_id: str) -> str:
         """Roll the debit back unless its seat was appended; its status after."""
@@ -144,20 +147,28 @@ class Wallet:
     # --- the records ----------------------------------------------------------------------------
 
     def _call(
-        self, tenant: str, path: str, record: dict[str, Any], fields: tuple[str, ...]
+        self,
+        tenant: str,
+        path: str,
+        record: dict[str, Any],
+        fields: tuple[str, ...],
+        settings: dict[str, Any] | None = None,
     ) -> Answer:
-        settings = self.store.settings(tenant)
+        settings = settings or self.store.settings(tenant)
         if settings is None:
             return Answer(None, problem="the tenant has no wallet settings")
         payload = {k: record[k] for k in fields}
         url, secret = settings["url"], settings["secret"]
         return self.send(url, path, secret, payload, self.schedule.timeout_s)
 
-    def _change(self, tenant: str, key: str, change: Change) -> dict[str, Any]:
-        """Apply `change` to the record under `key` by a conditional write, reading it again
-        whenever another process wrote it first; the record as it is then."""
+    def _change(
+        self, tenant: str, key: str, change: Change, known: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Apply `change` to the record under `key` (first to `known`, the record as the
+        caller last saw it) by a conditional write, reading it again whenever another process
+        wrote it first; the record as it is then."""
         while True:
-            record = self.store.transaction(tenant, key)
+            record, known = known or self.store.transaction(tenant, key), None
             if record is None:
                 raise KeyError(key)
             made = change(record)

@@ -120,13 +120,24 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirects)
 
 
-def call(url: str, path: str, secret: str, payload: dict[str, Any], timeout_s: float) -> Answer:
+def call(
+    url: str,
+    path: str,
+    secret: str,
+    payload: dict[str, Any],
+    timeout_s: float,
+    sign_with: str | None = None,
+) -> Answer:
     """POST `payload` (with a new `request_id`) to ``url/path``, signed; the verified answer.
     Never raises for what the wallet did: every failure is an unknown outcome, whose
-    `problem` never holds the URL (its query may carry the casino's token)."""
+    `problem` never holds the URL (its query may carry the casino's token). `sign_with`
+    (`guts wallet-check` only) signs with another secret, or not at all ("")."""
     request_id = new_request_id()
     body = orjson.dumps({"request_id": request_id, **payload})
-    headers = signed_headers(secret, request_id, body, time.time())
+    signer = secret if sign_with is None else sign_with
+    headers = signed_headers(signer, request_id, body, time.time())
+    if not signer:
+        headers = {"content-type": "application/json", "webhook-id": request_id}
     request = urllib.request.Request(
         url.rstrip("/") + "/" + path, data=body, headers=headers, method="POST"
     )

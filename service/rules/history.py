@@ -12,6 +12,7 @@ from typing import Any
 from . import events as ev
 from . import protection_events as pe
 from .cards import hand_context
+from .hand_names import shown_hand_names
 from .state import TableState
 from .views import Viewer, event_view, may_see
 
@@ -159,6 +160,15 @@ def hand_history(
             _record_action(record, version, event, data)
     record.pop("_antes_total", None)
     record.pop("_low_antes", None)
+    resolved = [e for _, e in found if isinstance(e, ev.HandResolved)]
+    if resolved:
+        low = resolved[0].low
+        record["hand_names"] = shown_hand_names(
+            state.rules,
+            resolved[0].shown,
+            record.get("community", ()),
+            low.contenders if low is not None else (),
+        )
     record["events"] = [
         {"version": v, "type": e.TYPE, "v": e.VERSION, "data": data} for v, e, data in views
     ]

@@ -197,6 +197,27 @@ PRESETS: dict[str, Ruleset] = {
 PRESET_CAP_MULTIPLE = {"monte-carlo": 50, "survivor": 50}
 
 
+def option_kinds() -> dict[str, Any]:
+    """Every option as a form would offer it, read from the checks above (JSON-ready): per
+    option its ``kind`` (``bool``, ``choice`` with ``choices``, ``int`` with ``min``, ``max`` and
+    ``nullable``, or ``percent``) and ``default``; and each preset's options."""
+    options: dict[str, Any] = {}
+    for name in OPTION_NAMES:
+        kind: dict[str, Any]
+        if name in _BOOLS:
+            kind = {"kind": "bool"}
+        elif name in _CHOICES:
+            kind = {"kind": "choice", "choices": list(_CHOICES[name])}
+        elif name in _INTS:
+            low, high = _INTS[name]
+            kind = {"kind": "int", "min": low, "max": high, "nullable": name in _NULLABLE}
+        else:
+            kind = {"kind": "percent", "min": 0, "max": 10, "step": 0.01}
+        options[name] = {**kind, "default": getattr(Ruleset(), name)}
+    presets = {name: rules.to_dict() for name, rules in PRESETS.items()}
+    return {"options": options, "presets": presets}
+
+
 def _check_value(name: str, value: Any) -> Any:
     if name == "rake_percent":
         return _check_rake_percent(value)

@@ -97,6 +97,8 @@ PUBLIC = (
     "/docs/docs.js",
     "/play",
     "/play/play.js",
+    "/play/strings/en.json",
+    "/admin",
 )
 
 
@@ -422,6 +424,8 @@ MATRIX: dict[str, tuple[str, str, str, Any, dict[str, int]]] = {
     "docs_asset": _row("new", "GET", "/docs/docs.js", None, 200, 200, 200, 200, 200),
     "play": _row("new", "GET", "/play", None, 200, 200, 200, 200, 200),
     "play_asset": _row("new", "GET", "/play/play.js", None, 200, 200, 200, 200, 200),
+    "page_strings": _row("new", "GET", "/play/strings/en.json", None, 200, 200, 200, 200, 200),
+    "admin": _row("new", "GET", "/admin", None, 200, 200, 200, 200, 200),
 }
 
 

@@ -151,6 +151,11 @@ def test_bets_are_public_and_cards_stay_redacted(api: Api):
         assert history["pot_before"] == 0 and history["pot_in_play"] == 5
         shown = history["outcome"]["shown"]
         assert set(shown) == {"1", "2"}  # the folder's hand is mucked, for everyone
+        # Shown hands are named by the rules; a mucked hand is not named either.
+        assert set(history["hand_names"]) == {"1", "2"}
+        for named in history["hand_names"].values():
+            assert named["high"]["category"] in ("high_card", "pair", "flush", "straight")
+            assert named["high"]["text"]
         assert set(history["cards"]) == {str(seat)}
         draws = history["draws"]
         for other in {"0", "1", "2"} - {str(seat)}:

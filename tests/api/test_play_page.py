@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
-from service.api.play_page import ASSETS
+from service.api.play_page import ASSETS, LANGUAGES
+from service.projections.webhook_messages import EVENT_NAMES
+from service.rules.ruleset import OPTION_NAMES, PRESETS
 from tests.apiclient import Api
+
+WEB = Path(__file__).resolve().parents[2] / "service" / "api" / "web"
 
 
 def test_the_page_and_its_files_are_served_with_a_strict_policy(api: Api):
@@ -41,3 +47,45 @@ def test_any_other_file_is_404_problem_json(api: Api, name: str):
     assert response.status_code == 404
     assert response.headers["Content-Type"] == "application/problem+json"
     assert response.json()["title"] == "Not Found"
+
+
+def test_the_back_office_loads_only_files_under_play_and_nothing_inline(api: Api):
+    page = api.get("/admin", token=None)
+    assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
+    assert (
+        page.headers["Content-Security-Policy"]
+        == api.get("/play", token=None).headers["Content-Security-Policy"]
+    )
+    sources = re.findall(r'(?:src|href)="(/[^"]+)"', page.text)
+    assert sources and all(s.removeprefix("/play/") in ASSETS for s in sources), sources
+    assert "<script>" not in page.text and " style=" not in page.text
+    assert not re.search(r"\son[a-z]+=", page.text)
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_strings_are_served_under_the_same_policy(api: Api, language: str):
+    served = api.get(f"/play/strings/{language}.json", token=None)
+    assert served.status_code == 200
+    assert served.headers["Content-Type"].startswith("application/json")
+    assert "default-src 'none'" in served.headers["Content-Security-Policy"]
+    assert served.json() == json.loads((WEB / "strings" / f"{language}.json").read_text())
+    missing = api.get("/play/strings/xx.json", token=None)
+    assert missing.status_code == 404 and missing.json()["title"] == "Not Found"
+
+
+def test_the_creation_form_offers_every_ruleset_option(api: Api):
+    served = api.get("/play/rule-options.json", token=None).json()
+    assert list(served["options"]) == list(OPTION_NAMES)
+    assert set(served["presets"]) == set(PRESETS)
+    assert served["options"]["wild"] == {
+        "kind": "choice",
+        "choices": ["none", "deuces", "one_eyed_jacks"],
+        "default": "none",
+    }
+
+
+def test_the_back_office_offers_every_webhook_event():
+    script = (WEB / "admin-panels.js").read_text()
+    listed = re.search(r"export const WEBHOOK_EVENTS = \[([^\]]*)\]", script)
+    assert listed is not None
+    assert re.findall(r'"([a-z_]+)"', listed.group(1)) == list(EVENT_NAMES)

@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+from tests.browser.pages import AUDITOR, OPERATOR, need_the_live_feed
+from tests.test_cli import Served, _env
+
 CHROMIUM = os.environ.get("GUTS_TEST_CHROMIUM", "/usr/bin/chromium")
 _skipped: list[str] = []
 
@@ -54,6 +57,20 @@ def contexts(browser: Any) -> Iterator[list[Any]]:
     yield opened
     for context in opened:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """`guts serve` with its own embedded Redis, as the README's first command runs it."""
+    where = tmp_path_factory.mktemp("play")
+    env = _env(GUTS_OPERATOR_KEYS=OPERATOR, GUTS_AUDITOR_KEYS=AUDITOR)
+    server = Served(where / "data", where, env=env)
+    try:
+        server.wait_healthy()
+        need_the_live_feed(server)
+        yield server
+    finally:
+        server.kill()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

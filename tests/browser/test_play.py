@@ -9,57 +9,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
 import requests
 
+from tests.browser.pages import AUDITOR, OPERATOR, Person
+from tests.browser.pages import get as _get
+from tests.browser.pages import need_the_live_feed as _need_the_live_feed
+from tests.browser.pages import playwright_expect as _expect
 from tests.test_cli import Served, _env
-
-OPERATOR = "browser-test-operator-key"
-AUDITOR = "browser-test-auditor-key"
-WAIT_MS = 15_000  # how long the page may take to show what is asked (a bound, not a timing)
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """`guts serve` with its own embedded Redis, as the README's first command runs it."""
-    where = tmp_path_factory.mktemp("play")
-    env = _env(GUTS_OPERATOR_KEYS=OPERATOR, GUTS_AUDITOR_KEYS=AUDITOR)
-    server = Served(where / "data", where, env=env)
-    try:
-        server.wait_healthy()
-        _need_the_live_feed(server)
-        yield server
-    finally:
-        server.kill()
-
-
-class Person:
-    """One browser context with one page, and every URL the page asked for."""
-
-    def __init__(self, browser: Any, contexts: list[Any]) -> None:
-        self.context = browser.new_context()
-        contexts.append(self.context)
-        self.urls: list[str] = []
-        self.errors: list[str] = []
-        self.context.on("request", lambda request: self.urls.append(request.url))
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(WAIT_MS)
-        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
-
-    def text(self, selector: str) -> str:
-        return str(self.page.locator(selector).inner_text())
-
-
-def _expect() -> Any:
-    from playwright.sync_api import expect
-
-    return expect
 
 
 @dataclass
@@ -92,6 +53,11 @@ def open_table(browser: Any, contexts: list[Any], served: Served, names: list[st
         page.get_by_role("button", name="Seat", exact=True).click()
         expect(page.locator("#seat-links a")).to_have_count(count)
     links = page.locator("#seat-links a").evaluate_all("(links) => links.map((a) => a.href)")
+    # Each link has a copy button that puts it on the clipboard.
+    operator.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=served.base)
+    page.get_by_role("button", name=f"Copy the seat link for {names[-1]}").click()
+    expect(page.locator("#status")).to_contain_text(f"The link for {names[-1]} is copied.")
+    assert page.evaluate("navigator.clipboard.readText()") == links[-1]
 
     # Each link holds its seat's token in the fragment only.
     tokens = []
@@ -106,7 +72,7 @@ def open_table(browser: Any, contexts: list[Any], served: Served, names: list[st
     for link in links:
         player = Person(browser, contexts)
         player.page.goto(link)
-        expect(player.page.locator("#feed-state")).to_contain_text("live")
+        expect(player.page.locator("#feed-state")).to_have_attribute("data-state", "live")
         players.append(player)
     return Table(table, operator, players, tokens)
 
@@ -123,14 +89,19 @@ def test_three_players_play_a_hand_live_and_verify_it(browser, contexts, served:
     page = operator.page
     page.get_by_role("button", name="Deal").click()
     for seat, player in enumerate(players):
-        expect(player.page.locator("#cards .card")).to_have_count(3)
-        # The page shows this seat's own cards: the ones the API gives its token.
+        mine = player.page.locator(".seat.mine .card")
+        expect(mine).to_have_count(3)
+        # The page shows this seat's own cards face up (the ones the API gives its token) and
+        # every other dealt-in seat's face down.
         view = _get(served, f"/v1/tables/{table}", tokens[seat])
-        shown = player.page.locator("#cards .card").evaluate_all(
-            "(cards) => cards.map((c) => c.dataset.card)"
-        )
+        shown = mine.evaluate_all("(cards) => cards.map((c) => c.dataset.card)")
         assert shown == view["hand"]["cards"]
+        expect(player.page.locator(".seat:not(.mine) .card.back")).to_have_count(6)
+        expect(player.page.locator(".seat:not(.mine) .card:not(.back)")).to_have_count(0)
         expect(player.page.locator("#countdown")).to_have_text(re.compile(r"^\d+ s$"))
+        expect(player.page.locator(".seat.mine .seat-name")).to_contain_text(
+            ["alice", "bob", "carol"][seat]
+        )
 
     # Keyboard: the first stop of a player's Tab order is the first declaration button.
     alice = players[0].page
@@ -140,25 +111,41 @@ def test_three_players_play_a_hand_live_and_verify_it(browser, contexts, served:
     players[1].page.get_by_role("button", name="In", exact=True).click()
     for player in players[:2]:
         expect(player.page.locator("#act")).to_contain_text("waiting for the others")
-    # Before the reveal, the others see that seat 0 declared, never what.
+    # Before the reveal, the others see that alice decided, never what; the log says so too.
     for player in players[1:]:
-        expect(player.page.locator("#seats tr").nth(0).locator("td").last).to_have_text("declared")
+        expect(player.page.locator(".seat[data-seat='0'] .seat-status")).to_contain_text(
+            "has decided"
+        )
+        expect(player.page.locator("#events")).to_contain_text("alice has decided.")
     players[2].page.get_by_role("button", name="Out", exact=True).click()
 
-    # The reveal reaches every page over the stream, then the settlement.
+    # The reveal reaches every page over the feed: the hidden decisions are filled in.
     for player in players:
-        expect(player.page.locator("#outcome")).to_contain_text("Revealed: ")
+        events = player.page.locator("#events")
+        expect(events).to_contain_text("The decisions are revealed.")
+        expect(events).to_contain_text("alice is in.")
+        expect(events).to_contain_text("carol is out.")
+        expect(events).not_to_contain_text("has decided")
     page.get_by_role("button", name="Resolve the hand").click()
-    expect(page.locator("#status")).to_have_text("Resolve: done.")
+    expect(page.locator("#outcome")).to_contain_text("Hand 1: ")
     history = _get(served, f"/v1/tables/{table}/hands/1", AUDITOR)
     winner = history["outcome"]["winners"][0]
+    names = ["alice", "bob", "carol"]
+    loser = next(int(s) for s in history["outcome"]["matched"])
+    won = history["outcome"]["won"][str(winner)]
+    hand_name = history["hand_names"][str(winner)]["high"]["text"]
     for player in players:
         outcome = player.page.locator("#outcome")
-        expect(outcome).to_contain_text(f"Hand 1: showdown; seat {winner} wins")
+        # Results in words, by name, with the hand's name from the rules.
+        expect(outcome).to_contain_text(f"{names[winner]} wins {won} with ")
+        expect(outcome).to_contain_text(hand_name.split(", ")[-1].split(" of ")[-1])
+        expect(outcome).to_contain_text(f"{names[loser]} matches")
         for seat, cards in history["outcome"]["shown"].items():
-            expect(outcome).to_contain_text(f"Seat {seat} shows")
-            hand = outcome.locator(f".cards[data-seat='{seat}'] .card")
+            hand = player.page.locator(f".seat[data-seat='{seat}'] .card")
             assert sorted(hand.evaluate_all("(c) => c.map((x) => x.dataset.card)")) == sorted(cards)
+    # The status line does not stay on what was done once the table moved on: alice's
+    # "In: done." went when the hand was revealed and resolved.
+    expect(alice.locator("#status")).to_be_empty()
 
     # Every viewer verifies the hand in the browser: each player, and the operator.
     for person in (*players, operator):
@@ -184,9 +171,11 @@ def test_three_players_play_a_hand_live_and_verify_it(browser, contexts, served:
     alice.get_by_role("button", name="Verify the pasted history").click()
     expect(alice.locator("#checks .fail").first).to_contain_text("commitment")
 
-    # No credential ever went into a URL, and none was written to the server's log.
+    # No credential ever went into a URL, and none was written to the server's log; no page
+    # asked for anything that is not there (the favicon included).
     for person in (operator, *players):
         assert not person.errors, person.errors
+        assert not person.missing, person.missing
         for url in person.urls:
             assert OPERATOR not in url and not any(token in url for token in tokens), url
             assert "#" not in url, url
@@ -194,20 +183,30 @@ def test_three_players_play_a_hand_live_and_verify_it(browser, contexts, served:
     assert OPERATOR not in log and not any(token in log for token in tokens)
 
 
-def _need_the_live_feed(served: Served) -> None:
-    """The page follows tables over the live feed (branch `stream`); a build without it
-    skips these tests, saying so, rather than failing on what it does not offer."""
-    spec = requests.get(served.base + "/openapi.yaml", timeout=10).text
-    if "/v1/tables/{table_id}/stream-tickets:" not in spec:
-        pytest.skip("BROWSER PLAY TESTS SKIPPED: this build has no live feed (stream-tickets)")
-
-
-def _get(served: Served, path: str, token: str) -> dict[str, Any]:
-    response = requests.get(
-        served.base + path, headers={"Authorization": f"Bearer {token}"}, timeout=10
-    )
-    assert response.status_code == 200, response.text
-    return dict(response.json())
+def test_a_table_is_created_with_variant_options(browser, contexts, served: Served):
+    """Every ruleset option is offered at table creation; the ones set are sent."""
+    expect = _expect()
+    operator = Person(browser, contexts)
+    page = operator.page
+    page.goto(served.base + "/play")
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")
+    options = requests.get(served.base + "/play/rule-options.json", timeout=10).json()["options"]
+    for name in options:
+        if name not in ("ante", "decision_timeout_s"):
+            expect(page.locator(f"#rule-{name}")).to_have_count(1)
+    page.get_by_label("Operator or auditor key").fill(OPERATOR)
+    page.get_by_role("button", name="Use this key").click()
+    page.get_by_text("Variant options").click()
+    page.get_by_label("Wild cards").select_option("deuces")
+    page.get_by_label("High-low (two pots)").select_option("true")
+    page.get_by_label("Cards per hand").fill("3")
+    page.get_by_label("Ante", exact=True).fill("2")
+    page.get_by_role("button", name="Create the table").click()
+    expect(page.locator("#manage")).to_be_visible()
+    rules = _get(served, f"/v1/tables/{operator.text('#table-id')}", AUDITOR)["rules"]
+    assert (rules["wild"], rules["hi_lo"], rules["cards"]) == ("deuces", True, 3)
+    # On a hi-lo table the low pot is on the felt.
+    expect(page.locator(".pots")).to_contain_text("Low pot")
 
 
 def _deck() -> list[str]:
@@ -232,10 +231,14 @@ def test_after_a_restart_the_pages_resume_the_feed_with_a_new_ticket(
         opened = open_table(browser, contexts, first, ["alice", "bob"])
         opened.operator.page.get_by_role("button", name="Deal").click()
         for player in opened.players:
-            expect(player.page.locator("#cards .card")).to_have_count(3)
+            expect(player.page.locator(".seat.mine .card")).to_have_count(3)
         assert first.terminate() == 0
         for player in opened.players:
-            expect(player.page.locator("#feed-state")).to_contain_text("reconnecting")
+            # The page says the feed is down while it is.
+            expect(player.page.locator("#feed-state")).to_have_attribute(
+                "data-state", "reconnecting"
+            )
+            expect(player.page.locator("#feed-state")).to_contain_text("Reconnecting")
 
         second = Served(tmp_path / "data", tmp_path / "second", env=env, port=first.port)
         second.wait_healthy()
@@ -249,15 +252,15 @@ def test_after_a_restart_the_pages_resume_the_feed_with_a_new_ticket(
             assert declared.status_code == 200, declared.text
         version = _get(second, f"/v1/tables/{opened.table_id}", AUDITOR)["version"]
         for player in opened.players:
-            expect(player.page.locator("#outcome")).to_contain_text("Revealed: seat")
-            expect(player.page.locator("#feed-state")).to_contain_text("live")
-            expect(player.page.locator("#events li").first).to_contain_text(f"{version} ")
-            seen = [
-                int(line.split()[0]) for line in player.page.locator("#events li").all_inner_texts()
-            ]
+            expect(player.page.locator("#events")).to_contain_text("The decisions are revealed.")
+            expect(player.page.locator("#feed-state")).to_have_attribute("data-state", "live")
+            items = player.page.locator("#events li")
+            expect(items.first).to_have_attribute("data-version", str(version))
+            seen = [int(v) for v in items.evaluate_all("(l) => l.map((i) => i.dataset.version)")]
             # Newest first; from the deal (the first event after the page opened) to now.
             assert seen == list(range(version, seen[-1] - 1, -1)), seen
-            assert player.page.locator("#events").inner_text().count("hand_dealt") == 1
+            dealt = player.page.locator("#events li[data-type='hand_dealt']")
+            expect(dealt).to_have_count(1)
     finally:
         first.kill()
         if second is not None:

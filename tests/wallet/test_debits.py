@@ -5,11 +5,17 @@ seat; a retried request is the same transaction."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from tests.apiclient import Api
+from tests.openapi_helpers import SpecValidator
 from tests.wallet.conftest import PLAYERS, connect, transactions
 from tests.wallet_server import TestWallet
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _seat(api: Api, table: str, player: str, chips: int, **headers: str):
@@ -157,3 +163,28 @@ def test_top_ups_of_a_wallet_funded_seat_come_from_the_wallet(wallet_api: Api, w
     reasons = sorted(t["reason"] for t in transactions(wallet_api, status="confirmed"))
     assert reasons == ["buy_in", "top_up"]
     assert wallet.balances["bob"] == PLAYERS["bob"] and wallet.count("debit") == 2
+
+
+def test_the_wallets_answers_are_the_documented_ones(wallet_api: Api, wallet: TestWallet):
+    spec = SpecValidator(yaml.safe_load((ROOT / "openapi.yaml").read_text()))
+    settings = {"url": wallet.url, "currency": "EUR", "chip_value_minor": 100}
+    made = wallet_api.call("PUT", "/v1/wallet", settings)
+    wallet.secret = spec("PUT", "/v1/wallet", made)["secret"]
+    spec("GET", "/v1/wallet", wallet_api.get("/v1/wallet"))
+    table = wallet_api.table("three-card")
+    players = "/v1/tables/{table_id}/players"
+    spec("POST", players, _seat(wallet_api, table, "ann", 30))
+    spec("POST", players, _seat(wallet_api, table, "poor", 30))  # 409
+    wallet.fail("debit", "500")
+    spec("POST", players, _seat(wallet_api, table, "bob", 30))  # 502
+    chips = wallet_api.post(
+        f"/v1/tables/{table}/players/0/chips", {"amount": 5, "funding": "wallet"}
+    )
+    spec("POST", "/v1/tables/{table_id}/players/{seat}/chips", chips)
+    listed = wallet_api.get("/v1/wallet/transactions", params={"limit": 2})
+    assert len(spec("GET", "/v1/wallet/transactions", listed)["transactions"]) == 2
+    events = wallet_api.get(f"/v1/tables/{table}/events")
+    spec("GET", "/v1/tables/{table_id}/events", events)
+    ledger = wallet_api.get("/v1/ledger", params={"table_id": table})
+    spec("GET", "/v1/ledger", ledger)
+    spec("POST", "/v1/wallet/secret", wallet_api.post("/v1/wallet/secret", {}))

@@ -111,6 +111,7 @@ def stream(table_id: str) -> Response:
     feed = services().feed
     subscription = feed.subscribe(who, checked_table_id(table_id), after)  # None: from now on
     response = Response(feed.messages(subscription), mimetype="text/event-stream")
+    response.call_on_close(lambda: feed.unsubscribe(subscription))  # (even if never iterated)
     response.headers["Cache-Control"] = "no-store"
     response.headers["X-Accel-Buffering"] = "no"  # a proxy in front must not buffer it
     return response

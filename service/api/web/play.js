@@ -1,143 +1,69 @@
 // The reference web client of guts (served at /play): how a browser plays at a table through
-// the public API alone (openapi.yaml). No framework and no build step; read it top to bottom.
-//
-// Credentials never go into a URL:
-//   - an operator's (or auditor's) key is typed into the page and kept in this tab's
-//     sessionStorage; every request sends it as `Authorization: Bearer`;
-//   - a player's seat token comes in the link's fragment (#table=...&seat=...&token=...),
-//     which a browser never sends to a server; the page reads it and sends it only as a header;
-//   - the live feed (EventSource cannot send headers) is opened with a short-lived stream
-//     ticket (`POST /v1/tables/{id}/stream-tickets`), fetched again for every reconnect.
+// the public API alone (openapi.yaml). No framework and no build step; the modules beside it:
+// api.js (requests, credentials), i18n.js (strings), feed.js (the live feed), seat.js (the
+// table drawn and the seat's controls), cards.js, words.js (events and results in words),
+// create.js (table creation with every option), verify.js and fairness.js (deck checks).
 //
 // The page keeps the table view (`GET /v1/tables/{id}`) as the truth it renders, fetches it
-// again when the stream says the table moved, and shows the reveal and the settlement from the
-// stream's events as they arrive.
+// again when the feed says the table moved, and words the reveal and the settlement from the
+// feed's events and the finished hand's history (which names the hands shown).
 
-import { verifyHistory } from "/play/fairness.js";
+import { $, actWith, api, button, element, forgetKey, keepKey, serverNow, session, storedKey, tablePath } from "/play/api.js";
+import { countdownRing, setRing } from "/play/cards.js";
+import { buildRuleForm, renderRuleForm, ruleOverrides } from "/play/create.js";
+import { follow } from "/play/feed.js";
+import { startI18n, t } from "/play/i18n.js";
+import { actions, tableElement } from "/play/seat.js";
+import { parsePasted, showVerification } from "/play/verify.js";
+import { EventLog, learnNames, resultWords } from "/play/words.js";
 
-const $ = (id) => document.getElementById(id);
-const KEY = "guts.key"; // sessionStorage: the operator's or auditor's key
-const LINKS = "guts.links."; // sessionStorage: the seat links this operator handed out, per table
-
-// The event types of the log (GET /events, the stream's `event:` field). EventSource calls a
-// listener per type, so the page names them all.
-const EVENT_TYPES = [
-  "table_created", "player_seated", "chips_added", "player_sat_out", "player_sat_in",
-  "player_left", "client_seed_set", "hand_dealt", "decision_made", "declarations_revealed",
-  "card_passed", "cards_passed", "community_card_dealt", "cards_drawn", "bet_made",
-  "hand_resolved", "players_out_of_game", "hand_voided", "table_ended",
-];
+const LINKS = "guts.links.";
+const TIMED_PHASES = ["passing", "declaring", "drawing", "betting"]; // sessionStorage: the seat links this operator handed out, per table
 
 const page = {
   table: null, // the table id
   seat: null, // this tab's seat (a player's tab), else null
-  token: null, // this tab's seat token (from the fragment), else null
   view: null, // the last table view
-  last: 0, // the version of the last event received (resume from it)
-  source: null, // the open EventSource
-  retry: 0, // reconnects since the last event (for the backoff)
-  skew: 0, // server clock minus this clock, in ms (from the Date header)
+  last: 0, // the version of the last event received
+  stop: null, // stops the live feed
+  feed: "closed", // the feed's state
+  shown: null, // the last showdown: {hand, cards, names} by seat
+  result: null, // the last result: {resolved, names}
+  said: null, // the version the status line was said at (cleared once the table moves on)
+  deadline: null, // {at, total}: the hand's deadline and the time it gave, in ms
 };
 
-// --- talking to the API --------------------------------------------------------------------
+// --- what the page says --------------------------------------------------------------------
 
-function credential() {
-  return page.token || sessionStorage.getItem(KEY);
-}
-
-/** One API call: JSON in and out; a refusal throws its problem+json `detail`. */
-async function api(method, path, body) {
-  const headers = { Accept: "application/json" };
-  const token = credential();
-  if (token) headers.Authorization = `Bearer ${token}`;
-  const init = { method, headers, cache: "no-store" };
-  if (body !== undefined) {
-    headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body);
-  }
-  const response = await fetch(path, init);
-  // The server's clock, from its Date header (whole seconds): a countdown by this machine's
-  // clock would be wrong by however much it is off; under 1.5 s is taken as no skew at all.
-  const skew = Date.parse(response.headers.get("Date")) - Date.now();
-  if (!Number.isNaN(skew)) page.skew = Math.abs(skew) < 1500 ? 0 : skew;
-  const text = await response.text();
-  const data = text ? JSON.parse(text) : null;
-  if (!response.ok) {
-    const why = data && (data.detail || data.title);
-    throw new Error(`${response.status}: ${why || response.statusText}`);
-  }
-  return data;
-}
-
-const tablePath = (rest = "") => `/v1/tables/${encodeURIComponent(page.table)}${rest}`;
-
-/** Run a user's action; show what went wrong instead of throwing it away. */
-function act(what, run) {
-  return async (event) => {
-    if (event) event.preventDefault();
-    try {
-      say(`${what}...`);
-      await run(event);
-      say(`${what}: done.`);
-    } catch (error) {
-      say(`${what}: ${error.message}`);
-    }
-  };
-}
-
-function say(text) {
+/** The status line: what the user just did. Cleared once the table moves past what it says
+ * (the version the action made, when it answered one; else the table as it was then), so it
+ * is never left saying something no longer true ("declare: done" after the hand ended). */
+function say(text, result) {
   $("status").textContent = text;
+  const made = result && Number.isInteger(result.version) ? result.version : null;
+  page.said = made ?? (page.view ? page.view.version : 0);
+}
+
+const act = actWith(say, t);
+const log = new EventLog($("events"));
+
+const post = (what, path, body) => act(what, () => api("POST", tablePath(page.table, path), body));
+
+function feedState(state, seconds) {
+  page.feed = state;
+  const node = $("feed-state");
+  node.textContent = t(`play.feed.${state}`, { seconds });
+  node.dataset.state = state;
+  document.body.classList.toggle("offline", state !== "live");
 }
 
 // --- the live feed -------------------------------------------------------------------------
 
-/** Follow the table's stream from the last version seen, with a fresh ticket each time. */
-async function follow() {
-  if (page.source) page.source.close();
-  page.source = null;
-  let ticket;
-  try {
-    ticket = (await api("POST", tablePath("/stream-tickets"))).ticket;
-  } catch (error) {
-    feedState(`no live feed (${error.message}); trying again`);
-    return reconnectLater();
-  }
-  // The ticket (valid under a minute, this table only) is the one credential in a URL. A new
-  // EventSource cannot send Last-Event-ID, so the resume point goes in `after`.
-  const query = new URLSearchParams({ ticket, after: String(page.last) });
-  const source = new EventSource(`${tablePath("/stream")}?${query}`);
-  page.source = source;
-  source.onopen = () => feedState("live");
-  for (const type of EVENT_TYPES) source.addEventListener(type, received);
-  source.onerror = () => {
-    // The browser would reconnect by itself with Last-Event-ID, but with the same ticket,
-    // which expires: close and come back with a new ticket, resuming after `page.last`.
-    source.close();
-    if (page.source === source) reconnectLater();
-  };
-}
-
-function reconnectLater() {
-  const delay = Math.min(10000, 500 * 2 ** page.retry++);
-  feedState(`reconnecting in ${Math.round(delay / 100) / 10} s`);
-  setTimeout(follow, delay);
-}
-
-function feedState(text) {
-  $("feed-state").textContent = `Live feed: ${text}.`;
-}
-
-/** One event from the stream: `id` is its version, `data` the event as /events gives it. */
-function received(message) {
-  const version = Number(message.lastEventId);
-  if (version <= page.last) return; // already seen (never expected: the server resumes exactly)
+function received(version, event) {
   page.last = version;
-  page.retry = 0;
-  const event = JSON.parse(message.data);
-  logEvent(version, event);
-  if (event.type === "declarations_revealed") showReveal(event.data);
-  if (event.type === "hand_resolved") showOutcome(event.data);
-  if (event.type === "hand_dealt") $("outcome").textContent = "";
+  if (event.type === "hand_dealt") page.shown = null;
+  log.add(version, event);
+  if (event.type === "hand_resolved") showResult(event.data);
   refreshSoon();
 }
 
@@ -145,221 +71,109 @@ let refreshing = null;
 /** Fetch the table view again once the events that arrived together have been read. */
 function refreshSoon() {
   clearTimeout(refreshing);
-  refreshing = setTimeout(() => refresh().catch((e) => say(e.message)), 50);
+  refreshing = setTimeout(() => refresh().catch((error) => say(error.message)), 50);
+}
+
+/** The hand's result, then again with the hands' names once its history is read. */
+async function showResult(resolved) {
+  page.result = { resolved, names: {} };
+  page.shown = { hand: resolved.hand, cards: resolved.shown || {}, names: {} };
+  renderResult();
+  offerHand(resolved.hand);
+  try {
+    const history = await api("GET", tablePath(page.table, `/hands/${resolved.hand}`));
+    if (page.result.resolved !== resolved) return;
+    page.result.names = history.hand_names || {};
+    page.shown.names = page.result.names;
+    renderResult();
+    if (page.view) render(page.view);
+  } catch {
+    // Without the history the result stays in words without the hands' names.
+  }
+}
+
+function renderResult() {
+  $("outcome").textContent = page.result ? resultWords(page.result.resolved, page.result.names) : "";
 }
 
 // --- rendering -----------------------------------------------------------------------------
 
-const SUIT_NAMES = { s: "spades", h: "hearts", d: "diamonds", c: "clubs" };
-const SUIT_SIGNS = { s: "\u2660", h: "\u2665", d: "\u2666", c: "\u2663" };
-const RANK_NAMES = { T: "10", J: "jack", Q: "queen", K: "king", A: "ace" };
-
-/** A card as text a person reads (and a screen reader says): `As` is "A♠", "ace of spades". */
-function cardElement(card) {
-  const element = document.createElement("span");
-  element.className = `card suit-${card[1]}`;
-  element.textContent = `${card[0] === "T" ? "10" : card[0]}${SUIT_SIGNS[card[1]]}`;
-  element.setAttribute("aria-label", `${RANK_NAMES[card[0]] || card[0]} of ${SUIT_NAMES[card[1]]}`);
-  element.dataset.card = card;
-  return element;
-}
-
-function cardsElement(cards) {
-  const span = document.createElement("span");
-  span.className = "cards";
-  for (const card of cards) span.append(cardElement(card), " ");
-  return span;
-}
-
-function element(tag, text, attributes = {}) {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
-  return node;
-}
-
-function button(label, onClick, attributes = {}) {
-  const node = element("button", label, { type: "button", ...attributes });
-  node.addEventListener("click", onClick);
-  return node;
-}
-
 async function refresh() {
-  const view = await api("GET", tablePath());
+  const view = await api("GET", tablePath(page.table));
   page.view = view;
   render(view);
 }
 
 function render(view) {
+  learnNames(view.seats);
+  if (page.said !== null && view.version > page.said) {
+    $("status").textContent = "";
+    page.said = null;
+  }
   $("table").hidden = false;
   $("table-id").textContent = view.table_id;
-  $("table-summary").textContent =
-    `${view.rules.preset}, ante ${view.rules.ante}, ${view.rules.cards} cards; ` +
-    `pot ${view.pot}` + (view.rules.hi_lo ? `, low pot ${view.low_pot}` : "") +
-    (view.reserve ? `, reserve ${view.reserve}` : "") + (view.side_pot ? `, side pot ${view.side_pot}` : "") +
-    `; version ${view.version}`;
-  const hand = view.hand;
-  const rows = view.seats.map((s) => {
-    const row = element("tr");
-    let state = "";
-    if (hand && hand.order.includes(s.seat)) {
-      const decided = hand.decisions && hand.decisions[String(s.seat)];
-      state = decided || (hand.declared.includes(s.seat) ? "declared" : "dealt in");
-    }
-    row.append(element("td", String(s.seat)), element("td", s.player_id),
-      element("td", String(s.stack)), element("td", s.status), element("td", state));
-    if (s.seat === page.seat) row.className = "mine";
-    return row;
+  $("table-summary").textContent = t("play.summary", {
+    preset: view.rules.preset, ante: view.rules.ante, cards: view.rules.cards, status: t(`common.status.${view.status}`),
   });
-  $("seats").replaceChildren(...rows);
-  $("hand-summary").textContent = hand
-    ? `Hand ${hand.number}: ${hand.phase}` + (hand.community ? `; community card ${hand.community.join(" ")}` : "")
-    : "No hand in play.";
+  const hand = view.hand;
+  const keepShown = page.shown && (!hand || hand.number === page.shown.hand);
+  $("felt").replaceChildren(tableElement(view, page.seat, keepShown ? page.shown : null));
+  $("hand-summary").textContent = hand ? t("play.hand_phase", { hand: hand.number, phase: t(`common.phase.${hand.phase}`) }) : t("play.no_hand");
+  // A countdown only while the table waits for players (not at the showdown, which waits for
+  // the operator or the platform).
+  const timed = hand && hand.deadline && TIMED_PHASES.includes(hand.phase);
+  const deadline = timed ? Date.parse(hand.deadline) : null;
+  if (!deadline) page.deadline = null;
+  else if (!page.deadline || page.deadline.at !== deadline) page.deadline = { at: deadline, total: Math.max(1000, deadline - serverNow()) };
   if (page.seat !== null) renderSeat(view);
   tick();
-  // The history form offers the last finished hand, unless the user chose another.
-  if (hand && hand.number > 1) offerHand(hand.number - 1);
 }
 
 function offerHand(number) {
   if (!$("hand-number").dataset.touched) $("hand-number").value = String(number);
 }
 
-/** A player's own seat: cards, countdown and the actions the table's rules offer now. */
 function renderSeat(view) {
-  const hand = view.hand;
   const mine = view.seats.find((s) => s.seat === page.seat);
-  $("you").textContent = mine ? `Seat ${mine.seat}, ${mine.player_id}: ${mine.stack} chips (${mine.status}).` : `Seat ${page.seat}.`;
-  const inHand = hand && hand.order.includes(page.seat);
-  if (!inHand) {
-    $("cards").replaceChildren(document.createTextNode(hand ? "not dealt in" : "no hand in play"));
-  } else if (hand.cards) {
-    $("cards").replaceChildren(cardsElement(hand.cards));
-  } else {
-    $("cards").replaceChildren(document.createTextNode("face down (no peek: shown after the reveal)"));
-  }
-  const controls = inHand ? actions(view) : [];
+  $("you").textContent = mine
+    ? t("play.you", { seat: mine.seat, name: mine.player_id, chips: mine.stack, status: t(`common.status.${mine.status}`) })
+    : t("common.seat_n", { seat: page.seat });
+  const controls = actions(view, page.seat, post);
   const focused = document.activeElement && $("act").contains(document.activeElement);
   $("act").replaceChildren(...controls);
   // Keep the keyboard where it was: on the first of the new controls, if it was on the old.
   if (focused && controls.length) (controls[0].querySelector("button, input") || controls[0]).focus();
 }
 
-/** The controls for what this seat may do now, or a line saying what the table waits for. */
-function actions(view) {
-  const hand = view.hand;
-  const rules = view.rules;
-  const seat = page.seat;
-  const post = (what, path, body) => act(what, () => api("POST", tablePath(path), body));
-  if (hand.phase === "passing" && rules.pass_the_trash && !(hand.passed || []).includes(seat)) {
-    return (hand.cards || []).map((card) =>
-      button(`Pass ${card}`, post(`Pass ${card}`, "/pass", { card })));
-  }
-  if (hand.phase === "declaring" && !hand.declared.includes(seat)) {
-    if (rules.declare === "sequential" && hand.on_turn !== seat) {
-      return [element("p", `Waiting for seat ${hand.on_turn} to declare.`)];
-    }
-    const choices = rules.hi_lo ? ["high", "low", "both", "out"] : ["in", "out"];
-    return choices.map((decision) =>
-      button(decision === "in" ? "In" : decision[0].toUpperCase() + decision.slice(1),
-        post(`Declare ${decision}`, "/declare", { decision })));
-  }
-  if (hand.phase === "drawing" && hand.drawing_turn === seat) {
-    return [drawForm(hand.cards || [], rules.draw, post)];
-  }
-  if (hand.phase === "betting" && hand.betting && hand.betting.turn === seat) {
-    const betting = hand.betting;
-    const choices = betting.to_call > 0 ? ["call", "raise", "fold"] : ["check", "bet", "fold"];
-    return choices.map((action) =>
-      button(action[0].toUpperCase() + action.slice(1) + (action === "call" ? ` ${betting.to_call}` : ""),
-        post(`${action}`, "/bet", { action })));
-  }
-  const waiting = {
-    passing: "Waiting for the others to pass.",
-    declaring: "You have declared; waiting for the others (decisions are revealed all at once).",
-    drawing: `Waiting for seat ${hand.drawing_turn} to draw.`,
-    betting: `Waiting for seat ${hand.betting && hand.betting.turn} to act.`,
-    showdown: "Declarations are complete; waiting for the showdown.",
-  };
-  return [element("p", waiting[hand.phase] || `Phase: ${hand.phase}.`)];
-}
-
-/** Tick a box per card to discard (none: stand pat), then draw. */
-function drawForm(cards, most, post) {
-  const form = element("form", undefined, { "aria-label": `Draw up to ${most} cards` });
-  const fieldset = element("fieldset");
-  fieldset.append(element("legend", `Discard up to ${most} cards, then draw as many`));
-  cards.forEach((card, i) => {
-    const box = element("input", undefined, { type: "checkbox", id: `discard-${i}`, value: card });
-    const label = element("label", undefined, { for: `discard-${i}` });
-    label.append(cardElement(card));
-    fieldset.append(box, label);
-  });
-  fieldset.append(element("button", "Draw", { type: "submit" }));
-  form.append(fieldset);
-  form.addEventListener("submit", (event) => {
-    const discard = [...form.querySelectorAll("input:checked")].map((box) => box.value);
-    return post(discard.length ? `Draw ${discard.length}` : "Stand pat", "/draw", { discard })(event);
-  });
-  return form;
-}
-
-/** The countdown to the hand's deadline, by the server's clock. */
+/** The countdown ring and seconds, by the server's clock. */
 function tick() {
-  const hand = page.view && page.view.hand;
-  const deadline = hand && hand.deadline && Date.parse(hand.deadline);
   const node = $("countdown");
-  if (!deadline) {
-    node.textContent = "-";
+  const ring = $("ring").firstChild;
+  if (!page.deadline) {
+    node.textContent = t("play.no_deadline");
     node.removeAttribute("datetime");
+    setRing(ring, 0);
     return;
   }
-  const left = Math.max(0, Math.ceil((deadline - (Date.now() + page.skew)) / 1000));
-  node.dateTime = hand.deadline;
-  node.textContent = left > 0 ? `${left} s` : "the deadline has passed";
-}
-
-function logEvent(version, event) {
-  const data = event.data || {};
-  let text = `${version} ${event.type}`;
-  if ("seat" in data) text += ` seat ${data.seat}`;
-  if (data.decision) text += `: ${data.decision}`;
-  if (event.type === "hand_dealt") text += ` hand ${data.hand}`;
-  const item = element("li", text);
-  $("events").prepend(item);
-  while ($("events").children.length > 50) $("events").lastElementChild.remove();
-}
-
-function showReveal(data) {
-  const said = Object.entries(data.decisions).map(([seat, d]) => `seat ${seat} ${d}`).join(", ");
-  $("outcome").textContent = `Revealed: ${said || "nobody was dealt in"}.`;
-}
-
-function showOutcome(data) {
-  const parts = [`Hand ${data.hand}: ${data.outcome.replaceAll("_", " ")}`];
-  const won = Object.entries(data.won || {}).map(([seat, n]) => `seat ${seat} wins ${n}`);
-  const matched = Object.entries(data.matched || {}).map(([seat, n]) => `seat ${seat} matches ${n}`);
-  parts.push(...won, ...matched);
-  const shown = Object.entries(data.shown || {});
-  const node = $("outcome");
-  node.replaceChildren(document.createTextNode(parts.join("; ") + "."));
-  for (const [seat, cards] of shown) {
-    const hand = cardsElement(cards);
-    hand.dataset.seat = seat;
-    node.append(element("br"), `Seat ${seat} shows `, hand);
-  }
-  offerHand(data.hand);
+  const leftMs = page.deadline.at - serverNow();
+  const left = Math.max(0, Math.ceil(leftMs / 1000));
+  node.dateTime = new Date(page.deadline.at).toISOString();
+  node.textContent = left > 0 ? t("play.seconds_left", { seconds: left }) : t("play.deadline_passed");
+  setRing(ring, leftMs / page.deadline.total);
 }
 
 // --- the operator --------------------------------------------------------------------------
 
 async function openTable(tableId) {
+  if (page.stop) page.stop();
   page.table = tableId;
-  page.last = 0;
+  page.result = null;
+  page.shown = null;
+  log.clear();
   await refresh();
-  page.last = page.view.version; // the stream sends what comes after the view just rendered
-  follow();
-  if (page.token === null) {
+  page.last = page.view.version; // the feed sends what comes after the view just rendered
+  page.stop = follow(tableId, page.last, received, feedState);
+  if (page.seat === null) {
     $("manage").hidden = false;
     renderLinks();
   }
@@ -369,7 +183,15 @@ function renderLinks() {
   const links = JSON.parse(sessionStorage.getItem(LINKS + page.table) || "[]");
   $("seat-links").replaceChildren(...links.map(({ seat, player, url }) => {
     const item = element("li");
-    item.append(element("a", `Seat ${seat}: ${player}`, { href: url, target: "_blank", rel: "noopener" }));
+    const copy = button(t("play.copy_link"), async () => {
+      try {
+        await navigator.clipboard.writeText(url);
+        say(t("play.copied", { name: player }));
+      } catch {
+        say(t("play.copy_failed"));
+      }
+    }, { "aria-label": t("play.copy_link_for", { name: player }) });
+    item.append(element("a", t("play.seat_link", { seat, name: player }), { href: url, target: "_blank", rel: "noopener" }), " ", copy);
     return item;
   }));
 }
@@ -380,96 +202,84 @@ function seatLink(seat, token) {
 }
 
 function wireOperator() {
-  const key = sessionStorage.getItem(KEY);
-  if (key) $("key").value = key;
+  if (storedKey()) $("key").value = storedKey();
   $("key-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    sessionStorage.setItem(KEY, $("key").value);
-    say("The key is kept in this tab.");
+    keepKey($("key").value);
+    say(t("common.key_kept"));
   });
   $("forget-key").addEventListener("click", () => {
-    sessionStorage.removeItem(KEY);
+    forgetKey();
     $("key").value = "";
-    say("The key is forgotten.");
+    say(t("common.key_forgotten"));
   });
-  $("create-form").addEventListener("submit", act("Create the table", async () => {
+  $("create-form").addEventListener("submit", act(t("play.create.action"), async () => {
     const created = await api("POST", "/v1/tables", {
       preset: $("preset").value,
       ante: Number($("ante").value),
       decision_timeout_s: Number($("timeout").value),
+      rules: ruleOverrides($("rule-options")),
     });
     $("open-table").value = created.table_id;
     await openTable(created.table_id);
   }));
-  $("open-form").addEventListener("submit", act("Open the table", () => openTable($("open-table").value.trim())));
-  $("seat-form").addEventListener("submit", act("Seat the player", async () => {
+  $("open-form").addEventListener("submit", act(t("play.open.action"), () => openTable($("open-table").value.trim())));
+  $("seat-form").addEventListener("submit", act(t("play.seat.action"), async () => {
     const player = $("player-id").value.trim();
-    const seated = await api("POST", tablePath("/players"), { player_id: player, buy_in: Number($("buy-in").value) });
+    const seated = await api("POST", tablePath(page.table, "/players"), { player_id: player, buy_in: Number($("buy-in").value) });
     const links = JSON.parse(sessionStorage.getItem(LINKS + page.table) || "[]");
     links.push({ seat: seated.seat, player, url: seatLink(seated.seat, seated.token) });
     sessionStorage.setItem(LINKS + page.table, JSON.stringify(links));
     renderLinks();
     $("player-id").value = "";
   }));
-  $("deal").addEventListener("click", act("Deal", () => api("POST", tablePath("/deal"), {})));
-  $("resolve").addEventListener("click", act("Resolve", () => api("POST", tablePath("/resolve"), {})));
-}
-
-// --- checking a hand -----------------------------------------------------------------------
-
-async function showVerification(history) {
-  const report = await verifyHistory(history);
-  const verdicts = {
-    verified: "Verified: every card shown comes from the committed seed.",
-    failed: "FAILED: this history does not match its seed.",
-    not_verifiable: "Not verifiable from this history.",
-    invalid: "Not a hand history.",
-  };
-  let verdict = verdicts[report.status];
-  if (report.partial && report.ok) verdict += " (The hands shown after passes and draws were not compared here.)";
-  $("verdict").textContent = `${report.handId || "hand"}: ${verdict}`;
-  $("verdict").dataset.status = report.status;
-  $("checks").replaceChildren(...report.checks.map((check) => {
-    const item = element("li", undefined, { class: check.passed ? "ok" : "fail" });
-    item.append(element("strong", check.passed ? "ok" : "FAIL"), ` ${check.name}: ${check.detail}`);
-    return item;
-  }));
+  $("deal").addEventListener("click", post(t("play.deal"), "/deal", {}));
+  $("resolve").addEventListener("click", post(t("play.resolve"), "/resolve", {}));
 }
 
 function wireHistory() {
   $("hand-number").addEventListener("input", () => { $("hand-number").dataset.touched = "1"; });
-  $("history-form").addEventListener("submit", act("Verify the hand", async () => {
-    if (!page.table) throw new Error("open a table first");
-    const history = await api("GET", tablePath(`/hands/${Number($("hand-number").value)}`));
+  $("history-form").addEventListener("submit", act(t("common.verify.action"), async () => {
+    if (!page.table) throw new Error(t("common.verify.open_first"));
+    const history = await api("GET", tablePath(page.table, `/hands/${Number($("hand-number").value)}`));
     $("pasted").value = JSON.stringify(history, null, 1);
-    await showVerification(history);
+    await showVerification(history, $("verdict"), $("checks"));
   }));
-  $("paste-form").addEventListener("submit", act("Verify the pasted history", async () => {
-    let history;
-    try {
-      history = JSON.parse($("pasted").value);
-    } catch (error) {
-      throw new Error(`not JSON: ${error.message}`);
-    }
-    await showVerification(history);
+  $("paste-form").addEventListener("submit", act(t("common.verify.paste_action"), async () => {
+    await showVerification(parsePasted($("pasted").value), $("verdict"), $("checks"));
   }));
+}
+
+/** After a language switch: everything drawn from strings, drawn again. */
+function rerender() {
+  renderRuleForm($("rule-options"));
+  if (page.view) render(page.view);
+  if (page.table && page.seat === null) renderLinks();
+  renderResult();
+  feedState(page.feed, 0);
 }
 
 // --- start ---------------------------------------------------------------------------------
 
-function start() {
+async function start() {
+  await startI18n(rerender);
+  $("ring").append(countdownRing());
   wireOperator();
   wireHistory();
+  feedState("closed", 0);
   setInterval(tick, 250);
   const fragment = new URLSearchParams(location.hash.slice(1));
   if (fragment.get("token") && fragment.get("table") && fragment.get("seat")) {
     // A player's tab: act for the seat whose token the link holds.
-    page.token = fragment.get("token");
+    session.token = fragment.get("token");
     page.seat = Number(fragment.get("seat"));
     $("operator").hidden = true;
     $("player").hidden = false;
-    openTable(fragment.get("table")).catch((error) => say(error.message));
+    await openTable(fragment.get("table")).catch((error) => say(error.message));
+  } else {
+    await buildRuleForm($("rule-options"), $("preset"));
   }
+  document.body.dataset.ready = "1";
 }
 
 start();

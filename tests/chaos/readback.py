@@ -1,0 +1,128 @@
+"""Reading everything back at the end of a chaos run, once the faults have stopped and the
+system has settled: each table's log from the cluster (its stream) and from PostgreSQL (the
+archive), once the archive has caught up; its ledger's pages and an audit through the API; the
+webhooks received, once every one due has arrived (or a deadline passed)."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+import requests
+from redis.cluster import RedisCluster
+
+from service.eventlog.redis_store import table_key_tag
+from tests.chaos import checker
+from tests.chaos.receiver import Receiver
+from tests.chaos.topology import AUDITOR_KEY, OPERATOR_KEY, Topology
+from tests.chaos.workload import History
+
+WAIT_S = 90.0
+
+
+def _poll(done: Callable[[], bool], seconds: float = WAIT_S, every: float = 0.5) -> bool:
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every)
+    return True
+
+
+def _redis_log(client: RedisCluster, table: str) -> dict[int, bytes]:
+    entries = client.xrange(f"guts:{{{table_key_tag(table)}}}:events".encode(), "-", "+")
+    return {int(entry_id.split(b"-")[0]): fields[b"data"] for entry_id, fields in entries}
+
+
+def _redis_version(client: RedisCluster, table: str) -> int:
+    raw = client.hget(f"guts:{{{table_key_tag(table)}}}:meta".encode(), "version")
+    return int(raw or 0)
+
+
+def _archive(url: str, table: str) -> dict[int, bytes]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT version, data FROM archive_events WHERE table_id = %s ORDER BY version",
+            (table,),
+        ).fetchall()
+    return {int(v): bytes(d) for v, d in rows}
+
+
+def _api(topology: Topology, method: str, path: str, key: str = OPERATOR_KEY) -> Any:
+    for _ in range(20):
+        try:
+            response = requests.request(
+                method,
+                topology.api[0].base + path,
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=30,
+            )
+            if response.status_code < 500:
+                return response.json()
+        except requests.RequestException:
+            pass
+        time.sleep(1)
+    raise RuntimeError(f"{method} {path} never answered")
+
+
+def _archived(url: str, table: str, version: int) -> bool:
+    """Whether the archive holds `table` up to `version`."""
+    return max(_archive(url, table), default=0) >= version
+
+
+def _ledger(topology: Topology, table: str) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    after = ""
+    while True:
+        query = f"/v1/ledger?table_id={table}&limit=500" + (f"&after={after}" if after else "")
+        page = _api(topology, "GET", query)
+        if not page.get("entries"):
+            return entries
+        entries += page["entries"]
+        after = page["next_after"]
+
+
+def _audit(topology: Topology, table: str) -> dict[str, Any] | None:
+    started = _api(topology, "POST", f"/v1/tables/{table}/audit", AUDITOR_KEY)
+    audit_id = started.get("audit_id")
+    if audit_id is None:
+        return {"ok": False, "refused": started}
+    found: dict[str, Any] = {}
+
+    def finished() -> bool:
+        found.update(_api(topology, "GET", f"/v1/audits/{audit_id}", AUDITOR_KEY))
+        return found.get("status") == "finished"
+
+    return found.get("result") if _poll(finished) else None
+
+
+def read_back(
+    topology: Topology, history: History, receiver: Receiver, tables: list[str]
+) -> checker.Observed:
+    """Everything the checker needs, read once the system has settled."""
+    topology.cluster.wait_settled(WAIT_S)
+    client = RedisCluster.from_url(topology.cluster.url)
+    observed = checker.Observed(records=list(history.records), redis={}, archive={})
+    try:
+        for table in tables:
+            version = _redis_version(client, table)
+            if not _poll(functools.partial(_archived, topology.database_url, table, version)):
+                observed.behind[table] = f"the archive did not reach version {version}"
+            observed.redis[table] = _redis_log(client, table)
+            observed.archive[table] = _archive(topology.database_url, table)
+    finally:
+        client.close()
+    for table in tables:
+        observed.ledgers[table] = _ledger(topology, table)
+        observed.audits[table] = _audit(topology, table)
+
+    def delivered() -> bool:
+        observed.webhooks = receiver.snapshot()
+        missing = checker.webhooks(observed, tables)
+        return not any("not delivered" in detail for _, detail in missing)
+
+    _poll(delivered, every=1.0)
+    return observed

@@ -1,0 +1,191 @@
+"""One chaos run: the topology up, a webhook registered to the harness's receiver, clients
+playing many tables while faults are injected on a schedule, then the faults stop, the clients
+finish their hands, everything is read back and checked; a report (a dict, printed as text and
+optionally written as JSON)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+import statistics
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import requests
+
+from service.projections.webhook_messages import EVENT_NAMES
+from tests.chaos import checker
+from tests.chaos.faults import MASTER_FAULTS, SURVIVED, Injector, measure, schedule
+from tests.chaos.readback import read_back
+from tests.chaos.receiver import Receiver
+from tests.chaos.topology import OPERATOR_KEY, Topology
+from tests.chaos.workload import Client, History, Record, TablePlayer, play
+
+AFTER_S = 5.0
+"""How long the clients play on after the last fault."""
+
+
+@dataclass
+class Options:
+    duration: float = 120.0
+    failovers: int = 4
+    seed: int = 1
+    tables: int = 12
+    min_replicas: int = 1
+    forced_failover: bool = False  # CLUSTER FAILOVER FORCE among the failovers
+    deadline_tables: bool = True  # a third of the tables with 1 s deadlines and auto_resolve
+    other_faults: bool = True  # API node, dispatcher, PostgreSQL, replica kills between them
+
+
+def run(options: Options) -> dict[str, Any]:
+    rng = random.Random(options.seed)
+    kinds = (*SURVIVED, "failover_force") if options.forced_failover else SURVIVED
+    plan = schedule(options.failovers, kinds, options.other_faults, rng)
+    tables = [f"chaos-{options.seed}-{n}" for n in range(options.tables)]
+    history = History()
+    with Topology(options.min_replicas) as topology, Receiver(seed=options.seed) as receiver:
+        hook = requests.post(
+            topology.api[0].base + "/v1/webhooks",
+            json={"url": receiver.url, "events": list(EVENT_NAMES)},
+            headers={"Authorization": f"Bearer {OPERATOR_KEY}"},
+            timeout=10,
+        )
+        hook.raise_for_status()
+        stop = threading.Event()
+        injector = Injector(topology, plan, options.duration / (len(plan) + 1), rng, tables)
+        started = time.monotonic()
+        with ThreadPoolExecutor(1) as pool:
+            bases = [node.base for node in topology.api]
+            players = [
+                TablePlayer(
+                    Client(bases, history, stop),
+                    table,
+                    options.deadline_tables and n % 3 == 0,
+                    random.Random(rng.random()),
+                )
+                for n, table in enumerate(tables)
+            ]
+            faults = pool.submit(injector.run)
+            playing = ThreadPoolExecutor(len(players))
+            games = [playing.submit(play, player, stop) for player in players]
+            time.sleep(max(0.0, options.duration - (time.monotonic() - started)))
+            faults.result()  # every fault of the plan is made, however long they took
+            time.sleep(AFTER_S)  # and the service is seen playing on after the last one
+            stop.set()
+            for game in games:
+                game.result()
+            playing.shutdown()
+        for fault in injector.faults:
+            if fault.kind in MASTER_FAULTS:
+                measure(fault, tables, history.attempts)
+        observed = read_back(topology, history, receiver, tables)
+        exits, uncaught = topology.dispatcher_exits(), topology.uncaught()
+    violations, counts = checker.check(observed, tables)
+    report = _report(options, started, history, injector, observed, violations, counts)
+    report["dispatcher_exits"], report["uncaught"] = exits, uncaught
+    _keep(topology.workdir, history, report)
+    return report
+
+
+def _keep(workdir: Path, history: History, report: dict[str, Any]) -> None:
+    """The processes' logs and the history (JSON lines) stay in `workdir` after a run that
+    found a violation (its path in the report); a clean run leaves nothing behind."""
+    if not report["violations"]:
+        shutil.rmtree(workdir, ignore_errors=True)
+        return
+    with open(workdir / "history.jsonl", "wb") as out:
+        for record in history.records:
+            out.write(orjson.dumps(dataclasses.asdict(record)) + b"\n")
+    report["workdir"] = str(workdir)
+
+
+def _report(
+    options: Options,
+    started: float,
+    history: History,
+    injector: Injector,
+    observed: checker.Observed,
+    violations: list[checker.Violation],
+    counts: dict[str, int],
+) -> dict[str, Any]:
+    """The run's figures; times in seconds from the run's start (its first command)."""
+    failovers = [f for f in injector.faults if f.kind in MASTER_FAULTS]
+    gaps = [f.unavailable_s for f in failovers if f.unavailable_s is not None]
+    lost = " ".join(detail for kind, detail in violations if kind == "lost")
+    late = checker.deadline_lateness(observed, observed.redis)
+    return {
+        "options": vars(options),
+        "played_s": round(max(r.answered or r.sent for r in history.records) - started, 1),
+        "commands": len(history.records),
+        "acknowledged": counts.get("acknowledged", 0),
+        "lost": counts.get("lost", 0),
+        "lost_commands": [_lost(r, started) for r in history.records if r.key in lost],
+        "forked_tables": len({d.split("@")[0].split(":")[0] for k, d in violations if k == "fork"}),
+        "outcome_unknown": sum(1 for r in history.records if r.status is None),
+        "server_errors_500": history.server_errors,
+        "faults": [
+            {
+                "kind": f.kind,
+                "target": f.target,
+                "at_s": round(f.started - started, 1),
+                "settled_s": round((f.settled or f.started) - f.started, 1),
+                "unavailable_s": None if f.unavailable_s is None else round(f.unavailable_s, 2),
+                "failed_attempts": f.failed_commands,
+                "tables": f.tables,
+            }
+            for f in injector.faults
+        ],
+        "fault_errors": injector.errors,
+        "unavailability_s": {
+            "max": round(max(gaps), 2) if gaps else None,
+            "median": round(statistics.median(gaps), 2) if gaps else None,
+        },
+        "deadlines_acted_on": {
+            "count": len(late),
+            "late_s_median": round(statistics.median(late), 2) if late else None,
+            "late_s_max": round(max(late), 2) if late else None,
+        },
+        "audits_ok": sum(1 for r in observed.audits.values() if r and r.get("ok")),
+        "audits": len(observed.audits),
+        "webhooks_received": len(observed.webhooks),
+        "violations": [{"kind": k, "detail": d} for k, d in violations],
+    }
+
+
+def _lost(record: Record, started: float) -> dict[str, Any]:
+    version = record.answer.get("version")
+    answered = round((record.answered or 0) - started, 2)
+    return {"table": record.table, "command": record.command, "key": record.key,
+            "version": version, "answered_s": answered}  # fmt: skip
+
+
+def text(report: dict[str, Any]) -> str:
+    """The report for people."""
+    lines = [
+        f"played {report['played_s']} s: {report['commands']} commands, "
+        f"{report['acknowledged']} acknowledged, {report['lost']} lost, "
+        f"{report['forked_tables']} tables forked, "
+        f"{report['outcome_unknown']} outcome unknown, {report['server_errors_500']} 500s",
+        f"audits ok: {report['audits_ok']} of {report['audits']}; webhooks received: "
+        f"{report['webhooks_received']}; dispatcher exits: {report['dispatcher_exits']}; "
+        f"uncaught exceptions: {report['uncaught']}",
+        f"unavailability per failover (s): {report['unavailability_s']}",
+        f"deadlines acted on by the dispatchers: {report['deadlines_acted_on']}",
+    ]
+    for fault in report["faults"]:
+        lines.append(f"  {fault}")
+    lines += [f"fault not injected: {e}" for e in report["fault_errors"]]
+    lines += [f"  lost: {c}" for c in report["lost_commands"]]
+    kinds = Counter(v["kind"] for v in report["violations"])
+    lines.append(f"violations: {len(report['violations'])} {dict(sorted(kinds.items()))}")
+    lines += [f"  {v['kind']}: {v['detail']}" for v in report["violations"][:50]]
+    if "workdir" in report:
+        lines.append(f"logs and history kept in {report['workdir']}")
+    return "\n".join(lines)
