@@ -14,7 +14,14 @@ from datetime import datetime
 from typing import Any
 
 from service.rules.errors import InvalidCommand
-from service.rules.limit_changes import Profile, blocked_until, change_limits, effective, profile
+from service.rules.limit_changes import (
+    Profile,
+    blocked_until,
+    change_limits,
+    effective,
+    outbox_entry,
+    profile,
+)
 from service.rules.limits import Allowance, Limits
 from service.rules.protection import SessionLimits
 from service.rules.state import TableState
@@ -46,7 +53,7 @@ class MoneyUses:
     tables: Tables
     ledger: LedgerBook | None
     follower: Catcher | None
-    end_sessions: Callable[[str, str, str, str], int]  # (ProtectionUses')
+    apply_protection: Callable[[str, str, dict[str, Any]], int]  # (ProtectionUses')
 
     def _ledger(self) -> LedgerBook:
         if self.ledger is None:
@@ -120,18 +127,19 @@ class MoneyUses:
     ) -> Outcome:
         """Change a player's limits in the operator's tenant (`asked`: field -> value): a
         stricter value at once, a looser one 24 h later. A time-out or exclusion that starts
-        now ends the player's sessions at the tenant's tables (`end_sessions`)."""
+        now ends the player's sessions at the tenant's tables, a lowered reality check or
+        session limit applies there at once: recorded with the limits (an outbox entry) and
+        applied now (`apply_protection`), or by a dispatcher if this process dies first."""
         require(caller, OPERATOR)
         store = self._ledger()
         tenant = caller.tenant or DEFAULT_TENANT
         now = self.tables.now()
         before = self._limits_of(tenant, [player_id])[player_id]
         after = change_limits(before, asked, now, self._profile(tenant))
-        store.set_limits(tenant, player_id, after)
-        started = blocked_until(after, now)
-        if started is not None and started != blocked_until(before, now):
-            reason = "excluded" if started == after.excluded_until else "timeout"
-            self.end_sessions(tenant, player_id, reason, started)
+        entry = outbox_entry(before, after, now)
+        store.set_limits(tenant, player_id, after, entry)
+        if entry is not None:
+            self.apply_protection(tenant, player_id, entry)
         return replace(self.player_limits(caller, player_id), effect="changed")
 
     def protection_profile(self, caller: Caller, tenant: str | None = None) -> Outcome:

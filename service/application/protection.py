@@ -1,6 +1,8 @@
 """Player protection's use cases at the tables: away and back, the answer to a reality
-check, and ending a player's sessions at every table of the tenant when a time-out or an
-exclusion starts (docs/api.md, "Player protection"). The rules decide (service.rules.protection);
+check, and applying a limits change at every table of the tenant where the player sits (a
+time-out or exclusion that started ends the session, a lowered limit tightens it; docs/api.md,
+"Player protection"): through an outbox entry written with the limits, applied by the writer
+and, if it died first, by a dispatcher's sweep. The rules decide (service.rules.protection);
 the limits themselves are the money use cases'."""
 
 from __future__ import annotations
@@ -9,13 +11,23 @@ from functools import partial
 from typing import Any
 
 from service.rules import events as ev
-from service.rules.decide import AnswerRealityCheck, ComeBack, Command, EndSession, GoAway
-from service.rules.errors import GutsError
+from service.rules.decide import (
+    AnswerRealityCheck,
+    ComeBack,
+    Command,
+    EndSession,
+    GoAway,
+    TightenSession,
+)
+from service.rules.errors import InvalidCommand, RuleViolation
+from service.rules.protection import SessionLimits
 from service.rules.state import TableState
+from service.rules.times import parse_iso
 from service.rules.views import OPERATOR
-from service.tables import Answer, TableQuarantined, Tables
+from service.tables import Answer, TableNotFound, TableQuarantined, Tables
 
 from .access import Caller, require_operator_or_player_of
+from .ports import LedgerBook
 from .values import NO_CONDITIONS, Conditions, Outcome, checked_table_id
 
 
@@ -43,6 +55,7 @@ class ProtectionUses:
     """The protection use cases at the tables (mixed into `TableService`)."""
 
     tables: Tables
+    ledger: LedgerBook | None
 
     def _for_seat(
         self,
@@ -91,31 +104,54 @@ class ProtectionUses:
         make = partial(AnswerRealityCheck, seat, answer)
         return self._for_seat(caller, table_id, make, seat, conditions)
 
-    def end_sessions(self, tenant: str, player_id: str, reason: str, until: str) -> int:
-        """End `player_id`'s session at each of `tenant`'s tables where they sit (a time-out
-        or exclusion that started: `reason`, until `until`); returns at how many tables. Each
-        table's command is decided once: the rules end a session once (a second is refused),
-        and it carries an idempotency key made of the break, so a retry is answered again."""
+    def apply_protection(self, tenant: str, player_id: str, entry: dict[str, Any]) -> int:
+        """Apply a limits change's outbox `entry` (`outbox_entry`) at each of `tenant`'s tables
+        where `player_id` sits, then drop it (unless a newer one replaced it); returns at how
+        many tables it changed something. Each table's command is decided once: the rules end
+        a session or tighten it once (a second is refused), and it carries the entry's id as
+        its idempotency key, so a retry after a crash is answered again, not applied twice. A
+        failure that may have applied (an unknown outcome, a store away) leaves the entry for
+        a dispatcher's sweep (`apply_due_protection`)."""
         listing = self.tables.listing
-        if listing is None:
+        if listing is None or self.ledger is None:
             return 0
-        ended, after = 0, None
-        key = f"protection:{player_id}:{reason}:{until}"
+        command: Command = TightenSession(
+            player_id,
+            SessionLimits(entry["reality_check_minutes"], entry["session_limit_minutes"]),
+        )
+        if entry["reason"] is not None:
+            command = EndSession(player_id, entry["reason"], entry["until"])
+        key = f"protection:{player_id}:{entry['id']}"
+        changed, after = 0, None
         while True:
             ids, after = listing.page(after, 200, tenant)
-            for table_id in ids:
-                ended += self._end_session_at(table_id, player_id, reason, until, key)
+            changed += sum(self._apply_at(table_id, player_id, command, key) for table_id in ids)
             if after is None:
-                return ended
+                break
+        self.ledger.applied(tenant, player_id, entry)
+        return changed
 
-    def _end_session_at(
-        self, table_id: str, player_id: str, reason: str, until: str, key: str
-    ) -> int:
+    def apply_due_protection(self, grace_s: float) -> int:
+        """Apply every tenant's outbox entries older than `grace_s` (their writer had that long
+        to apply them itself): a dispatcher's sweep. How many entries."""
+        if self.ledger is None:
+            return 0
+        now = self.tables.now()
+        due = [
+            (tenant, player_id, entry)
+            for tenant, player_id, entry in self.ledger.outbox()
+            if (now - parse_iso(entry["at"])).total_seconds() >= grace_s
+        ]
+        for tenant, player_id, entry in due:
+            self.apply_protection(tenant, player_id, entry)
+        return len(due)
+
+    def _apply_at(self, table_id: str, player_id: str, command: Command, key: str) -> int:
         try:
             state = self.tables.load(table_id)
             if not any(s.player_id == player_id for s in state.seated()):
                 return 0
-            self.tables.execute(table_id, EndSession(player_id, reason, until), idempotency_key=key)
-        except (GutsError, TableQuarantined):
-            return 0  # not seated there any more, already ending, or the table is set aside
+            self.tables.execute(table_id, command, idempotency_key=key)
+        except (RuleViolation, InvalidCommand, TableQuarantined, TableNotFound):
+            return 0  # not seated there any more, already applied, or the table is set aside
         return 1

@@ -202,6 +202,14 @@ def check_protection(state: TableState, event: ev.Event) -> None:
     if isinstance(event, pe.ProtectionSet):
         if event.player_id != holder.player_id:
             raise ValueError("the limits set are not for the player at the seat")
+        if holder.joined == state.version:
+            return  # the session's first limits, with its seating
+        for was, now_set in (
+            (holder.reality_check_minutes, event.reality_check_minutes),
+            (holder.session_limit_minutes, event.session_limit_minutes),
+        ):
+            if was is not None and (now_set is None or now_set > was):
+                raise ValueError("a session's limits loosened while it runs")
     elif isinstance(event, pe.RealityCheck):
         _require_due(state, REALITY_CHECK, seat, now)
         require_same(reality_check(state, seat, now), event, "reality check")

@@ -196,6 +196,15 @@ class EndSession:
 
 
 @dataclass(frozen=True)
+class TightenSession:
+    """`player_id`'s limits were lowered while they may be seated here: their session runs
+    under the stricter ones at once (the application's command, from the limits)."""
+
+    player_id: str
+    limits: SessionLimits
+
+
+@dataclass(frozen=True)
 class ActWhenDue:
     """Whatever falls due at `now` (the clock's command: `service.rules.clock`)."""
 
@@ -221,6 +230,7 @@ Command = (
     | ComeBack
     | AnswerRealityCheck
     | EndSession
+    | TightenSession
     | ActWhenDue
 )
 """Any game command."""
@@ -271,6 +281,8 @@ def decide(state: TableState, now: datetime, command: Command) -> list[ev.Event]
             return protection.answer_reality_check(state, seat, answer, by, now)
         case EndSession(player_id, reason, until):
             return protection.end_session_of(state, player_id, reason, until, now)
+        case TightenSession(player_id, limits):
+            return protection.tighten_session_of(state, player_id, limits, now)
         case ActWhenDue():
             return act_when_due(state, now)
         case _:

@@ -10,6 +10,8 @@ applies what has come due. Nothing here reads the clock.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -123,3 +125,35 @@ def blocked_until(limits: Limits, now: datetime) -> str | None:
     runs at `now`)."""
     ends = [u for u in (limits.timeout_until, limits.excluded_until) if u and parse_iso(u) > now]
     return max(ends, key=parse_iso) if ends else None
+
+
+def _lowered(before: int | None, after: int | None) -> bool:
+    return after is not None and (before is None or after < before)
+
+
+def outbox_entry(before: Limits, after: Limits, now: datetime) -> dict[str, Any] | None:
+    """What of the change from `before` to `after` (both in effect at `now`) the player's
+    sessions at the tables must take at once, or None: a time-out or exclusion that started
+    (`reason`, `until`), a reality check or session limit lowered. The entry carries the break
+    running and both session limits as they now are (the newest entry carries everything), its
+    moment (`at`) and an `id` derived from them (the tables' idempotency key)."""
+    until = blocked_until(after, now)
+    started = until is not None and until != blocked_until(before, now)
+    lowered = _lowered(before.reality_check_minutes, after.reality_check_minutes) or _lowered(
+        before.session_limit_minutes, after.session_limit_minutes
+    )
+    if not (started or lowered):
+        return None
+    entry: dict[str, Any] = {
+        "reason": None if until is None else _break_reason(after, until),
+        "until": until,
+        "reality_check_minutes": after.reality_check_minutes,
+        "session_limit_minutes": after.session_limit_minutes,
+        "at": iso(now),
+    }
+    digest = hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()[:16]
+    return {"id": digest, **entry}
+
+
+def _break_reason(limits: Limits, until: str) -> str:
+    return "excluded" if until == limits.excluded_until else "timeout"

@@ -147,6 +147,31 @@ def end_session_of(
     raise NothingToEnd(f"player {player_id!r} has no session at this table to end")
 
 
+def tighten_session_of(
+    state: TableState, player_id: str, limits: SessionLimits, now: datetime
+) -> list[ev.Event]:
+    """Limits lowered while `player_id` is seated here take effect at once: a `ProtectionSet`
+    with, of each limit, the stricter of the session's and `limits`' (a check or the session's
+    end that is already past falls due at once). `NothingToEnd` when they are not seated, their
+    session is ending, or it already runs under limits as strict (a retry changes nothing)."""
+    require_table(state)
+    for holder in state.seated():
+        if holder.player_id != player_id or holder.leaving:
+            continue
+        check = _stricter(holder.reality_check_minutes, limits.reality_check_minutes)
+        end = _stricter(holder.session_limit_minutes, limits.session_limit_minutes)
+        if (check, end) == (holder.reality_check_minutes, holder.session_limit_minutes):
+            break
+        return protection_set(holder.seat, player_id, SessionLimits(check, end), now)
+    raise NothingToEnd(f"player {player_id!r} has no session here that these limits tighten")
+
+
+def _stricter(now_runs: int | None, asked: int | None) -> int | None:
+    if asked is None:
+        return now_runs
+    return asked if now_runs is None else min(now_runs, asked)
+
+
 # --- away and back --------------------------------------------------------------------------
 
 

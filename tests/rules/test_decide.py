@@ -33,12 +33,14 @@ from service.rules.decide import (
     SetClientSeed,
     SitIn,
     SitOut,
+    TightenSession,
     TopUp,
     VoidHand,
     decide,
 )
 from service.rules.errors import RuleViolation
 from service.rules.limits import Allowance, LossLimitReached
+from service.rules.protection import SessionLimits
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState
 
@@ -156,6 +158,11 @@ CASES: list[tuple[Command, Callable[[], Table], Direct]] = [
         lambda s, now: protection.end_session_of(
             s, "p1", "timeout", "2027-01-01T00:00:00.000Z", now
         ),
+    ),
+    (
+        TightenSession("p1", SessionLimits(5, None)),
+        _dealt,
+        lambda s, now: protection.tighten_session_of(s, "p1", SessionLimits(5, None), now),
     ),
     (ActWhenDue(), _past_deadline, clock.act_when_due),
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -160,7 +161,7 @@ def _protect(t: Table, action: str, data: st.DataObject) -> None:
         limits = SessionLimits(
             data.draw(st.sampled_from([None, 1, 2])), data.draw(st.sampled_from([None, 3, 9]))
         )
-        t.apply(protection.protection_set(seat, state.seats[seat].player_id, limits, t.now))
+        t.apply(protection.tighten_session_of(state, state.seats[seat].player_id, limits, t.now))
     elif action == "due":
         t.apply(clock.act_when_due(state, t.now))
     elif action == "later":
@@ -207,3 +208,17 @@ def test_chips_are_conserved_with_protection_events_drawn_at_random(players, dat
             pass  # refused: no events
     assert replay(t.log).to_data() == t.state.to_data()  # (the harness checked every event)
     _redecided(t.log)
+
+
+def test_lowered_limits_tighten_a_running_session_once_and_never_loosen_it():
+    t = Table(players=2)
+    t.apply(protection.protection_set(0, "p0", SessionLimits(60, 300), t.now))
+    (tightened,) = t.apply(
+        protection.tighten_session_of(t.state, "p0", SessionLimits(None, 30), t.now)
+    )
+    assert (tightened.reality_check_minutes, tightened.session_limit_minutes) == (60, 30)
+    for looser in (SessionLimits(None, 30), SessionLimits(90, 45), SessionLimits()):
+        with pytest.raises(protection.NothingToEnd):  # (a retry, or looser: nothing changes)
+            protection.tighten_session_of(t.state, "p0", looser, t.now)
+    with pytest.raises(protection.NothingToEnd):
+        protection.tighten_session_of(t.state, "nobody", SessionLimits(1, 1), t.now)
