@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -27,6 +26,7 @@ from service.projections.ledger import LedgerStore
 from service.rules.times import iso, parse_iso
 from service.tables import Tables
 from tests.apiclient import Api
+from tests.test_nodes import _eventually
 from tests.workers.test_deadlines import Clock
 from workers.dispatcher import Dispatcher
 
@@ -46,13 +46,7 @@ def _events(api: Api, table: str) -> list[dict[str, Any]]:
 
 
 def _wait_for(found: Callable[[], Any], within_s: float = 30.0) -> Any:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        result = found()
-        if result:
-            return result
-        time.sleep(0.05)
-    raise AssertionError("not within the deadline")
+    return _eventually(found, within_s)
 
 
 def _typed(api: Api, table: str, kind: str) -> list[dict[str, Any]]:
