@@ -41,8 +41,9 @@ from service.eventlog.due_index import DueIndex
 from service.eventlog.store import CorruptLog, StoreUnavailable
 from service.eventlog.table_list import TableList
 from service.eventlog.vitals import Vitals
-from service.infrastructure import event_store, queue_client
+from service.infrastructure import event_store, ledger_of, queue_client
 from service.pacing import Backoff
+from service.projections.ledger import LedgerStore
 from service.tables import OutcomeUnknown, Tables
 
 log = logging.getLogger("guts.dispatcher")
@@ -218,10 +219,26 @@ def build_dispatcher(
     settings: Settings, client: redis.Redis, archive: Archive | None = None
 ) -> Dispatcher:
     """A dispatcher on `client` for the tables under `settings.key_prefix`."""
+    usecases, index = _usecases(settings, client, archive)
+    return Dispatcher(usecases, index, vitals=Vitals(client, prefix=settings.key_prefix))
+
+
+def protection_service(
+    settings: Settings, client: redis.Redis, archive: Archive | None = None
+) -> TableService:
+    """The use cases the protection duty needs: the tables (as the clock's) and the limits."""
+    return _usecases(settings, client, archive, ledger_of(settings, client, archive))[0]
+
+
+def _usecases(
+    settings: Settings,
+    client: redis.Redis,
+    archive: Archive | None,
+    ledger: LedgerStore | None = None,
+) -> tuple[TableService, DueIndex]:
     store = event_store(settings, client, archive)
     index = DueIndex(client, prefix=settings.key_prefix)
     listing = TableList(client, prefix=settings.key_prefix)
     tables = Tables(store, index=index, listing=listing)
     jobs = QueuedJobs(client, queue_client(settings, client), settings.key_prefix)
-    usecases = TableService(tables, jobs)
-    return Dispatcher(usecases, index, vitals=Vitals(client, prefix=settings.key_prefix))
+    return TableService(tables, jobs, ledger=ledger), index

@@ -5,7 +5,8 @@ in a module of its own:
 - the followers (``workers.following``): the projections and the archive, one dispatcher at a
   time, in threads of their own, so a slow projection never delays a deadline;
 - the webhook attempts (``workers.webhook_queue``), in a thread of its own;
-- the casino wallets' pending transactions (``workers.wallet_duty``), in a thread of its own.
+- the casino wallets' pending transactions (``workers.wallet_duty``), in a thread of its own;
+- the limits changes still to apply at the tables (``workers.protection_duty``), likewise.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from service.infrastructure import open_archive, queue_client, store_client, wal
 from service.pacing import Heartbeat
 from service.projections.lease import Lease, run_while_holding
 from service.projections.webhooks import WebhookStore
-from workers.clock import Dispatcher, DispatchTimes, build_dispatcher
+from workers.clock import Dispatcher, DispatchTimes, build_dispatcher, protection_service
 from workers.following import ARCHIVE_SETTLE_S, build_archiver, build_follower, projections
+from workers.protection_duty import run_protection_duty
 from workers.wallet_duty import run_wallet_duty
 from workers.webhook_queue import queue_webhooks, webhook_schedule
 
@@ -106,6 +108,14 @@ def run_dispatcher(settings: Settings, heartbeat: Heartbeat | None = None) -> in
             target=run_wallet_duty,
             args=(wallet_of(settings, client), stop),
             name="wallet",
+            daemon=True,
+        )
+    )
+    threads.append(
+        threading.Thread(
+            target=run_protection_duty,
+            args=(protection_service(settings, client, archive), stop),
+            name="protection",
             daemon=True,
         )
     )

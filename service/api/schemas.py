@@ -195,6 +195,22 @@ class PlayerLimits(Strict):
         required=True, allow_none=True, validate=validate.Range(min=0, max=MAX_CHIPS)
     )
     excluded_until = fields.AwareDateTime(required=True, allow_none=True, format="iso")
+    # Player protection: absent leaves the value as it is.
+    reality_check_minutes = Int(allow_none=True, validate=validate.Range(min=1, max=24 * 60))
+    session_limit_minutes = Int(allow_none=True, validate=validate.Range(min=1, max=7 * 24 * 60))
+    timeout_until = fields.AwareDateTime(allow_none=True, format="iso")
+
+
+class ProtectionProfile(Strict):
+    """A tenant's player-protection profile."""
+
+    profile = fields.String(required=True, validate=validate.Length(min=1, max=40))
+
+
+class RealityCheckAnswer(Strict):
+    """The answer to a reality check: go on playing, or stop."""
+
+    carry_on = fields.Boolean(required=True, data_key="continue", truthy={True}, falsy={False})
 
 
 class Webhook(Strict):
@@ -264,6 +280,8 @@ HANDS_QUERY = HandsQuery()
 COLLUSION_REQUEST = CollusionRequest()
 TENANT_QUERY = TenantQuery()
 PLAYER_LIMITS = PlayerLimits()
+PROTECTION_PROFILE = ProtectionProfile()
+REALITY_CHECK_ANSWER = RealityCheckAnswer()
 WEBHOOK = Webhook()
 WALLET = WalletSettings()
 WALLET_TRANSACTIONS_QUERY = WalletTransactionsQuery()

@@ -44,7 +44,7 @@ def seated(issue_token: IssueToken) -> Tell:
     """A player was seated: where, their stack, and the token `issue_token` makes them."""
 
     def tell(state: TableState, events: list[ev.Event]) -> Answer:
-        (sat,) = events
+        sat = events[0]  # (then the limits its session runs under, if any)
         assert isinstance(sat, ev.PlayerSeated)
         holder = state.seats[sat.seat]
         facts = {

@@ -8,12 +8,22 @@ first catches that table up itself, so it counts the table's latest movements.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
 from datetime import datetime
+from typing import Any
 
 from service.rules.errors import InvalidCommand
+from service.rules.limit_changes import (
+    Profile,
+    blocked_until,
+    change_limits,
+    effective,
+    outbox_entry,
+    profile,
+)
 from service.rules.limits import Allowance, Limits
+from service.rules.protection import SessionLimits
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
 from service.tables import TableNotFound, TableQuarantined, Tables
@@ -43,6 +53,7 @@ class MoneyUses:
     tables: Tables
     ledger: LedgerBook | None
     follower: Catcher | None
+    apply_protection: Callable[[str, str, dict[str, Any]], int]  # (ProtectionUses')
 
     def _ledger(self) -> LedgerBook:
         if self.ledger is None:
@@ -87,29 +98,63 @@ class MoneyUses:
 
     # --- limits -------------------------------------------------------------------------------
 
+    def _profile(self, tenant: str) -> Profile:
+        return profile(self._ledger().profile(tenant))
+
+    def _limits_of(self, tenant: str, player_ids: Sequence[str]) -> dict[str, Limits]:
+        """Each player's limits in effect now: their own, else the tenant profile's defaults."""
+        if self.ledger is None:
+            return {}
+        now = self.tables.now()
+        stored = self.ledger.limits(tenant, list(player_ids))
+        defaults = self._profile(tenant).defaults
+        return {pid: effective(stored.get(pid, defaults), now) for pid in player_ids}
+
     def player_limits(self, caller: Caller, player_id: str, tenant: str | None = None) -> Outcome:
-        """A player's limits in the tenant, with their current 24 h net loss (operators and
-        auditors; a regulator names the tenant)."""
+        """A player's limits in the tenant as in effect now (with the changes that wait out
+        their 24 h in `pending`), their current 24 h net loss and the tenant's profile
+        (operators and auditors; a regulator names the tenant)."""
         require(caller, OPERATOR, AUDITOR)
         store = self._ledger()
         tenant = ledger_tenant(caller, tenant)
-        limits = store.limits(tenant, [player_id]).get(player_id, Limits())
+        limits = self._limits_of(tenant, [player_id])[player_id]
         loss = store.net_loss(tenant, player_id, _ms(self.tables.now()))
-        return Outcome("found", {"player_id": player_id, **asdict(limits), "net_loss_24h": loss})
+        body = {"player_id": player_id, **asdict(limits), "net_loss_24h": loss}
+        return Outcome("found", {**body, "profile": store.profile(tenant)})
 
     def set_player_limits(
-        self,
-        caller: Caller,
-        player_id: str,
-        loss_limit_24h: int | None,
-        excluded_until: str | None,
+        self, caller: Caller, player_id: str, asked: Mapping[str, Any]
     ) -> Outcome:
-        """Set a player's limits in the operator's tenant (replacing any before)."""
+        """Change a player's limits in the operator's tenant (`asked`: field -> value): a
+        stricter value at once, a looser one 24 h later. A time-out or exclusion that starts
+        now ends the player's sessions at the tenant's tables, a lowered reality check or
+        session limit applies there at once: recorded with the limits (an outbox entry) and
+        applied now (`apply_protection`), or by a dispatcher if this process dies first."""
         require(caller, OPERATOR)
         store = self._ledger()
         tenant = caller.tenant or DEFAULT_TENANT
-        store.set_limits(tenant, player_id, Limits(loss_limit_24h, excluded_until))
+        now = self.tables.now()
+        before = self._limits_of(tenant, [player_id])[player_id]
+        after = change_limits(before, asked, now, self._profile(tenant))
+        entry = outbox_entry(before, after, now)
+        store.set_limits(tenant, player_id, after, entry)
+        if entry is not None:
+            self.apply_protection(tenant, player_id, entry)
         return replace(self.player_limits(caller, player_id), effect="changed")
+
+    def protection_profile(self, caller: Caller, tenant: str | None = None) -> Outcome:
+        """The tenant's player-protection profile and the defaults it gives its players."""
+        require(caller, OPERATOR, AUDITOR)
+        tenant = ledger_tenant(caller, tenant)
+        return Outcome("found", _profile_body(tenant, self._profile(tenant)))
+
+    def set_protection_profile(self, caller: Caller, name: str) -> Outcome:
+        """Set the operator's tenant's profile (`default`, `ukgc`, `agco`)."""
+        require(caller, OPERATOR)
+        chosen = profile(name)
+        tenant = caller.tenant or DEFAULT_TENANT
+        self._ledger().set_profile(tenant, chosen.name)
+        return Outcome("changed", _profile_body(tenant, chosen))
 
     # --- what the game's use cases ask --------------------------------------------------------
 
@@ -121,7 +166,7 @@ class MoneyUses:
         wanted = list(dict.fromkeys(player_ids))
         limited = {
             pid: limits.loss_limit_24h
-            for pid, limits in self.ledger.limits(state.tenant, wanted).items()
+            for pid, limits in self._limits_of(state.tenant, wanted).items()
             if limits.loss_limit_24h is not None
         }
         if not limited:
@@ -130,12 +175,18 @@ class MoneyUses:
         losses = self.ledger.net_losses(state.tenant, list(limited), _ms(self.tables.now()))
         return {pid: Allowance(limit, losses[pid]) for pid, limit in limited.items()}
 
-    def excluded_until(self, state: TableState, player_id: str) -> str | None:
-        """When `player_id`'s exclusion in the table's tenant ends (None: not excluded)."""
-        if self.ledger is None:
-            return None
-        limits = self.ledger.limits(state.tenant, [player_id]).get(player_id)
-        return limits.excluded_until if limits is not None else None
+    def seating_limits(self, state: TableState, player_id: str) -> tuple[str | None, SessionLimits]:
+        """When `player_id`'s exclusion or time-out in the table's tenant ends (None: neither
+        runs), and the limits their session there runs under."""
+        limits = self._limits_of(state.tenant, [player_id]).get(player_id, Limits())
+        session = SessionLimits(limits.reality_check_minutes, limits.session_limit_minutes)
+        return blocked_until(limits, self.tables.now()), session
+
+
+def _profile_body(tenant: str, chosen: Profile) -> dict[str, Any]:
+    defaults = asdict(chosen.defaults)
+    defaults.pop("pending")
+    return {"tenant": tenant, "profile": chosen.name, "defaults": defaults}
 
 
 def _ms(moment: datetime) -> int:

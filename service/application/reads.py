@@ -16,7 +16,15 @@ from service.rules import events as ev
 from service.rules.history import hand_history
 from service.rules.state import TableState
 from service.rules.times import iso
-from service.rules.views import AUDITOR, OPERATOR, Viewer, event_view, table_status, table_view
+from service.rules.views import (
+    AUDITOR,
+    OPERATOR,
+    Viewer,
+    event_view,
+    may_see,
+    table_status,
+    table_view,
+)
 from service.tables import LogUnreadable, TableNotFound, TableQuarantined, Tables
 
 from .access import (
@@ -38,7 +46,11 @@ def render_events(
 ) -> list[dict[str, Any]]:
     """Events as `viewer` may see them, the table being at `state`: what `/events` returns
     and the live feed sends."""
-    return [{"version": v, **event_view(e, state, viewer, v)} for v, e in read]
+    return [
+        {"version": v, **event_view(e, state, viewer, v)}
+        for v, e in read
+        if may_see(e, viewer, v)  # (a player's protection events are theirs)
+    ]
 
 
 @dataclass

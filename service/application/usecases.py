@@ -58,6 +58,7 @@ from .errors import Forbidden
 from .hooks import WebhookUses
 from .money import MoneyUses
 from .ports import Catcher, LedgerBook, WalletBook, WebhookRegistry
+from .protection import ProtectionUses
 from .reads import TableReads
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, Subject, checked_table_id
 from .wallet import WalletUses
@@ -73,7 +74,7 @@ def _outcome(table_id: str, result: Result) -> Outcome:
 
 
 @dataclass
-class TableService(TableReads, MoneyUses, WebhookUses, WalletUses):
+class TableService(TableReads, MoneyUses, WebhookUses, WalletUses, ProtectionUses):
     """Every use case of the tables kept by `tables` (the reading ones are `TableReads`', the
     ledger's and limits' `MoneyUses`'). `issue_token` makes a seated player's token (None:
     nobody can be seated through this one, as in the dispatcher); `sandbox` allows stacked
@@ -171,14 +172,17 @@ class TableService(TableReads, MoneyUses, WebhookUses, WalletUses):
         conditions: Conditions = NO_CONDITIONS,
     ) -> Outcome:
         """Seat `player_id` with `buy_in` chips (at `seat`, or the first free one), unless they
-        are excluded; the facts carry the player's token."""
+        are excluded or on a time-out; their session runs under their limits (reality checks,
+        a session limit); the facts carry the player's token."""
         require(caller, OPERATOR)
         if self.issue_token is None:
             raise Forbidden("players cannot be seated here (no tokens can be issued)")
 
         def command(state: TableState) -> Command:
-            excluded = self.excluded_until(state, player_id)
-            return SeatPlayer(player_id, buy_in, seat, excluded)
+            if self.ledger is None:
+                return SeatPlayer(player_id, buy_in, seat)
+            blocked, limits = self.seating_limits(state, player_id)
+            return SeatPlayer(player_id, buy_in, seat, blocked, limits=limits)
 
         tell = facts.seated(self.issue_token)
         return self._command(caller, checked_table_id(table_id), command, tell, conditions)

@@ -30,6 +30,7 @@ from service.rules import wallet as w
 from service.rules.decide import Command, SeatPlayer, TopUp
 from service.rules.errors import GutsError
 from service.rules.guards import seat_holder
+from service.rules.protection import SessionLimits
 from service.rules.seating import verify_seat_player, verify_top_up
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
@@ -51,7 +52,7 @@ class WalletUses:
     issue_token: IssueToken | None
 
     _command: Callable[..., Outcome]  # TableService's: a game command for the caller
-    excluded_until: Callable[[TableState, str], str | None]  # MoneyUses'
+    seating_limits: Callable[[TableState, str], tuple[str | None, SessionLimits]]  # MoneyUses'
 
     def _wallet(self, caller: Caller, *roles: str) -> tuple[WalletBook, str]:
         require(caller, *(roles or (OPERATOR,)))
@@ -118,13 +119,13 @@ class WalletUses:
         if self.issue_token is None:
             raise Forbidden("players cannot be seated here (no tokens can be issued)")
         state = self._table(caller, table_id)
-        excluded = self.excluded_until(state, player_id)
+        excluded, limits = self.seating_limits(state, player_id)
         record = self._kept_debit(till, conditions)
         if record is None:  # (a retry of a request that debited goes on where it was)
             now = self.tables.now()
             verify_seat_player(state, player_id, buy_in, seat, excluded_until=excluded, now=now)
             record = self._open_debit(till, conditions, w.BUY_IN, state, player_id, buy_in)
-        command = SeatPlayer(player_id, buy_in, seat, excluded, record["transaction_id"])
+        command = SeatPlayer(player_id, buy_in, seat, excluded, record["transaction_id"], limits)
         tell = facts.seated(self.issue_token)
         return self._debit_then_append(caller, till, record, command, tell, conditions)
 

@@ -44,13 +44,14 @@ from service.eventlog.store import (
     StoreUnavailable,
 )
 from service.rules import events as ev
+from service.rules import protection_events as pe
 from service.rules.commands import (
     end_table,
 )
 from service.rules.events import event_from_data
 from service.rules.state import TableState, evolve
 from service.rules.times import parse_iso
-from service.rules.views import AUDITOR, Viewer, table_view
+from service.rules.views import AUDITOR, PRIVATE_EVENTS, Viewer, table_view
 
 from .findings import Discrepancy
 from .redecide import (
@@ -58,6 +59,7 @@ from .redecide import (
     check_cards,
     check_dealt,
     check_decision,
+    check_protection,
     check_resolution,
     require_same,
 )
@@ -76,6 +78,9 @@ _CHIP_EVENTS = frozenset(
         ev.TableEnded,
     )
 )
+
+
+PROTECTION_TYPES = (*PRIVATE_EVENTS, pe.PlayerAway, pe.PlayerBack)
 
 
 @dataclass
@@ -149,6 +154,8 @@ def _apply(replay: _Replay, version: int, raw: bytes) -> ev.Event:
             require_same(expected, event, "end of the table")
         elif isinstance(event, ev.CommunityCardDealt | ev.CardsDrawn | ev.CardPassed):
             check_cards(replay.state, event)
+        elif isinstance(event, PROTECTION_TYPES):
+            check_protection(replay.state, event)
         elif isinstance(event, ev.DeclarationsRevealed):
             hand = replay.state.hand
             if hand is None or {**hand.decisions} != event.decisions:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
+from datetime import datetime
 
 from service.rules import events as ev
+from service.rules import protection_events as pe
 from service.rules.cards import hand_context, shuffled_deck
 from service.rules.client_seeds import seeds_for_deal
 from service.rules.commands import (
@@ -18,8 +20,19 @@ from service.rules.commands import (
     deal_from,
     verify_declare,
 )
+from service.rules.guards import seat_holder
 from service.rules.limits import Allowance
 from service.rules.play import draw_from
+from service.rules.protection import (
+    REALITY_CHECK,
+    SESSION_LIMIT,
+    forfeit,
+    protection_dues,
+    reality_check,
+    verify_answer,
+    verify_come_back,
+    verify_go_away,
+)
 from service.rules.settlement import settle
 from service.rules.state import TableState
 from service.rules.times import later, parse_iso
@@ -115,6 +128,9 @@ def check_decision(state: TableState, event: ev.DecisionMade) -> None:
         if event.deadline != deadline:
             raise ValueError(f"the decision's next deadline is not the rules' {deadline}")
         return
+    if event.by == "forfeit":
+        check_forfeit(state, event)
+        return
     if event.by == "platform":
         expected = close_at_deadline(state, now)[0]
     else:
@@ -173,3 +189,60 @@ def check_bet(state: TableState, event: ev.BetMade) -> None:
     else:
         (expected,) = bet(state, event.seat, event.action, now)
     require_same(expected, event, "bet")
+
+
+def check_protection(state: TableState, event: ev.Event) -> None:
+    """A protection event is what the rules make then: a reality check or a session limit
+    only once due (the check's minutes and net result the rules'), away and back and an
+    answer only where the rules take them, a session ended only once. (A time-out's or an
+    exclusion's start is the limits', not in the log: its `until` must be given.)"""
+    now = parse_iso(event.at)  # type: ignore[attr-defined]
+    seat: int = event.seat  # type: ignore[attr-defined]
+    holder = seat_holder(state, seat)
+    if isinstance(event, pe.ProtectionSet):
+        if event.player_id != holder.player_id:
+            raise ValueError("the limits set are not for the player at the seat")
+        if holder.joined == state.version:
+            return  # the session's first limits, with its seating
+        for was, now_set in (
+            (holder.reality_check_minutes, event.reality_check_minutes),
+            (holder.session_limit_minutes, event.session_limit_minutes),
+        ):
+            if was is not None and (now_set is None or now_set > was):
+                raise ValueError("a session's limits loosened while it runs")
+    elif isinstance(event, pe.RealityCheck):
+        _require_due(state, REALITY_CHECK, seat, now)
+        require_same(reality_check(state, seat, now), event, "reality check")
+    elif isinstance(event, pe.RealityCheckAnswered):
+        verify_answer(state, seat, event.answer)
+    elif isinstance(event, pe.PlayerAway):
+        if event.reason != "missed_deadlines":
+            verify_go_away(state, seat)
+        elif holder.away or not 0 < state.rules.away_after_missed <= holder.missed:
+            raise ValueError("away for missed deadlines the player did not miss")
+    elif isinstance(event, pe.PlayerBack):
+        verify_come_back(state, seat)
+    elif isinstance(event, pe.SessionEnded):
+        if holder.leaving:
+            raise ValueError("the session had ended already")
+        if event.reason == SESSION_LIMIT:
+            _require_due(state, SESSION_LIMIT, seat, now)
+        elif event.reason in ("timeout", "excluded") and event.until is None:
+            raise ValueError("a time-out or exclusion without its end")
+
+
+def _require_due(state: TableState, action: str, seat: int, now: datetime) -> None:
+    due = [d for d in protection_dues(state) if d.action == action and d.seat == seat]
+    if not due or now < parse_iso(due[0].at):
+        raise ValueError(f"a {action} for seat {seat} that was not due")
+
+
+def check_forfeit(state: TableState, event: ev.DecisionMade) -> None:
+    """A forfeit is the rules' for a player away or whose session ended."""
+    holder = seat_holder(state, event.seat)
+    if not (holder.away or holder.leaving):
+        raise ValueError("a forfeit for a player who is neither away nor leaving")
+    expected = forfeit(state, event.seat, parse_iso(event.at))
+    if not expected:
+        raise ValueError("a forfeit the rules would not make then")
+    require_same(expected[0], event, "forfeit")

@@ -19,6 +19,10 @@ table id, so no table's tag is ever this one), so every script touches one slot:
     P:{%ledger:T}:paid:<id>     zset   the player's pot movements, scored by time (epoch ms),
                                        members "<seq>:<amount>": their 24 h net loss
     P:{%ledger:T}:limits        hash   player id -> their limits (JSON)
+    P:{%ledger:T}:settings      hash   "profile" -> the tenant's player-protection profile
+    P:{%ledger:T}:outbox        hash   player id -> a limits change still to apply at the
+                                       tables where they sit (JSON; written with the limits)
+    P:%ledger:outbox-tenants    set    the tenants that ever had an outbox entry
 
 Entries are numbered in the order they are written (per tenant), so a page is "the entries
 after sequence number N": an unfiltered page is one HMGET of N+1..N+limit, a filtered one a
@@ -276,9 +280,65 @@ class LedgerStore:
         }
 
     @_reachable
-    def set_limits(self, tenant: str, player_id: str, limits: Limits) -> None:
-        """Set `player_id`'s limits in `tenant` (replacing any before)."""
-        self.client.hset(self.key(tenant, "limits"), player_id, orjson.dumps(asdict(limits)))
+    def set_limits(
+        self,
+        tenant: str,
+        player_id: str,
+        limits: Limits,
+        outbox: dict[str, Any] | None = None,
+    ) -> None:
+        """Set `player_id`'s limits in `tenant` (replacing any before); with `outbox`, in the
+        same transaction, what is still to apply of them at the tables where the player sits
+        (replacing any entry before: the newest limits carry everything)."""
+        if outbox is not None:
+            self.client.sadd(f"{self.prefix}:%ledger:outbox-tenants", tenant)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(self.key(tenant, "limits"), player_id, orjson.dumps(asdict(limits)))
+        if outbox is not None:
+            pipe.hset(self.key(tenant, "outbox"), player_id, orjson.dumps(outbox))
+        pipe.execute()
+
+    @_reachable
+    def outbox(self, tenant: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+        """The (tenant, player id, entry) still to apply at the tables (every tenant's, or
+        `tenant`'s)."""
+        tenants = [tenant] if tenant is not None else self._outbox_tenants()
+        found = []
+        for each in tenants:
+            entries = cast(dict[bytes, bytes], self.client.hgetall(self.key(each, "outbox")))
+            found += [(each, p.decode(), orjson.loads(e)) for p, e in sorted(entries.items())]
+        return found
+
+    def _outbox_tenants(self) -> list[str]:
+        members = cast(set[bytes], self.client.smembers(f"{self.prefix}:%ledger:outbox-tenants"))
+        return sorted(m.decode() for m in members)
+
+    @_reachable
+    def applied(self, tenant: str, player_id: str, entry: dict[str, Any]) -> bool:
+        """`entry` was applied at every table: drop it, unless a newer one replaced it."""
+        done = self.client.eval(
+            _DROP_IF_SAME, 1, self.key(tenant, "outbox"), player_id, orjson.dumps(entry)
+        )
+        return bool(done)
+
+    @_reachable
+    def profile(self, tenant: str) -> str:
+        """The tenant's player-protection profile ("default" until one is set)."""
+        found = cast(bytes | None, self.client.hget(self.key(tenant, "settings"), "profile"))
+        return found.decode() if found else "default"
+
+    @_reachable
+    def set_profile(self, tenant: str, profile: str) -> None:
+        """Set the tenant's player-protection profile."""
+        self.client.hset(self.key(tenant, "settings"), "profile", profile)
+
+
+_DROP_IF_SAME = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0
+"""
 
 
 def _book(table_id: str, stored: bytes) -> ledger.Book:

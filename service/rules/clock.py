@@ -6,7 +6,12 @@ The platform acts on a table without a player only when time says so:
   players who let it pass (`close_at_deadline`);
 - a hand whose declarations are complete, under the `auto_resolve` option: it resolves it at
   once (`resolve`);
-- a game whose cover grace ended with players still short: they sit out (`enforce_cover`).
+- a game whose cover grace ended with players still short: they sit out (`enforce_cover`);
+- player protection (protection.py): a reality check or a session limit that falls due, a
+  player away or whose session ended to be made out of the hand in play, or cashed out.
+
+A deadline the platform closes can leave a player `away_after_missed` deadlines missed in a
+row: they go away in the same step.
 
 `next_due(state)` says which of these comes next and when; `act_when_due(state, now)` returns
 the events of that action once its moment has come. Whatever runs the clock (the dispatcher,
@@ -21,6 +26,8 @@ from datetime import datetime
 from . import events as ev
 from .commands import close_at_deadline, enforce_cover, resolve, short_of_cover
 from .errors import RuleViolation
+from .protection import Duty as ProtectionDuty
+from .protection import act_on, away_after_missed, protection_dues
 from .state import SHOWDOWN, TIMED_PHASES, TableState
 from .times import parse_iso
 
@@ -42,6 +49,7 @@ class Due:
 
     action: str
     at: str
+    seat: int | None = None  # the seat a protection action is for
 
     @property
     def epoch(self) -> float:
@@ -50,7 +58,16 @@ class Due:
 
 
 def next_due(state: TableState) -> Due | None:
-    """What falls due next on the table, if anything will without a player acting."""
+    """What falls due next on the table, if anything will without a player acting (the
+    earliest of the game's and protection's)."""
+    dues = [Due(d.action, d.at, d.seat) for d in protection_dues(state)]
+    game = _game_due(state)
+    if game is not None:
+        dues.insert(0, game)
+    return min(dues, key=lambda due: parse_iso(due.at)) if dues else None
+
+
+def _game_due(state: TableState) -> Due | None:
     hand = state.hand
     if hand is not None:
         if hand.phase in TIMED_PHASES:
@@ -73,7 +90,14 @@ def act_when_due(state: TableState, now: datetime) -> list[ev.Event]:
     if now < parse_iso(due.at):
         raise NothingDue(f"the next {due.action} is due at {due.at}")
     if due.action == CLOSE:
-        return close_at_deadline(state, now)
+        closed = close_at_deadline(state, now)
+        return [*closed, *away_after_missed(state, closed, now)]
     if due.action == RESOLVE:
         return resolve(state, now)
-    return enforce_cover(state, now)
+    if due.action == ENFORCE_COVER:
+        return enforce_cover(state, now)
+    assert due.seat is not None
+    done = act_on(state, ProtectionDuty(due.action, due.at, due.seat), now)
+    if not done:
+        raise NothingDue(f"nothing to do for seat {due.seat} now")
+    return done

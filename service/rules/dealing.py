@@ -59,7 +59,8 @@ class _Lineup:
     ) -> None:
         self.new_game = new_game
         wanted = (ACTIVE, WAITING) if new_game else (ACTIVE,)
-        candidates = [s for s in state.seated() if s.status in wanted]
+        # Away, a reality check unanswered, a session ended: dealt out (protection.py).
+        candidates = [s for s in state.seated() if s.status in wanted and not s.dealt_out]
         self.removed: dict[int, str] = {}
         self.antes: dict[int, int] = {}
         allowances = allowances or {}

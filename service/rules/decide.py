@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import assert_never
 
-from . import commands
+from . import commands, protection
 from . import events as ev
 from .clock import act_when_due
 from .limits import Allowance
+from .protection import SessionLimits
 from .ruleset import Ruleset
 from .state import TableState
 
@@ -38,14 +39,16 @@ class CreateTable:
 @dataclass(frozen=True)
 class SeatPlayer:
     """Seat `player_id` with `buy_in` chips at `seat` (None: the first free one); a player
-    excluded until `excluded_until` (the application's look-up) cannot sit before then.
-    `transaction_id`: the casino wallet's confirmed debit paying for the chips ("" for none)."""
+    excluded until `excluded_until` (the application's look-up: an exclusion or a time-out)
+    cannot sit before then; their session runs under `limits`. `transaction_id`: the casino
+    wallet's confirmed debit paying for the chips ("" for none)."""
 
     player_id: str
     buy_in: int
     seat: int | None = None
     excluded_until: str | None = None
     transaction_id: str = ""
+    limits: SessionLimits | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,50 @@ class EndTable:
 
 
 @dataclass(frozen=True)
+class GoAway:
+    """The player at `seat` goes away (`by` "player" or "operator")."""
+
+    seat: int
+    by: str
+
+
+@dataclass(frozen=True)
+class ComeBack:
+    """The away player at `seat` is back (`by` "player" or "operator")."""
+
+    seat: int
+    by: str
+
+
+@dataclass(frozen=True)
+class AnswerRealityCheck:
+    """The answer ("continue" or "stop") to the reality check pending at `seat`."""
+
+    seat: int
+    answer: str
+    by: str
+
+
+@dataclass(frozen=True)
+class EndSession:
+    """A time-out or exclusion (`reason`) until `until` started while `player_id` may be
+    seated here: their session ends (the application's command, from the limits)."""
+
+    player_id: str
+    reason: str
+    until: str | None
+
+
+@dataclass(frozen=True)
+class TightenSession:
+    """`player_id`'s limits were lowered while they may be seated here: their session runs
+    under the stricter ones at once (the application's command, from the limits)."""
+
+    player_id: str
+    limits: SessionLimits
+
+
+@dataclass(frozen=True)
 class ActWhenDue:
     """Whatever falls due at `now` (the clock's command: `service.rules.clock`)."""
 
@@ -179,6 +226,11 @@ Command = (
     | Resolve
     | VoidHand
     | EndTable
+    | GoAway
+    | ComeBack
+    | AnswerRealityCheck
+    | EndSession
+    | TightenSession
     | ActWhenDue
 )
 """Any game command."""
@@ -189,9 +241,9 @@ def decide(state: TableState, now: datetime, command: Command) -> list[ev.Event]
     match command:
         case CreateTable(table_id, rules, first_seed, tenant):
             return commands.create_table(table_id, rules, now, first_seed, tenant)
-        case SeatPlayer(player_id, buy_in, seat, excluded_until, transaction_id):
+        case SeatPlayer(player_id, buy_in, seat, excluded_until, transaction_id, limits):
             return commands.seat_player(
-                state, player_id, buy_in, now, seat, excluded_until, transaction_id
+                state, player_id, buy_in, now, seat, excluded_until, limits, transaction_id
             )
         case TopUp(seat, amount, transaction_id):
             return commands.top_up(state, seat, amount, now, transaction_id)
@@ -221,6 +273,16 @@ def decide(state: TableState, now: datetime, command: Command) -> list[ev.Event]
             return commands.void_hand(state, reason, now)
         case EndTable():
             return commands.end_table(state, now)
+        case GoAway(seat, by):
+            return protection.go_away(state, seat, by, now)
+        case ComeBack(seat, by):
+            return protection.come_back(state, seat, by, now)
+        case AnswerRealityCheck(seat, answer, by):
+            return protection.answer_reality_check(state, seat, answer, by, now)
+        case EndSession(player_id, reason, until):
+            return protection.end_session_of(state, player_id, reason, until, now)
+        case TightenSession(player_id, limits):
+            return protection.tighten_session_of(state, player_id, limits, now)
         case ActWhenDue():
             return act_when_due(state, now)
         case _:

@@ -5,7 +5,8 @@ needed to replay without re-deciding: a deal records the cards it dealt, a resol
 moved. Some fields are secret while a hand is live (cards, seed, undisclosed decisions); what a
 viewer may see is decided in `views.py`, never by leaving things out of the log.
 
-Times are ISO 8601 strings in UTC with milliseconds (`2026-11-22T15:00:00.000Z`).
+Times are ISO 8601 strings in UTC with milliseconds (`2026-11-22T15:00:00.000Z`). Player
+protection's events (reality checks, away, sessions ended) are in protection_events.py.
 """
 
 from __future__ import annotations
@@ -13,17 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .event_base import Event as Event
+from .protection_events import (
+    PlayerAway,
+    PlayerBack,
+    ProtectionSet,
+    RealityCheck,
+    RealityCheckAnswered,
+    SessionEnded,
+)
 from .serial import from_data, to_data
 
 Cards = tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Event:
-    """Base of all events."""
-
-    TYPE: ClassVar[str] = ""
-    VERSION: ClassVar[int] = 1
 
 
 @dataclass(frozen=True)
@@ -160,9 +162,11 @@ class HandDealt(Event):
 class DecisionMade(Event):
     """`seat` declared `decision` ("in" / "out").
 
-    `by` says who decided: "player", "platform" (the deadline passed: out, cards mucked) or
-    "auto_in" (the dealer, when everyone before them was out). With simultaneous declaring the
-    decision is secret until the reveal. `deadline` is the next deadline, for sequential turns.
+    `by` says who decided: "player", "platform" (the deadline passed: out, cards mucked),
+    "auto_in" (the dealer, when everyone before them was out) or "forfeit" (out at once: the
+    player went away, or their session ended, before declaring; protection.py). With
+    simultaneous declaring the decision is secret until the reveal. `deadline` is the next
+    deadline, for sequential turns.
     """
 
     TYPE: ClassVar[str] = "decision_made"
@@ -379,6 +383,12 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PlayersOutOfGame,
         HandVoided,
         TableEnded,
+        ProtectionSet,
+        RealityCheck,
+        RealityCheckAnswered,
+        PlayerAway,
+        PlayerBack,
+        SessionEnded,
     )
 }
 

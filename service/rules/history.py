@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import events as ev
+from . import protection_events as pe
 from .cards import hand_context
 from .hand_names import shown_hand_names
 from .state import TableState
-from .views import Viewer, event_view
+from .views import Viewer, event_view, may_see
 
 
 def _empty_record(
@@ -100,6 +101,15 @@ def _record_resolved(record: dict[str, Any], event: ev.HandResolved, data: Any) 
         )
 
 
+PROTECTION_EVENTS = (
+    pe.PlayerAway,
+    pe.PlayerBack,
+    pe.RealityCheck,
+    pe.RealityCheckAnswered,
+    pe.SessionEnded,
+)
+
+
 def _record_action(record: dict[str, Any], version: int, event: ev.Event, data: Any) -> None:
     """A player's action in the hand (a decision, a pass, a draw, a bet) or the community card,
     as the viewer sees it; any other event adds nothing."""
@@ -114,6 +124,9 @@ def _record_action(record: dict[str, Any], version: int, event: ev.Event, data: 
         record["passes"][str(event.seat)] = {
             k: v for k, v in data.items() if k in ("card", "by", "at")
         }
+    elif isinstance(event, PROTECTION_EVENTS):
+        # Away and back, reality checks, a session ended: the game record keeps each status.
+        record.setdefault("protection", []).append({"version": version, "type": event.TYPE, **data})
     elif isinstance(event, ev.CommunityCardDealt):
         record["community"] = [event.card]
     elif isinstance(event, ev.CardsDrawn):
@@ -132,7 +145,9 @@ def hand_history(
     state: TableState, hand: int, found: Sequence[tuple[int, ev.Event]], viewer: Viewer
 ) -> dict[str, Any]:
     """The record of finished hand `hand`, from its events `found` (version, event)."""
-    views = [(v, e, event_view(e, state, viewer, v)["data"]) for v, e in found]
+    views = [
+        (v, e, event_view(e, state, viewer, v)["data"]) for v, e in found if may_see(e, viewer, v)
+    ]
     record = _empty_record(state, hand, found)
     for version, event, data in views:
         if isinstance(event, ev.HandDealt):

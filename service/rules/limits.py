@@ -7,8 +7,9 @@ exclusion's end into `seat_player`. docs/rules.md, "Responsible gaming".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from .errors import RuleViolation
 from .settlement import most_owed
@@ -18,10 +19,17 @@ from .times import parse_iso
 
 @dataclass(frozen=True)
 class Limits:
-    """A player's responsible-gaming limits in one tenant (None: no limit, not excluded)."""
+    """A player's responsible-gaming limits in one tenant (None: no limit, not excluded, no
+    time-out)."""
 
     loss_limit_24h: int | None = None
     excluded_until: str | None = None
+    reality_check_minutes: int | None = None
+    session_limit_minutes: int | None = None
+    timeout_until: str | None = None
+    # Loosening changes waiting out their 24 h: {field: {"value", "effective_at"}}
+    # (limit_changes.py).
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class LossLimitReached(RuleViolation):
@@ -70,4 +78,6 @@ def verify_not_excluded(player_id: str, excluded_until: str | None, now: datetim
     """An excluded player cannot be seated until their exclusion ends (`excluded_until`, as
     `times.iso` writes it)."""
     if excluded_until is not None and now < parse_iso(excluded_until):
-        raise PlayerExcluded(f"player {player_id!r} is excluded from play until {excluded_until}")
+        raise PlayerExcluded(
+            f"player {player_id!r} is excluded from play (or on a time-out) until {excluded_until}"
+        )

@@ -126,7 +126,7 @@ def _draws(state: TableState, in_seats: list[int]) -> bool:
     return state.rules.draw > 0 and (len(in_seats) >= 2 or (state.rules.kitty and in_seats != []))
 
 
-def _after_decision(state: TableState, decided: dict[int, str], now: datetime) -> list[ev.Event]:
+def after_decision(state: TableState, decided: dict[int, str], now: datetime) -> list[ev.Event]:
     """The events that follow once `decided` are recorded: auto-in, reveal, community card."""
     hand = state.hand
     assert hand is not None
@@ -182,7 +182,7 @@ def declare(
         deadline=deadline,
         at=iso(now),
     )
-    return [first, *_after_decision(state, {**hand.decisions, seat: decision}, now)]
+    return [first, *after_decision(state, {**hand.decisions, seat: decision}, now)]
 
 
 # --- drawing ----------------------------------------------------------------------------------
@@ -304,4 +304,4 @@ def close_at_deadline(state: TableState, now: datetime) -> list[ev.Event]:
         for s in late
     ]
     decided = {**hand.decisions, **{s: "out" for s in late}}
-    return [*outs, *_after_decision(state, decided, now)]
+    return [*outs, *after_decision(state, decided, now)]

@@ -70,6 +70,7 @@ class Ruleset:
     match_basis: MatchBasis = "declared"
     rake_percent: int | float = 0  # the house's share of a pot won at a showdown, 0-10 %
     rake_cap: int = 0  # at most this many chips of rake per pot; 0: no cap
+    away_after_missed: int = 2  # deadlines missed in a row that make a player away; 0: never
 
     def to_dict(self) -> dict[str, Any]:
         """The ruleset as plain JSON-ready data (every option, resolved)."""
@@ -152,6 +153,7 @@ _INTS: dict[str, tuple[int, int]] = {
     "bet_size": (1, MAX_CHIPS),
     "max_raises": (0, 10),
     "rake_cap": (0, MAX_CHIPS),
+    "away_after_missed": (0, 100),
 }
 # Options whose value may be None (not set): resolved from others or meaning "off".
 _NULLABLE = {"cap", "bet_size"}

@@ -9,6 +9,7 @@ from .cards import seed_commitment
 from .errors import InvalidCommand, RuleViolation
 from .guards import in_live_hand, require_amount, require_table, seat_holder
 from .limits import verify_not_excluded
+from .protection import SessionLimits, protection_set
 from .ruleset import Ruleset
 from .state import LEFT, SITTING_OUT, TableState
 from .times import iso
@@ -82,16 +83,18 @@ def seat_player(
     now: datetime,
     seat: int | None = None,
     excluded_until: str | None = None,
+    limits: SessionLimits | None = None,
     transaction_id: str = "",
 ) -> list[ev.Event]:
     """Seat a player with `buy_in` chips; mid-game they wait for the next game. A player
-    excluded until `excluded_until` cannot be seated before then. With `transaction_id` (a
-    wallet's confirmed debit), the seat is wallet-funded."""
+    excluded (or on a time-out) until `excluded_until` cannot be seated before then. Their
+    session runs under `limits` (reality checks, a session limit: protection.py). With
+    `transaction_id` (a wallet's confirmed debit), the seat is wallet-funded."""
     chosen = verify_seat_player(
         state, player_id, buy_in, seat, excluded_until=excluded_until, now=now
     )
     seated = ev.PlayerSeated(chosen, player_id, buy_in, iso(now), transaction_id)
-    return [seated]
+    return [seated, *protection_set(chosen, player_id, limits, now)]
 
 
 def verify_top_up(state: TableState, seat: int, amount: int, transaction_id: str = "") -> None:

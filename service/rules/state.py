@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import events as ev
+from .protection_state import PROTECTION_APPLY, count_missed
 from .ruleset import Ruleset, ruleset_from_dict
 from .table_state import (
     ACTIVE,
@@ -64,13 +65,16 @@ def _table_created(state: TableState, e: ev.TableCreated) -> None:
 def _player_seated(state: TableState, e: ev.PlayerSeated) -> None:
     status = WAITING if state.game_running else ACTIVE
     joined, wallet = state.version + 1, bool(e.transaction_id)
-    state.seats[e.seat] = Seat(e.seat, e.player_id, e.buy_in, status, joined, wallet)
+    seat = Seat(e.seat, e.player_id, e.buy_in, status, joined, wallet)
+    seat.since, seat.put_in = e.at, e.buy_in
+    state.seats[e.seat] = seat
     state.bought_in += e.buy_in
     state.game_paid.pop(e.seat, None)  # a new player: what the seat paid before is not theirs
 
 
 def _chips_added(state: TableState, e: ev.ChipsAdded) -> None:
     state.seats[e.seat].stack += e.amount
+    state.seats[e.seat].put_in += e.amount
     state.bought_in += e.amount
 
 
@@ -145,6 +149,7 @@ def _decided(state: TableState, e: ev.DecisionMade) -> None:
     assert hand is not None
     hand.decisions[e.seat] = e.decision
     hand.decided_by[e.seat] = e.by
+    count_missed(state, e.seat, e.by)
     if state.rules.declare == "sequential":
         hand.turn += 1
     if e.deadline is not None:
@@ -165,6 +170,7 @@ def _revealed(state: TableState, e: ev.DeclarationsRevealed) -> None:
 def _card_passed(state: TableState, e: ev.CardPassed) -> None:
     assert state.hand is not None
     state.hand.passes[e.seat] = e.card
+    count_missed(state, e.seat, e.by)
 
 
 def _cards_passed(state: TableState, e: ev.CardsPassed) -> None:
@@ -195,6 +201,7 @@ def _drawn(state: TableState, e: ev.CardsDrawn) -> None:
     hand.cards[e.seat] = (*held, *e.drawn)
     hand.discards = list(e.discarded) if e.reshuffled else [*hand.discards, *e.discarded]
     hand.drawn[e.seat] = len(e.drawn)
+    count_missed(state, e.seat, e.by)
     state.deck = e.deck
     if hand.drawing_turn() is None:
         hand.phase = SHOWDOWN
@@ -217,6 +224,7 @@ def _bet(state: TableState, e: ev.BetMade) -> None:
     hand = state.hand
     assert hand is not None
     following = hand.turn_after(e.seat, e.action)
+    count_missed(state, e.seat, e.by)
     state.seats[e.seat].stack -= e.amount
     state.pot += e.amount
     _paid(state, e.seat, e.amount)
@@ -332,6 +340,7 @@ _APPLY = {
     ev.PlayersOutOfGame: _out_of_game,
     ev.HandVoided: _voided,
     ev.TableEnded: _ended,
+    **PROTECTION_APPLY,
 }
 
 

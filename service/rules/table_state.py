@@ -40,6 +40,24 @@ class Seat:
     status: str
     joined: int = 0  # the table version of the event that seated this player
     wallet: bool = False  # the chips came from the casino's wallet (a confirmed debit)
+    # Player protection (protection.py): the session since `since`, the chips brought
+    # (`put_in`: buy-in and top-ups; the session's net result is stack - put_in), its limits,
+    # reality checks made, and why the player is dealt out of new hands, if they are.
+    since: str = ""
+    put_in: int = 0
+    reality_check_minutes: int | None = None
+    session_limit_minutes: int | None = None
+    checks: int = 0
+    check_pending: bool = False  # a reality check waits for the player's answer
+    away: bool = False
+    missed: int = 0  # deadlines missed in a row
+    leaving: str = ""  # why the session ended ("": it has not); cashed out when no hand holds it
+
+    @property
+    def dealt_out(self) -> bool:
+        """Whether the player is kept out of new hands: away, a reality check unanswered, or
+        their session ended."""
+        return self.away or self.check_pending or bool(self.leaving)
 
 
 @dataclass

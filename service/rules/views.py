@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import events as ev
+from . import protection_events as pe
 from .serial import to_data
-from .state import DECLARING, PASSING, TableState
+from .state import DECLARING, PASSING, Seat, TableState
 
 OPERATOR = "operator"
 AUDITOR = "auditor"
@@ -96,10 +97,7 @@ def table_view(state: TableState, viewer: Viewer) -> dict[str, Any]:
         "next_commitment": state.next_commitment or None,
         # Who chose a seed for the next deal (never what: a seed is its seat's until the deal).
         "client_seeds_chosen": sorted(state.client_seeds),
-        "seats": [
-            {"seat": s.seat, "player_id": s.player_id, "stack": s.stack, "status": s.status}
-            for s in state.seated()
-        ],
+        "seats": [_seat_view(s, viewer) for s in state.seated()],
         "hand": None,
     }
     hand = state.hand
@@ -135,6 +133,41 @@ def table_view(state: TableState, viewer: Viewer) -> dict[str, Any]:
             hand_view["cards"] = list(hand.cards[viewer.seat])
         view["hand"] = hand_view
     return view
+
+
+def _seat_view(seat: Seat, viewer: Viewer) -> dict[str, Any]:
+    """A seat as `viewer` sees it: everyone sees who is away; the player's session (since
+    when, its net result, a reality check waiting, why it is ending) is theirs, the
+    operators' and the auditors' only."""
+    view: dict[str, Any] = {
+        "seat": seat.seat,
+        "player_id": seat.player_id,
+        "stack": seat.stack,
+        "status": seat.status,
+        "away": seat.away,
+    }
+    if viewer.privileged or viewer.owns(seat.seat, None):
+        view["session"] = {
+            "since": seat.since or None,
+            "net_result": seat.stack - seat.put_in,
+            "reality_check_pending": seat.check_pending,
+            "reality_check_minutes": seat.reality_check_minutes,
+            "session_limit_minutes": seat.session_limit_minutes,
+            "ending": seat.leaving or None,
+        }
+    return view
+
+
+PRIVATE_EVENTS = (pe.ProtectionSet, pe.RealityCheck, pe.RealityCheckAnswered, pe.SessionEnded)
+"""A player's own: their limits, reality checks and why their session ended."""
+
+
+def may_see(event: ev.Event, viewer: Viewer, version: int | None = None) -> bool:
+    """Whether `viewer` may see `event` at all: a player's protection events are theirs, the
+    operators' and the auditors' only (everything else is redacted field by field)."""
+    if not isinstance(event, PRIVATE_EVENTS):
+        return True
+    return viewer.privileged or viewer.owns(event.seat, version)
 
 
 def _betting_view(state: TableState) -> dict[str, Any]:

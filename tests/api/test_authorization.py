@@ -416,6 +416,29 @@ MATRIX: dict[str, tuple[str, str, str, Any, dict[str, int]]] = {
     "wallet_transactions": _row(
         "new", "GET", "/v1/wallet/transactions", None, 200, 200, 403, 403, 403
     ),
+    # (player protection: "back" and a reality check's answer are 409 when let through, the
+    # seat being neither away nor asked)
+    "go_away": _row("new", "POST", f"/v1/tables/{T}/players/0/away", None, 200, 403, 200, 403, 403),
+    "come_back": _row(
+        "new", "POST", f"/v1/tables/{T}/players/0/back", None, 409, 403, 409, 403, 403
+    ),
+    "answer_reality_check": _row(
+        "new",
+        "POST",
+        f"/v1/tables/{T}/players/0/reality-check",
+        {"continue": True},
+        409,
+        403,
+        409,
+        403,
+        403,
+    ),
+    "get_protection_profile": _row(
+        "new", "GET", "/v1/protection/profile", None, 200, 200, 403, 403, 403
+    ),
+    "set_protection_profile": _row(
+        "new", "PUT", "/v1/protection/profile", {"profile": "ukgc"}, 200, 403, 403, 403, 403
+    ),
     "livez": _row("new", "GET", "/livez", None, 200, 200, 200, 200, 200),
     "readyz": _row("new", "GET", "/readyz", None, 200, 200, 200, 200, 200),
     "metrics": _row("new", "GET", "/metrics", None, 200, 200, 200, 200, 200),
@@ -488,7 +511,11 @@ TENANT_CALLERS = {  # the scene is casino-b's
     "regulator": REGULATOR,
     "other_casinos_player": None,  # a player at casino-a's table
 }
-REGULATOR_NAMES_THE_TENANT = ("ledger", "get_limits")  # else 422: the regulator must say whose
+REGULATOR_NAMES_THE_TENANT = (
+    "ledger",
+    "get_limits",
+    "get_protection_profile",
+)  # else 422: the regulator must say whose
 
 
 def _tenant_status(name: str, caller: str) -> int | None:

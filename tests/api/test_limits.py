@@ -33,6 +33,11 @@ def test_limits_are_set_and_read_with_the_24h_net_loss(api: Api):
         "player_id": "alice",
         "loss_limit_24h": 500,
         "excluded_until": "2027-01-01T00:00:00.000Z",
+        "reality_check_minutes": None,
+        "session_limit_minutes": None,
+        "timeout_until": None,
+        "pending": {},
+        "profile": "default",
         "net_loss_24h": 0,
     }
     assert response.json() == expected
@@ -42,6 +47,11 @@ def test_limits_are_set_and_read_with_the_24h_net_loss(api: Api):
         "player_id": "nobody",
         "loss_limit_24h": None,
         "excluded_until": None,
+        "reality_check_minutes": None,
+        "session_limit_minutes": None,
+        "timeout_until": None,
+        "pending": {},
+        "profile": "default",
         "net_loss_24h": 0,
     }
 
@@ -130,10 +140,15 @@ def test_an_excluded_player_cannot_be_seated_until_the_exclusion_ends(api: Api):
     table = api.table("three-card")
     assert _limits(api, "alice", excluded_until="2099-01-01T00:00:00Z").status_code == 200
     refused = api.post(f"/v1/tables/{table}/players", {"player_id": "alice", "buy_in": 10})
-    _refused(refused, 409, "excluded from play until 2099-01-01T00:00:00.000Z")
+    _refused(refused, 409, "until 2099-01-01T00:00:00.000Z")
     assert api.get(f"/v1/tables/{table}").json()["seats"] == []
-    assert _limits(api, "alice", excluded_until="2020-01-01T00:00:00Z").status_code == 200
-    assert api.post(f"/v1/tables/{table}/players", {"player_id": "alice", "buy_in": 10}).ok
+    # Shortening a running exclusion loosens it: it waits 24 h, and the seat is still refused.
+    shortened = _limits(api, "alice", excluded_until=None)
+    assert shortened.status_code == 200
+    assert shortened.json()["excluded_until"] == "2099-01-01T00:00:00.000Z"
+    assert shortened.json()["pending"]["excluded_until"]["value"] is None
+    refused = api.post(f"/v1/tables/{table}/players", {"player_id": "alice", "buy_in": 10})
+    _refused(refused, 409, "until 2099-01-01T00:00:00.000Z")
 
 
 def test_only_an_operator_sets_limits_and_a_regulator_names_the_tenant(

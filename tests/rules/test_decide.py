@@ -10,18 +10,22 @@ from datetime import datetime
 
 import pytest
 
-from service.rules import clock, commands
+from service.rules import clock, commands, protection
 from service.rules import events as ev
 from service.rules.decide import (
     ActWhenDue,
+    AnswerRealityCheck,
     Bet,
     CloseAtDeadline,
+    ComeBack,
     Command,
     CreateTable,
     Deal,
     Declare,
     Draw,
+    EndSession,
     EndTable,
+    GoAway,
     Leave,
     PassCard,
     Resolve,
@@ -29,12 +33,14 @@ from service.rules.decide import (
     SetClientSeed,
     SitIn,
     SitOut,
+    TightenSession,
     TopUp,
     VoidHand,
     decide,
 )
 from service.rules.errors import RuleViolation
 from service.rules.limits import Allowance, LossLimitReached
+from service.rules.protection import SessionLimits
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState
 
@@ -87,6 +93,20 @@ def _declared() -> Table:
     return t
 
 
+def _away() -> Table:
+    t = _new()
+    t.apply(protection.go_away(t.state, 0, "player", t.now))
+    return t
+
+
+def _checked() -> Table:
+    t = Table(players=3)
+    t.apply(protection.protection_set(0, "p0", protection.SessionLimits(1, None), t.now))
+    t.tick(61)
+    t.apply(clock.act_when_due(t.state, t.now))
+    return t
+
+
 def _past_deadline() -> Table:
     t = _dealt()
     t.tick(RULES.decision_timeout_s + 1)
@@ -125,6 +145,25 @@ CASES: list[tuple[Command, Callable[[], Table], Direct]] = [
     (Resolve(), _declared, commands.resolve),
     (VoidHand("a misdeal"), _dealt, lambda s, now: commands.void_hand(s, "a misdeal", now)),
     (EndTable(), _new, commands.end_table),
+    (GoAway(1, "player"), _dealt, lambda s, now: protection.go_away(s, 1, "player", now)),
+    (ComeBack(0, "operator"), _away, lambda s, now: protection.come_back(s, 0, "operator", now)),
+    (
+        AnswerRealityCheck(0, "stop", "player"),
+        _checked,
+        lambda s, now: protection.answer_reality_check(s, 0, "stop", "player", now),
+    ),
+    (
+        EndSession("p1", "timeout", "2027-01-01T00:00:00.000Z"),
+        _dealt,
+        lambda s, now: protection.end_session_of(
+            s, "p1", "timeout", "2027-01-01T00:00:00.000Z", now
+        ),
+    ),
+    (
+        TightenSession("p1", SessionLimits(5, None)),
+        _dealt,
+        lambda s, now: protection.tighten_session_of(s, "p1", SessionLimits(5, None), now),
+    ),
     (ActWhenDue(), _past_deadline, clock.act_when_due),
 ]
 

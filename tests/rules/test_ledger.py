@@ -149,7 +149,9 @@ def test_a_player_who_cannot_ante_within_the_limit_waits_for_the_next_game():
 def test_an_excluded_player_is_seated_only_after_the_exclusion_ends():
     t = Table(players=2)
     until = iso(t.now + timedelta(days=1))
-    with pytest.raises(PlayerExcluded, match=f"excluded from play until {until}"):
+    with pytest.raises(
+        PlayerExcluded, match=rf"excluded from play \(or on a time-out\) until {until}"
+    ):
         commands.seat_player(t.state, "x", 10, t.now, excluded_until=until)
     t.tick(24 * 3600)
     assert commands.seat_player(t.state, "x", 10, t.now, excluded_until=until)

@@ -206,3 +206,18 @@ def test_a_seat_and_rollbacks_racing_on_one_debit_have_one_outcome(
         assert debit["status"] == "rolled_back" and seats == []
         assert "seated" not in outcomes and "confirmed" not in outcomes
         assert wallet.balances["ann"] == PLAYERS["ann"]
+
+
+def test_a_wallet_funded_seat_timed_out_is_credited(wallet_api: Api, wallet: TestWallet):
+    """A time-out set while seated cashes the player out (`player_left`, as leaving): the
+    wallet gets the whole stack back, once."""
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    _funded(wallet_api, table, "ann", 30)
+    body = {"loss_limit_24h": None, "excluded_until": None, "timeout_until": "2099-01-01T00:00:00Z"}
+    timed_out = wallet_api.call("PUT", "/v1/players/ann/limits", body)
+    assert timed_out.status_code == 200, timed_out.text
+    settle(wallet_api, wallet_of(wallet_api), _all_confirmed(wallet_api, 1))
+    (credit,) = _credits(wallet_api)
+    assert credit["amount"] == 3000 and credit["player_id"] == "ann"
+    assert wallet.balances["ann"] == PLAYERS["ann"] and wallet.effects["credit"] == 1

@@ -1,7 +1,9 @@
-"""Money: the ledger, players' limits, webhooks (register, list, deliveries, redeliver) and the
-casino wallet (settings, secret, transactions)."""
+"""Money: the ledger, players' limits and the tenant's protection profile, webhooks (register,
+list, deliveries, redeliver) and the casino wallet (settings, secret, transactions)."""
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from flask import Blueprint, Response, request
 
@@ -53,15 +55,24 @@ def set_limits(player_id: str) -> Response:
     who = caller()
     require(who, OPERATOR)
     body = load_body(schemas.PLAYER_LIMITS)
-    until = body["excluded_until"]
-    return render(
-        _tables().set_player_limits(
-            who,
-            _player_id(player_id),
-            body["loss_limit_24h"],
-            None if until is None else iso(until),
-        )
-    )
+    asked = {k: iso(v) if isinstance(v, datetime) else v for k, v in body.items()}
+    return render(_tables().set_player_limits(who, _player_id(player_id), asked))
+
+
+@routes.get("/protection/profile")
+def get_protection_profile() -> Response:
+    who = caller()
+    require(who, OPERATOR, AUDITOR)
+    query = schemas.TENANT_QUERY.load(request.args.to_dict())
+    return render(_tables().protection_profile(who, query["tenant"]))
+
+
+@routes.put("/protection/profile")
+def set_protection_profile() -> Response:
+    who = caller()
+    require(who, OPERATOR)
+    body = load_body(schemas.PROTECTION_PROFILE)
+    return render(_tables().set_protection_profile(who, body["profile"]))
 
 
 # --- webhooks ---------------------------------------------------------------------------------

@@ -103,6 +103,30 @@ def sit_in(table_id: str, seat: int) -> Response:
     return render(_tables().sit_in(who, table_id, seat, conditions=conditions()))
 
 
+@routes.post("/tables/<table_id>/players/<int:seat>/away")
+def go_away(table_id: str, seat: int) -> Response:
+    who = caller()
+    load_body(schemas.EMPTY)
+    return render(_tables().go_away(who, table_id, seat, conditions=conditions()))
+
+
+@routes.post("/tables/<table_id>/players/<int:seat>/back")
+def come_back(table_id: str, seat: int) -> Response:
+    who = caller()
+    load_body(schemas.EMPTY)
+    return render(_tables().come_back(who, table_id, seat, conditions=conditions()))
+
+
+@routes.post("/tables/<table_id>/players/<int:seat>/reality-check")
+def reality_check(table_id: str, seat: int) -> Response:
+    who = caller()
+    body = load_body(schemas.REALITY_CHECK_ANSWER)
+    answer = _tables().answer_reality_check(
+        who, table_id, seat, body["carry_on"], conditions=conditions()
+    )
+    return render(answer)
+
+
 @routes.put("/tables/<table_id>/players/<int:seat>/client-seed")
 def set_client_seed(table_id: str, seat: int) -> Response:
     who = caller()

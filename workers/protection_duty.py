@@ -1,0 +1,45 @@
+"""The protection duty of a dispatcher: apply the limits changes that their writer did not
+finish applying at the tables (``service.application.protection``): a time-out or exclusion
+that started ends the player's session at each table where they still sit, a lowered reality
+check or session limit tightens it. The writer (the API process that took the change) applies
+its entry at once; one older than `GRACE_S` is one whose writer died or failed partway, and
+any dispatcher applies it again: per table the rules change a session once and the entry's id
+is the idempotency key, so any number of dispatchers may run it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import redis
+
+from service.application.usecases import TableService
+from service.pacing import Backoff
+
+log = logging.getLogger("guts.protection")
+REDIS_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
+GRACE_S = 5.0
+"""How long an outbox entry is its writer's to apply before the dispatchers apply it."""
+
+
+def run_protection_duty(
+    usecases: TableService, stop: threading.Event, grace_s: float = GRACE_S, idle_s: float = 0.5
+) -> None:
+    """Apply due outbox entries until `stop` (a thread of the dispatcher), waiting out Redis
+    going away; one that fails is logged and comes round again."""
+    failures = 0
+    while not stop.is_set():
+        try:
+            applied = usecases.apply_due_protection(grace_s)
+            failures, wait = 0, idle_s
+            if applied:
+                log.info("protection: applied %d limits change(s) at the tables", applied)
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            failures += 1
+            wait = REDIS_BACKOFF.delay(failures)
+            log.warning("protection: Redis unreachable (%s)", type(error).__name__)
+        except Exception:  # noqa: BLE001 - the duty outlives one bad entry; it comes round again
+            log.exception("protection: applying a limits change failed")
+            wait = idle_s
+        stop.wait(wait)
