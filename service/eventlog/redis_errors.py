@@ -17,6 +17,7 @@ __all__ = [
     "bytes_of",
     "demoted",
     "failing_over",
+    "redis_away",
     "redis_errors",
     "scan_keys",
     "store_error",
@@ -49,6 +50,12 @@ def failing_over(error: BaseException) -> bool:
     if isinstance(error, FAILOVER_ERRORS):
         return True
     return isinstance(error, redis.ResponseError) and str(error).startswith(_FAILOVER_REPLIES)
+
+
+def redis_away(error: BaseException) -> bool:
+    """Whether `error` means the store's Redis cannot serve now (unreachable, or a failover
+    under way): a loop waits it out and tries again, never a process that exits."""
+    return isinstance(error, StoreUnavailable) or failing_over(error)
 
 
 def scan_keys(client: redis.Redis, pattern: bytes) -> Iterator[bytes]:
