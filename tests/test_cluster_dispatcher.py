@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -59,6 +60,21 @@ def _retried(action: Callable[[], object], within_s: float = 30) -> None:
             time.sleep(0.1)
 
 
+def _dispatch(url: str, queues: str, archive: str, logs: Path) -> subprocess.Popen[bytes]:
+    """`guts dispatch` on the cluster at `url` (RQ on `queues`), its output in `logs`."""
+    env = _env(
+        REDIS_URL=url,
+        GUTS_REDIS_CLUSTER="1",
+        GUTS_QUEUE_REDIS_URL=queues,
+        GUTS_DATABASE_URL=archive,
+        GUTS_KEY_PREFIX=PREFIX,
+    )
+    with logs.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "dispatch"], env=env, stdout=out, stderr=out
+        )
+
+
 def test_the_dispatcher_runs_every_duty_on_a_cluster_through_a_failover(
     replicated, redis_url, empty_archive, tmp_path
 ):
@@ -92,18 +108,8 @@ def test_the_dispatcher_runs_every_duty_on_a_cluster_through_a_failover(
         return all(tables.load(t).hand is None or tables.load(t).hand.phase != "declaring"
                    for t in ids)  # fmt: skip
 
-    env = _env(
-        REDIS_URL=replicated.url,
-        GUTS_REDIS_CLUSTER="1",
-        GUTS_QUEUE_REDIS_URL=redis_url,
-        GUTS_DATABASE_URL=empty_archive,
-        GUTS_KEY_PREFIX=PREFIX,
-    )
     logs = tmp_path / "dispatch.log"
-    with logs.open("wb") as out:
-        dispatcher = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "dispatch"], env=env, stdout=out, stderr=out
-        )
+    dispatcher = _dispatch(replicated.url, redis_url, empty_archive, logs)
     stack = contextlib.ExitStack()
     try:
         deal_all()
@@ -137,3 +143,43 @@ def test_the_dispatcher_runs_every_duty_on_a_cluster_through_a_failover(
         dispatcher.wait(10)
         stack.close()
         client.close()
+
+
+def test_the_dispatcher_waits_out_a_cluster_that_is_down(redis_url, empty_archive, tmp_path):
+    """A master lost with no replica to take its slots: every node answers CLUSTERDOWN. The
+    dispatcher's clock and its webhook and wallet threads wait it out (none exits), and
+    deadlines are acted on again once the master is back."""
+    with LocalCluster(node_timeout_ms=1000) as cluster:
+        client = RedisCluster.from_url(cluster.url)
+        store = RedisEventStore(client, prefix=PREFIX)
+        index = DueIndex(client, prefix=PREFIX)
+        tables = Tables(store, index=index, listing=TableList(client, prefix=PREFIX))
+        port_of = lambda key: client.get_node_from_key(key).port  # noqa: E731
+        busy = {port_of(index.index_key), port_of(f"{PREFIX}:vitals:dispatchers")}
+        victim = next(port for port in cluster.master_ports if port not in busy)
+        table_id = next(
+            f"down-{n}" for n in range(100) if port_of(store.meta_key(f"down-{n}")) != victim
+        )
+        rules = resolve_ruleset("three-card", {"decision_timeout_s": 1})
+        tables.execute(table_id, CreateTable(table_id, rules, b"s" * 32, "casino-a"), create=True)
+        for seat in range(3):
+            tables.execute(table_id, SeatPlayer(f"p{seat}", 50))
+        logs = tmp_path / "dispatch.log"
+        dispatcher = _dispatch(cluster.url, redis_url, empty_archive, logs)
+        try:
+            cluster.kill(victim)
+            for who in ("Redis unreachable", "webhooks: Redis unreachable"):
+                _until(
+                    lambda w=who: f"{w} (ClusterDownError)" in logs.read_text(),
+                    f"{who}: the cluster down met and waited out",
+                )
+            cluster.restart(victim)
+            cluster.wait_ok()
+            _retried(lambda: tables.execute(table_id, Deal(b"d" * 32)))
+            _until(lambda: tables.load(table_id).hand.phase != "declaring", "the deadline acted on")
+            assert dispatcher.poll() is None, logs.read_text()
+            assert "uncaught" not in logs.read_text(), logs.read_text()
+        finally:
+            dispatcher.terminate()
+            dispatcher.wait(10)
+            client.close()

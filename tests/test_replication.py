@@ -20,7 +20,7 @@ from redis.cluster import RedisCluster
 from service.config import Settings
 from service.eventlog.codec import decode_event
 from service.eventlog.redis_store import RedisEventStore
-from service.eventlog.store import StoreError
+from service.eventlog.store import StoreError, StoreUnavailable
 from service.processes.redis_server import RedisServer
 from service.rules.decide import CreateTable, Deal, SeatPlayer, VoidHand
 from service.rules.ruleset import resolve_ruleset
@@ -178,4 +178,70 @@ def test_a_forced_failover_while_commands_run_loses_no_acknowledged_command():
             stored = store.read(table_id, version - len(events), len(events))
             assert store.load(table_id).version >= version
             assert [decode_event(s.data) for s in stored] == events, (table_id, version)
+        client.close()
+
+
+@pytest.mark.parametrize(
+    ("bypass", "key"),
+    [(True, None), (False, "k")],
+    ids=["shortcut-append", "redis-py-idempotency-record"],
+)
+def test_a_master_demoted_during_wait_answers_503_never_500(bypass, key):
+    """The blocked WAIT is the append's (no key), or the one a retry's lookup of its
+    idempotency record sends first (a key): 503 either way, and the table holds the seat at
+    most once."""
+    with LocalCluster(replicas=1, node_timeout_ms=1000) as cluster:
+        client = RedisCluster.from_url(cluster.url)
+        confirmed = RedisEventStore(client, prefix="demoted", min_replicas=1)
+        after = Tables(confirmed)
+        table_id = "demoted-1"
+        after.execute(
+            table_id,
+            CreateTable(table_id, resolve_ruleset("three-card"), b"s" * 32, "c"),
+            create=True,
+        )
+        assert confirmed.find_idempotent(table_id, key or "-") is None  # (scripts loaded)
+        # Two replicas asked of a master that has one: its WAIT blocks until the master is
+        # demoted (Redis then answers "UNBLOCKED force unblock ... (master -> replica?)").
+        waiting = RedisEventStore(
+            client,
+            prefix="demoted",
+            min_replicas=2,
+            replica_timeout_ms=120_000,
+            bypass_redis_py=bypass,
+        )
+        outcome: list[BaseException | None] = []
+
+        def seat() -> None:
+            try:
+                Tables(waiting).execute(
+                    table_id, SeatPlayer("p0", 1000), idempotency_key=key, request_hash="k"
+                )
+                outcome.append(None)
+            except BaseException as error:  # noqa: BLE001 - what it raised is the finding
+                outcome.append(error)
+
+        master = client.get_node_from_key(waiting.meta_key(table_id)).port
+        waiter = threading.Thread(target=seat)
+        waiter.start()
+        blocked = cluster.client(master)
+        _until(
+            lambda: any(
+                c.get("cmd") == "wait" and "b" in c.get("flags", "") for c in blocked.client_list()
+            ),
+            "a WAIT blocked on the master",
+        )
+        cluster.client(cluster.replica_of(master)).execute_command("CLUSTER FAILOVER", "FORCE")
+        waiter.join(60)
+        assert len(outcome) == 1
+        if key is None:
+            assert isinstance(outcome[0], OutcomeUnknown), repr(outcome[0])  # 503, not 500
+        else:
+            assert isinstance(outcome[0], OutcomeUnknown | StoreUnavailable), repr(outcome[0])
+            # The retry answers the real outcome: a replay if the promoted replica held the
+            # seat, else the seat made now.
+            after.execute(table_id, SeatPlayer("p0", 1000), idempotency_key=key, request_hash="k")
+        seated = [seat.player_id for seat in after.load(table_id).seats.values()]
+        assert seated in (["p0"], []) if key is None else seated == ["p0"]
+        after.execute(table_id, SeatPlayer("p1", 1000))  # the new master takes commands
         client.close()

@@ -38,7 +38,8 @@ from service.archive.archive import Archive
 from service.audit.jobs import QueuedJobs
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
-from service.eventlog.store import CorruptLog, StoreUnavailable
+from service.eventlog.redis_errors import redis_away
+from service.eventlog.store import CorruptLog
 from service.eventlog.table_list import TableList
 from service.eventlog.vitals import Vitals
 from service.infrastructure import event_store, ledger_of, queue_client
@@ -135,9 +136,9 @@ class Dispatcher:
         (an operator repaired it), else back into quarantine; whether it was released."""
         try:
             self.tables.verify(table_id)
-        except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
-            raise  # not the table's fault: the run loop waits for Redis
         except Exception as error:  # noqa: BLE001 - still unreadable, however it fails
+            if redis_away(error):
+                raise  # not the table's fault: the run loop waits for Redis
             self._quarantine(table_id, error)
             return False
         self._held.discard(table_id)
@@ -148,12 +149,12 @@ class Dispatcher:
     def _act(self, table_id: str) -> None:
         try:
             self.usecases.close_due(table_id)
-        except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
-            raise  # not the table's fault: the run loop waits for Redis
         except OutcomeUnknown:  # written, not confirmed replicated: the claim's lease runs
             log.warning("acted on table %s, not confirmed replicated", table_id)
             return  # out and the table comes due again (then acted on, or found settled)
         except Exception as error:  # noqa: BLE001 - one table's failure never stops the others
+            if redis_away(error):
+                raise  # not the table's fault: the run loop waits for Redis
             self._quarantine(table_id, error)
             return
         if table_id in self._held and self.index.release(table_id):
@@ -199,7 +200,9 @@ class Dispatcher:
                 while self.tick() and not stop.is_set():
                     pass
                 wait, failures = self.sleep_s(), 0
-            except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError) as error:
+            except Exception as error:
+                if not redis_away(error):  # (a failover: CLUSTERDOWN, TRYAGAIN, READONLY...)
+                    raise
                 failures += 1
                 wait = self.times.backoff.delay(failures)
                 log.warning(

@@ -14,6 +14,7 @@ from typing import Any
 
 import redis
 
+from service.eventlog.redis_errors import redis_away
 from service.pacing import Backoff
 from service.projections.wallet_calls import Wallet
 
@@ -58,7 +59,9 @@ def run_wallet_duty(wallet: Wallet, stop: threading.Event, idle_s: float = 0.2) 
             try:
                 busy = finish_due(wallet, pool) > 0
                 failures, wait = 0, (0.0 if busy else idle_s)
-            except (redis.ConnectionError, redis.TimeoutError) as error:
+            except Exception as error:
+                if not redis_away(error):  # (a failover: CLUSTERDOWN, TRYAGAIN, READONLY...)
+                    raise
                 failures += 1
                 wait = REDIS_BACKOFF.delay(failures)
                 log.warning("wallet: Redis unreachable (%s)", type(error).__name__)

@@ -10,6 +10,7 @@ import threading
 import redis
 
 from service.config import Settings
+from service.eventlog.redis_errors import redis_away
 from service.pacing import Backoff
 from service.projections.webhooks import Schedule, WebhookStore
 
@@ -41,7 +42,9 @@ def queue_webhooks(
         try:
             hooks.queue_due(schedule, queues=queues)
             failures, wait = 0, 0.25
-        except (redis.ConnectionError, redis.TimeoutError) as error:
+        except Exception as error:
+            if not redis_away(error):  # (a failover: CLUSTERDOWN, TRYAGAIN, READONLY...)
+                raise
             failures += 1
             wait = REDIS_BACKOFF.delay(failures)
             log.warning("webhooks: Redis unreachable (%s)", type(error).__name__)

@@ -8,11 +8,54 @@ from collections.abc import Iterator
 
 import redis
 from redis.cluster import RedisCluster
+from redis.exceptions import ClusterError, SlotNotCoveredError
 
 from service.eventlog.decoding import CorruptTable
 from service.eventlog.store import StoreError, StoreUnavailable
 
-__all__ = ["bytes_of", "redis_errors", "scan_keys", "store_error", "table_errors"]
+__all__ = [
+    "bytes_of",
+    "demoted",
+    "failing_over",
+    "redis_away",
+    "redis_errors",
+    "scan_keys",
+    "store_error",
+    "table_errors",
+]
+
+_FAILOVER_REPLIES = ("UNBLOCKED", "READONLY", "MASTERDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN")
+"""How a Redis error reply starts when its node is being demoted or promoted, or the cluster
+has no master for a slot yet: ``UNBLOCKED ... (master -> replica?)`` to a ``WAIT`` (or any
+blocked command) on a master made a replica, ``READONLY`` to a write on it, ``MASTERDOWN``
+from a replica whose master is away, ``LOADING`` from a node reading its files,
+``CLUSTERDOWN`` and ``TRYAGAIN`` while slots move."""
+
+FAILOVER_ERRORS = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    ClusterError,
+    SlotNotCoveredError,
+    redis.exceptions.AskError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.ReadOnlyError,
+)
+"""redis-py's errors for a node that went away or whose role or slots are changing."""
+
+
+def failing_over(error: BaseException) -> bool:
+    """Whether `error` is what a command meets while its node goes away or a failover or a
+    resharding is under way (so it may succeed once the cluster settles): unavailable, never
+    an unexpected error."""
+    if isinstance(error, FAILOVER_ERRORS):
+        return True
+    return isinstance(error, redis.ResponseError) and str(error).startswith(_FAILOVER_REPLIES)
+
+
+def redis_away(error: BaseException) -> bool:
+    """Whether `error` means the store's Redis cannot serve now (unreachable, or a failover
+    under way): a loop waits it out and tries again, never a process that exits."""
+    return isinstance(error, StoreUnavailable) or failing_over(error)
 
 
 def scan_keys(client: redis.Redis, pattern: bytes) -> Iterator[bytes]:
@@ -37,12 +80,21 @@ def bytes_of(value: object) -> bytes:
     return value
 
 
+def demoted(error: Exception) -> bool:
+    """An error an append and its ``WAIT`` meet when their master is demoted mid-call (a
+    ``WAIT`` unblocked, a write refused as READONLY, the cluster down or redirecting): the
+    append may have been made on the master, and not confirmed (unreachable Redis stays
+    StoreUnavailable, as without replicas)."""
+    unreachable = isinstance(error, redis.ConnectionError | redis.TimeoutError)
+    return failing_over(error) and not unreachable
+
+
 @contextlib.contextmanager
 def redis_errors() -> Iterator[None]:
     """Turn redis-py errors into the store's: unreachable Redis -> StoreUnavailable."""
     try:
         yield
-    except redis.RedisError as error:
+    except (redis.RedisError, SlotNotCoveredError) as error:
         raise store_error(error) from error
 
 
@@ -52,14 +104,17 @@ def table_errors(table_id: str, what: str) -> Iterator[None]:
     wrote it outside the store) is that table's CorruptTable."""
     try:
         yield
-    except redis.RedisError as error:
+    except (redis.RedisError, SlotNotCoveredError) as error:
         raise store_error(error, table_id, what) from error
 
 
-def store_error(error: redis.RedisError, table_id: str | None = None, what: str = "") -> StoreError:
-    """The store's error for a redis-py error (on `table_id`'s key `what`, when given)."""
+def store_error(error: Exception, table_id: str | None = None, what: str = "") -> StoreError:
+    """The store's error for a redis-py error (on `table_id`'s key `what`, when given): Redis
+    unreachable or failing over is StoreUnavailable (503), never an unexpected error."""
     if isinstance(error, redis.ConnectionError | redis.TimeoutError):
         return StoreUnavailable(f"Redis is unreachable: {error}")
+    if failing_over(error):
+        return StoreUnavailable(f"Redis is failing over: {str(error)[:120]}")
     if table_id is not None and isinstance(error, redis.ResponseError):
         if "WRONGTYPE" in str(error):  # a key of the wrong type
             return CorruptTable(table_id, what, str(error)[:120])

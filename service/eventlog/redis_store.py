@@ -49,6 +49,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote
 
 import redis
+from redis.exceptions import SlotNotCoveredError
 
 from service.eventlog.decoding import (
     META_FIELDS,
@@ -64,6 +65,7 @@ from service.eventlog.decoding import (
 )
 from service.eventlog.redis_errors import (
     bytes_of,
+    demoted,
     redis_errors,
     scan_keys,
     store_error,
@@ -78,6 +80,7 @@ from service.eventlog.store import (
     Idempotency,
     IdempotencyMismatch,
     Loaded,
+    NotReplicated,
     StoredEvent,
     StoreError,
     VersionConflict,
@@ -236,7 +239,10 @@ class RedisEventStore:
         ]
         try:  # (inline rather than `with redis_errors()`: this runs on every command)
             reply, acked = self._replicated.run(self._append_script, keys, args)
-        except redis.RedisError as error:
+        except (redis.RedisError, SlotNotCoveredError) as error:
+            if self.min_replicas and demoted(error):  # the script may have run: unconfirmed
+                made = expected_version + len(events)
+                raise NotReplicated(table_id, made, None, self.min_replicas) from error
             raise store_error(error, table_id, "meta hash or stream") from error
         status = reply[0] if isinstance(reply, list) and reply else None
         if status == b"ok":

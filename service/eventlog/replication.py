@@ -108,18 +108,28 @@ class Replicated:
         same connection; None: unknown); the script is loaded first when Redis lost it (a
         restart)."""
         command = ("EVALSHA", script.sha, len(keys), *keys, *args)
-        for attempt in (1, 2):
+        for attempt in (1, 2, 3):
             try:
                 if not self.min_replicas:
                     return self.call(*command), None
                 wait = ("WAIT", self.min_replicas, self.timeout_ms)
                 reply, acked = self.call_many(command, wait)
                 return reply, None if acked is None else int(acked)
-            except redis.exceptions.NoScriptError:  # a restarted or flushed Redis
-                if attempt == 2:
+            except redis.exceptions.NoScriptError:  # a restarted, flushed or promoted Redis
+                if attempt == 3:  # (twice: once where the map said, once where a failover moved it)
                     raise
-                self.client.script_load(script.script)
+                self._load(script, keys[0])
         raise AssertionError("unreachable")
+
+    def _load(self, script: Any, key: Any) -> None:
+        """Load `script` where `key` is: on a cluster, the key's master as the client maps it
+        now (a replica promoted in a failover lacks the scripts: Redis does not replicate
+        ``SCRIPT LOAD``, and redis-py's cluster client sends it to the masters of a map that
+        may predate the failover)."""
+        target = self.client
+        if isinstance(target, RedisCluster):
+            target = target.get_redis_connection(target.get_node_from_key(key))
+        target.script_load(script.script)
 
     def check(self, table_id: str, version: int, acked: int | None) -> None:
         """NotReplicated unless `acked` replicas are enough (or none are asked)."""

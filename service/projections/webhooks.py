@@ -306,7 +306,9 @@ class WebhookStore:
         """Claim every tenant's due deliveries and queue an attempt of each in RQ's Redis
         (`queues`; None: this store's) (the dispatchers call this); how many were queued. The
         job id names the delivery and its attempt, so a claim repeated before the attempt ran
-        queues it once."""
+        queues it once: a job still waiting in the queue when its lease runs out (workers
+        behind) is left there, not queued again (each copy would cost a worker a job, and a
+        backlog would grow on itself)."""
         queue = Queue(WEBHOOKS_QUEUE, connection=queues or self.client, serializer=JSONSerializer)
         paced = asdict(schedule)
         queued = 0
@@ -323,15 +325,16 @@ class WebhookStore:
                         extra={"delivery_id": delivery_id, "tenant": tenant},
                     )
                     continue
-                if attempt is None:
-                    continue
+                job_id = f"webhook-{delivery_id}-{attempt}"
+                if attempt is None or queue.get_job_position(job_id) is not None:
+                    continue  # (still waiting in the queue: queued once, however late)
                 queue.enqueue(
                     DELIVER_JOB,
                     self.prefix,
                     tenant,
                     delivery_id,
                     paced,
-                    job_id=f"webhook-{delivery_id}-{attempt}",
+                    job_id=job_id,
                     result_ttl=3600,
                     failure_ttl=7 * 24 * 3600,
                 )

@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--min-replicas", type=int, default=1, help="GUTS_REDIS_MIN_REPLICAS given to the service"
     )
+    parser.add_argument("--replicas", type=int, default=1, help="replicas per master (3 masters)")
     parser.add_argument(
         "--forced-failover",
         action="store_true",
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         tables=args.tables,
         min_replicas=args.min_replicas,
+        replicas=args.replicas,
         forced_failover=args.forced_failover,
         deadline_tables=not args.no_deadline_tables,
         other_faults=not args.no_other_faults,

@@ -44,6 +44,7 @@ class Observed:
     webhooks: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     audits: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     behind: dict[str, str] = field(default_factory=dict)  # tables the archive did not catch up
+    undelivered: dict[str, int] = field(default_factory=dict)  # what the store holds of them
 
     def log(self, table: str) -> dict[int, dict[str, Any]]:
         """The table's log, decoded: Redis's, after the archive's events of the versions

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import functools
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import psycopg
 import requests
 from redis.cluster import RedisCluster
@@ -124,5 +126,41 @@ def read_back(
         missing = checker.webhooks(observed, tables)
         return not any("not delivered" in detail for _, detail in missing)
 
-    _poll(delivered, every=1.0)
+    if not _poll(delivered, every=1.0):
+        observed.undelivered = _undelivered(topology, observed, tables)
     return observed
+
+
+def _undelivered(
+    topology: Topology, observed: checker.Observed, tables: list[str]
+) -> dict[str, int]:
+    """What the webhook store holds of each webhook not delivered, counted by kind: no
+    delivery derived (and whether the projection's position is past the event), or the
+    delivery's status and attempts (why the run did not see it)."""
+    missing = [
+        d.split(" ")[0] for k, d in checker.webhooks(observed, tables) if "not delivered" in d
+    ]
+    client = RedisCluster.from_url(topology.cluster.url)
+    states: Counter[str] = Counter()
+    try:
+        records: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        positions: dict[str, int] = {}
+        for tenant in client.smembers("guts:{%hooks}:tenants"):
+            tag = f"guts:{{%hooks:{tenant.decode()}}}"
+            for table, position in client.hgetall(f"{tag}:positions").items():
+                positions[table.decode()] = int(position)
+            for raw in client.hgetall(f"{tag}:deliveries").values():
+                record = orjson.loads(raw)
+                records.setdefault((record["table_id"], record["version"]), []).append(record)
+        for where in missing:
+            table, version = where.rsplit("@", 1)
+            found = records.get((table, int(version)), [])
+            if not found:
+                past = positions.get(table, 0) >= int(version)
+                states["no delivery, position " + ("past it" if past else "before it")] += 1
+            for record in found:
+                last = f"last {record['last_status']} {record['last_error']}"[:80]
+                states[f"{record['status']}, {record['attempts']} attempts, {last}"] += 1
+    finally:
+        client.close()
+    return dict(states)

@@ -1,9 +1,11 @@
 """The recommended Redis topology, for real: a Redis Cluster of three masters, each with one
 replica, every node a `redis-server` on free ports with `appendonly yes`, `appendfsync always`
-and `cluster-node-timeout 2000` (docs/operations.md). Made as tests/cluster.py makes its cluster,
-with the cluster's own commands (ADDSLOTS, MEET, then REPLICATE), so only `redis-server` is
-needed. A node can be killed (-9), stopped (SIGSTOP) and continued, and restarted on its port
-and its files (it rejoins, as a replica of whoever holds its slots by then)."""
+and `cluster-node-timeout 2000` (docs/operations.md), and `repl-diskless-sync-delay 0` (a
+replica that rejoins is synced at once, not after Redis's default 5 s wait for more replicas).
+Made as tests/cluster.py makes its cluster, with the cluster's own commands (ADDSLOTS, MEET,
+then REPLICATE), so only `redis-server` is needed. A node can be killed (-9), stopped (SIGSTOP)
+and continued, and restarted on its port and its files (it rejoins, as a replica of whoever
+holds its slots by then)."""
 
 from __future__ import annotations
 
@@ -103,6 +105,7 @@ class ReplicatedCluster:
              "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
              "--cluster-port", str(node.bus), "--cluster-node-timeout", str(self.node_timeout_ms),
              "--appendonly", "yes", "--appendfsync", "always", "--save", "",
+             "--repl-diskless-sync-delay", "0",
              "--dir", str(node.directory), "--logfile", "redis.log"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -39,6 +39,7 @@ class Options:
     seed: int = 1
     tables: int = 12
     min_replicas: int = 1
+    replicas: int = 1  # replicas per master
     forced_failover: bool = False  # CLUSTER FAILOVER FORCE among the failovers
     deadline_tables: bool = True  # a third of the tables with 1 s deadlines and auto_resolve
     other_faults: bool = True  # API node, dispatcher, PostgreSQL, replica kills between them
@@ -50,7 +51,10 @@ def run(options: Options) -> dict[str, Any]:
     plan = schedule(options.failovers, kinds, options.other_faults, rng)
     tables = [f"chaos-{options.seed}-{n}" for n in range(options.tables)]
     history = History()
-    with Topology(options.min_replicas) as topology, Receiver(seed=options.seed) as receiver:
+    with (
+        Topology(options.min_replicas, replicas=options.replicas) as topology,
+        Receiver(seed=options.seed) as receiver,
+    ):
         hook = requests.post(
             topology.api[0].base + "/v1/webhooks",
             json={"url": receiver.url, "events": list(EVENT_NAMES)},
@@ -155,6 +159,7 @@ def _report(
         "audits_ok": sum(1 for r in observed.audits.values() if r and r.get("ok")),
         "audits": len(observed.audits),
         "webhooks_received": len(observed.webhooks),
+        "webhooks_undelivered": observed.undelivered,
         "violations": [{"kind": k, "detail": d} for k, d in violations],
     }
 
@@ -176,6 +181,7 @@ def text(report: dict[str, Any]) -> str:
         f"audits ok: {report['audits_ok']} of {report['audits']}; webhooks received: "
         f"{report['webhooks_received']}; dispatcher exits: {report['dispatcher_exits']}; "
         f"uncaught exceptions: {report['uncaught']}",
+        f"webhooks not delivered, as the store holds them: {report['webhooks_undelivered']}",
         f"unavailability per failover (s): {report['unavailability_s']}",
         f"deadlines acted on by the dispatchers: {report['deadlines_acted_on']}",
     ]

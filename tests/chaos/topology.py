@@ -139,11 +139,11 @@ class ApiNode(GutsProcess):
 class Topology:
     """Everything above, started by `__enter__` and stopped by `__exit__` whatever happened."""
 
-    def __init__(self, min_replicas: int = 1, web_workers: int = 1) -> None:
+    def __init__(self, min_replicas: int = 1, web_workers: int = 1, replicas: int = 1) -> None:
         self.min_replicas = min_replicas
         self.web_workers = web_workers
         self.workdir = Path(tempfile.mkdtemp(prefix="guts-chaos-run-"))
-        self.cluster = ReplicatedCluster()
+        self.cluster = ReplicatedCluster(replicas=replicas)
         self.queues = RedisServer()
         self.postgres = EmbeddedPostgres(self.workdir / "postgres")
         self.database_url = ""

@@ -230,6 +230,28 @@ def test_an_attempt_lost_with_its_worker_is_made_again(api: Api, redis_client, r
     assert delivery["status"] == "delivered" and len(target.accepted()) == 1
 
 
+def test_an_attempt_still_queued_when_its_lease_runs_out_is_not_queued_twice(
+    api: Api, redis_client, run_jobs, receiver
+):
+    target = receiver([])
+    hook = _register(api, target.url, ["player_seated"])
+    table = api.table("three-card")
+    api.seat(table, "ann")
+    follow_webhooks(api, table)
+    store = WebhookStore(redis_client)
+    queue = Queue(WEBHOOKS_QUEUE, connection=redis_client, serializer=JSONSerializer)
+    assert store.queue_due(FAST, lease_s=0.2) == 1
+    lease_over = time.time() + 0.3
+    while time.time() < lease_over:  # the workers are behind: the job waits past its lease
+        time.sleep(0.05)
+    assert store.queue_due(FAST, lease_s=0.2) == 0
+    assert queue.count == 1
+    run_jobs()
+    (delivery,) = _deliveries(api, hook["webhook_id"])
+    assert delivery["status"] == "delivered" and delivery["attempts"] == 1
+    assert len(target.accepted()) == 1
+
+
 def test_a_deleted_webhook_gets_nothing_more(api: Api, redis_client, run_jobs, receiver):
     target = receiver([])
     hook = _register(api, target.url, ["player_seated"])

@@ -1,0 +1,47 @@
+"""What the event store makes of redis-py's errors (`service.eventlog.redis_errors`): a node
+going away, or a failover or resharding under way, is StoreUnavailable (503), never an
+unexpected error (500); an append that meets a master being demoted is unconfirmed."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+from redis import exceptions
+
+from service.eventlog.redis_errors import demoted, store_error
+from service.eventlog.store import StoreError, StoreUnavailable
+
+FAILING_OVER = [
+    redis.ResponseError(
+        "UNBLOCKED force unblock from blocking operation, instance state changed "
+        "(master -> replica?)"
+    ),
+    exceptions.ReadOnlyError("You can't write against a read only replica."),
+    exceptions.ClusterDownError("The cluster is down"),
+    exceptions.MasterDownError("Link with MASTER is down and replica-serve-stale-data is no"),
+    exceptions.TryAgainError("Multiple keys request during rehashing of slot"),
+    exceptions.MovedError("3999 127.0.0.1:6381"),
+    exceptions.AskError("3999 127.0.0.1:6381"),
+    exceptions.SlotNotCoveredError("Command # 1 (EVALSHA) failed: no node for slot 3999"),
+    redis.ResponseError("LOADING Redis is loading the dataset in memory"),
+]
+
+
+@pytest.mark.parametrize("error", FAILING_OVER, ids=lambda e: str(e).split()[0])
+def test_a_failover_is_unavailable_and_an_append_meeting_it_unconfirmed(error):
+    assert isinstance(store_error(error, "t", "stream"), StoreUnavailable)
+    assert demoted(error)
+
+
+@pytest.mark.parametrize(
+    "error", [redis.ConnectionError("Connection reset by peer"), redis.TimeoutError("timed out")]
+)
+def test_unreachable_redis_is_unavailable_as_before(error):
+    assert isinstance(store_error(error), StoreUnavailable)
+    assert not demoted(error)  # an append that meets it: StoreUnavailable, as without replicas
+
+
+def test_other_refusals_stay_errors():
+    refused = store_error(redis.ResponseError("ERR wrong number of arguments"))
+    assert type(refused) is StoreError
+    assert not demoted(redis.ResponseError("ERR wrong number of arguments"))
