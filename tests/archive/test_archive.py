@@ -84,7 +84,7 @@ def test_an_archived_table_reads_exactly_as_before_and_plays_on(
     table, tokens = _played(api, hands=6)
     version = api.get(f"/v1/tables/{table}").json()["version"]
     before = _everything(api, table, 6, tokens)
-    store: RedisEventStore = _services(api).tables.store
+    store: RedisEventStore = _services(api).usecases.tables.store
 
     _archive(api, table)  # (reading the ledger of the table archived it already)
     trimmed = int(redis_client.hget(store.meta_key(table), "trimmed") or 0)
