@@ -3,12 +3,18 @@ free ports (their cluster bus on free ports too: the default, port + 10,000, may
 each given a third of the slots and introduced to the others (what `redis-cli
 --cluster create` does, done with the cluster's own commands, so only `redis-server` is
 needed), stopped at the end. With `replicas`, each master gets that many replicas (``CLUSTER
-REPLICATE``), so a master can be killed, or a replica forced to take over (``CLUSTER FAILOVER
-FORCE``), as in the production topology (docs/operations.md)."""
+REPLICATE``), so a master can be killed, stopped (SIGSTOP) and continued, or a replica forced
+to take over (``CLUSTER FAILOVER FORCE``), as in the production topology
+(docs/operations.md); with `durable`, every node has `appendonly yes`, `appendfsync always`
+and its own log file, so a node killed and restarted on its files rejoins as production's
+would (the chaos harness, tests/chaos). Replicas rejoin without Redis's default 5 s wait for
+more replicas before a full sync (`repl-diskless-sync-delay 0`)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -29,10 +35,19 @@ class LocalCluster:
     ``cluster-node-timeout``: how long a master must be unreachable before a replica takes
     over."""
 
-    def __init__(self, nodes: int = 3, replicas: int = 0, node_timeout_ms: int = 15000) -> None:
+    def __init__(
+        self,
+        nodes: int = 3,
+        replicas: int = 0,
+        node_timeout_ms: int = 15000,
+        *,
+        durable: bool = False,
+    ) -> None:
         self.nodes = nodes
         self.replicas = replicas
         self.node_timeout_ms = node_timeout_ms
+        self.durable = durable
+        self.stopped: set[int] = set()  # the ports of the nodes SIGSTOPped
         self.master_ports: list[int] = []
         self.ports: list[int] = []
         self.bus_ports: list[int] = []
@@ -62,7 +77,7 @@ class LocalCluster:
             self._wait(lambda: all(_knows(c, len(self.ports)) for c in clients), "meet")
             ids = [c.execute_command("CLUSTER MYID") for c in clients[: self.nodes]]
             for n, client in enumerate(clients[self.nodes :]):
-                client.execute_command("CLUSTER REPLICATE", ids[n % self.nodes])
+                self._wait(lambda c=client, i=ids[n % self.nodes]: _replicates(c, i), "replicate")
             self._wait(lambda: all(_state_ok(c) and _synced(c) for c in clients), "come up")
             for client in clients:
                 client.close()
@@ -74,12 +89,13 @@ class LocalCluster:
     def _start(self, binary: str, port: int, bus: int) -> subprocess.Popen[bytes]:
         directory = self.workdir / str(port)
         directory.mkdir(exist_ok=True)
+        durable = ["--appendonly", "yes", "--appendfsync", "always", "--logfile", "redis.log"]
         return subprocess.Popen(
             [binary, "--port", str(port), "--bind", "127.0.0.1",
              "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
              "--cluster-port", str(bus), "--cluster-node-timeout", str(self.node_timeout_ms),
-             "--repl-diskless-sync-delay", "0",
-             "--save", "", "--appendonly", "no", "--dir", str(directory)],
+             "--repl-diskless-sync-delay", "0", "--save", "", "--dir", str(directory),
+             *(durable if self.durable else ["--appendonly", "no"])],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -91,18 +107,83 @@ class LocalCluster:
                 raise RuntimeError(f"the local Redis Cluster did not {what} within {within_s} s")
             time.sleep(0.05)
 
-    def client(self, port: int) -> redis.Redis:
-        """A plain client of the node on `port`."""
-        return redis.Redis(host="127.0.0.1", port=port)
+    def client(self, port: int, timeout_s: float = 5.0) -> redis.Redis:
+        """A plain client of the node on `port` (a stopped node's commands time out)."""
+        return redis.Redis(
+            host="127.0.0.1", port=port, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+        )
+
+    def role(self, port: int) -> str | None:
+        """The node's role, ``master`` or ``slave``; None when it does not answer."""
+        if port not in self.live():
+            return None
+        try:
+            with self.client(port, 1.0) as client:
+                return _role(client)
+        except redis.RedisError:
+            return None
 
     def masters(self) -> list[int]:
-        """The ports of the nodes that are masters now (as each live node says of itself)."""
-        return [port for port in self.live() if _role(self.client(port)) == "master"]
+        """The ports of the nodes that are masters of slots now (as each live node says of
+        itself, and as the cluster's map of the slots says)."""
+        owners = set(self.slot_owner().values())
+        return [port for port in self.live() if port in owners and self.role(port) == "master"]
+
+    def replicas_now(self) -> list[int]:
+        """The ports of the nodes that are replicas now."""
+        return [port for port in self.live() if self.role(port) == "slave"]
 
     def live(self) -> list[int]:
-        """The ports of the nodes running."""
+        """The ports of the nodes running (not stopped)."""
         running = zip(self.ports, self.processes, strict=True)
-        return [port for port, process in running if process.poll() is None]
+        return [p for p, process in running if process.poll() is None and p not in self.stopped]
+
+    def slot_owner(self) -> dict[int, int]:
+        """Each slot's master's port, as the first node that answers sees it ({} if none)."""
+        for port in self.live():
+            try:
+                with self.client(port, 1.0) as client:
+                    ranges = client.execute_command("CLUSTER SLOTS")
+            except redis.RedisError:
+                continue
+            owners: dict[int, int] = {}
+            for first, last, master, *_ in ranges:
+                owners.update(dict.fromkeys(range(first, last + 1), int(master[1])))
+            return owners
+        return {}
+
+    def settled(self) -> bool:
+        """Every node up and saying the cluster is ok, `nodes` masters holding slots, and every
+        other node a replica in sync with its master."""
+        if len(self.live()) != len(self.ports):
+            return False
+        try:
+            if not all(
+                _state_ok(self.client(p, 1.0)) and _synced(self.client(p, 1.0)) for p in self.ports
+            ):
+                return False
+        except redis.RedisError:
+            return False
+        return (
+            len(self.masters()) == self.nodes
+            and len(self.replicas_now()) == len(self.ports) - self.nodes
+        )
+
+    def wait_settled(self, within_s: float = 30) -> float:
+        """Wait for `settled`; the seconds it took (RuntimeError past `within_s`)."""
+        started = time.monotonic()
+        self._wait(self.settled, "settle", within_s)
+        return time.monotonic() - started
+
+    def pause(self, port: int) -> None:
+        """SIGSTOP the node on `port` (as a stalled machine)."""
+        os.kill(self.processes[self.ports.index(port)].pid, signal.SIGSTOP)
+        self.stopped.add(port)
+
+    def resume(self, port: int) -> None:
+        """SIGCONT the node on `port`."""
+        os.kill(self.processes[self.ports.index(port)].pid, signal.SIGCONT)
+        self.stopped.discard(port)
 
     def replica_of(self, master_port: int) -> int:
         """The port of a live replica of the master on `master_port`."""
@@ -115,12 +196,15 @@ class LocalCluster:
     def kill(self, port: int) -> None:
         """kill -9 the node on `port`."""
         process = self.processes[self.ports.index(port)]
+        if port in self.stopped:
+            self.resume(port)
         process.kill()
         process.wait()
 
     def restart(self, port: int) -> None:
-        """Start the node on `port` again (it rejoins with its nodes.conf: a master that a
-        replica replaced comes back as that one's replica)."""
+        """Start the node on `port` again, killed first if it runs (it rejoins with its
+        nodes.conf: a master that a replica replaced comes back as that one's replica)."""
+        self.kill(port)
         n = self.ports.index(port)
         self.processes[n] = self._start(find_redis_server(), port, self.bus_ports[n])
         self._wait_up(port).close()
@@ -146,6 +230,8 @@ class LocalCluster:
                 time.sleep(0.02)
 
     def stop(self) -> None:
+        for port in list(self.stopped):
+            self.resume(port)
         for process in self.processes:
             process.kill()
             process.wait()
@@ -168,6 +254,15 @@ def _state_ok(client: redis.Redis) -> bool:
 def _knows(client: redis.Redis, count: int) -> bool:
     info = client.execute_command("CLUSTER INFO")
     return int(dict(info).get("cluster_known_nodes", 0)) >= count
+
+
+def _replicates(client: redis.Redis, master_id: bytes) -> bool:
+    """Made a replica of `master_id` (refused until gossip has told it of that master)."""
+    try:
+        client.execute_command("CLUSTER REPLICATE", master_id)
+    except redis.ResponseError:
+        return False
+    return True
 
 
 def _role(client: redis.Redis) -> str:

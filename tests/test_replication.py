@@ -10,7 +10,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -20,8 +20,10 @@ from redis.cluster import RedisCluster
 from service.config import Settings
 from service.eventlog.codec import decode_event
 from service.eventlog.redis_store import RedisEventStore
+from service.eventlog.replication import replicated_log
 from service.eventlog.store import StoreError, StoreUnavailable
 from service.processes.redis_server import RedisServer
+from service.projections.follower import Followed, Follower
 from service.rules.decide import CreateTable, Deal, SeatPlayer, VoidHand
 from service.rules.ruleset import resolve_ruleset
 from service.tables import OutcomeUnknown, Tables
@@ -192,7 +194,9 @@ def test_a_master_demoted_during_wait_answers_503_never_500(bypass, key):
     most once."""
     with LocalCluster(replicas=1, node_timeout_ms=1000) as cluster:
         client = RedisCluster.from_url(cluster.url)
-        confirmed = RedisEventStore(client, prefix="demoted", min_replicas=1)
+        confirmed = RedisEventStore(
+            client, prefix="demoted", min_replicas=1, replica_timeout_ms=5000
+        )
         after = Tables(confirmed)
         table_id = "demoted-1"
         after.execute(
@@ -245,3 +249,56 @@ def test_a_master_demoted_during_wait_answers_503_never_500(bypass, key):
         assert seated in (["p0"], []) if key is None else seated == ["p0"]
         after.execute(table_id, SeatPlayer("p1", 1000))  # the new master takes commands
         client.close()
+
+
+class _Recorded:
+    """A projection that keeps the events it was given (what a ledger or an archive derives
+    from), per table, with its position."""
+
+    name = "recorded"
+
+    def __init__(self) -> None:
+        self.events: dict[str, list[bytes]] = {}
+
+    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
+        return [len(self.events.get(table_id, [])) for _, table_id in tables]
+
+    def apply(self, followed: Followed) -> bool:
+        held = self.events.setdefault(followed.table_id, [])
+        if len(held) != followed.after:
+            return False
+        held += [stored.data for stored in followed.stored]
+        return True
+
+    def tidy(self, table_id: str, position: int) -> None:
+        pass
+
+
+def test_followers_apply_only_what_a_replica_holds_so_a_lost_suffix_forks_nothing(pair):
+    master, replica = pair
+    client = redis.Redis.from_url(master.url)
+    store = RedisEventStore(client, min_replicas=1, replica_timeout_ms=3000)
+    tables = Tables(store)
+    table_id = "followed"
+    rules = resolve_ruleset("three-card")
+    tables.execute(table_id, CreateTable(table_id, rules, b"s" * 32, "c"), create=True)
+    tables.execute(table_id, SeatPlayer("p0", 1000))
+    recorded = _Recorded()
+    follower = Follower(store, [recorded], confirm=replicated_log(store))
+    follower.catch_up(table_id)
+    confirmed = store.load(table_id).version
+    assert len(recorded.events[table_id]) == confirmed
+    kept = Unreplicated(client, store, table_id)
+    os.kill(replica.pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(OutcomeUnknown):
+            tables.execute(table_id, SeatPlayer("p1", 1000))
+        follower.catch_up(table_id)  # on the master only: not applied
+        assert len(recorded.events[table_id]) == confirmed
+        kept.lose()  # a failover lost it
+    finally:
+        os.kill(replica.pid, signal.SIGCONT)
+    tables.execute(table_id, SeatPlayer("p2", 1000))  # made at the lost one's version
+    _until(lambda: follower.catch_up(table_id) > 0, "the follower applied the confirmed seat")
+    assert recorded.events[table_id] == [stored.data for stored in store.read(table_id)]
+    client.close()

@@ -12,6 +12,7 @@ import redis
 from service.archive.archive import Archive
 from service.config import Settings
 from service.eventlog.due_index import DueIndex
+from service.eventlog.replication import replicated_log
 from service.eventlog.vitals import Vitals
 from service.infrastructure import archiver, event_store, wallet_of
 from service.projections.follower import Follower, Projection
@@ -41,7 +42,12 @@ def build_follower(
     channel of the appends' notices."""
     store = event_store(settings, client, archive)
     index = DueIndex(client, prefix=settings.key_prefix)
-    follower = Follower(store, projections(settings, client, archive is not None), index=index)
+    follower = Follower(
+        store,
+        projections(settings, client, archive is not None),
+        index=index,
+        confirm=replicated_log(store),
+    )
     return follower, store.notices
 
 
@@ -69,4 +75,5 @@ def build_archiver(settings: Settings, client: redis.Redis, archive: Archive) ->
         index=index,
         chained=False,  # (the archive checks the chain itself)
         on_sweep=vitals.report_archive_lag,
+        confirm=replicated_log(store),
     )

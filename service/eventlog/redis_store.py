@@ -161,7 +161,7 @@ class RedisEventStore:
         # public `execute_command`, or around its pool (measured worth it: see the module).
         direct = direct_commands(client) if bypass_redis_py else None
         self._call = client.execute_command if direct is None else direct.call
-        self._replicated = Replicated(
+        self.replication = Replicated(
             client,
             self._call,
             pipelined(client) if direct is None else direct.call_many,
@@ -238,7 +238,7 @@ class RedisEventStore:
             *events,
         ]
         try:  # (inline rather than `with redis_errors()`: this runs on every command)
-            reply, acked = self._replicated.run(self._append_script, keys, args)
+            reply, acked = self.replication.run(self._append_script, keys, args)
         except (redis.RedisError, SlotNotCoveredError) as error:
             if self.min_replicas and demoted(error):  # the script may have run: unconfirmed
                 made = expected_version + len(events)
@@ -246,11 +246,11 @@ class RedisEventStore:
             raise store_error(error, table_id, "meta hash or stream") from error
         status = reply[0] if isinstance(reply, list) and reply else None
         if status == b"ok":
-            self._replicated.check(table_id, int(reply[1]), acked)
+            self.replication.check(table_id, int(reply[1]), acked)
             return AppendResult(version=int(reply[1]))
         if status == b"replayed":
             assert idempotency is not None
-            self._replicated.check(table_id, int(reply[1]), acked)
+            self.replication.check(table_id, int(reply[1]), acked)
             record = Idempotency(idempotency.key, idempotency.request_hash, bytes_of(reply[2]))
             return AppendResult(version=int(reply[1]), replayed=record)
         if status == b"conflict":
@@ -358,10 +358,10 @@ class RedisEventStore:
             if not self.min_replicas:
                 request_hash, response = self.client.hmget(record_key, "request_hash", "response")
             else:
-                found, acked = self._replicated.run(self._idempotent_script, [record_key], [])
+                found, acked = self.replication.run(self._idempotent_script, [record_key], [])
                 request_hash, response = found
                 if request_hash is not None:
-                    self._replicated.check(table_id, 0, acked)
+                    self.replication.check(table_id, 0, acked)
         if request_hash is None and response is None:
             return None
         return idempotency(table_id, key, request_hash, response)

@@ -17,6 +17,7 @@ Idempotency-Key) is confirmed on the new master.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -29,9 +30,9 @@ from redis.exceptions import (
     TryAgainError,
 )
 
-from service.eventlog.store import NotReplicated
+from service.eventlog.store import NotReplicated, StoredEvent
 
-__all__ = ["REROUTED", "Replicated", "pipelined", "rerouted"]
+__all__ = ["REROUTED", "Replicated", "pipelined", "replicated_log", "rerouted"]
 
 REROUTED = (
     redis.ConnectionError,
@@ -135,3 +136,30 @@ class Replicated:
         """NotReplicated unless `acked` replicas are enough (or none are asked)."""
         if self.min_replicas and (acked is None or acked < self.min_replicas):
             raise NotReplicated(table_id, version, acked, self.min_replicas)
+
+
+_CONFIRM_LUA = (Path(__file__).parent / "lua" / "confirm.lua").read_text()
+
+
+def replicated_log(store: Any) -> Callable[[str, StoredEvent], bool] | None:
+    """For a follower (`service.projections.follower`) of a `RedisEventStore` that asks for
+    replicas (None for one that does not): whether the replicas hold a table's log up to an
+    event as it was read (`last`, the last of a batch). One round trip: the event read again
+    on its table's master, a write there (its mark, expiring), then ``WAIT`` on the same
+    connection; confirmed when the master holds that very event and the replicas acknowledge
+    the write (so everything before it). A batch not confirmed (a replica behind or down, the
+    master failing over, an event a failover lost) is not applied: nothing unreplicated
+    reaches the archive, the ledger or the webhooks, and a failover that loses a suffix
+    leaves none of them ahead of the log."""
+    replication: Replicated | None = getattr(store, "replication", None)
+    if replication is None or not replication.min_replicas:
+        return None
+    script = store.client.register_script(_CONFIRM_LUA)
+
+    def confirmed(table_id: str, last: StoredEvent) -> bool:
+        events = store.events_key(table_id)
+        keys = [events, events[: -len(b"events")] + b"confirmed"]
+        reply, acked = replication.run(script, keys, [last.version])
+        return reply == last.data and acked is not None and acked >= replication.min_replicas
+
+    return confirmed

@@ -145,8 +145,12 @@ class Follower:
         quarantine_retry_s: float = 300.0,
         chained: bool = True,
         on_sweep: Callable[[int, int], None] | None = None,
+        confirm: Callable[[str, StoredEvent], bool] | None = None,
     ) -> None:
         self.store = store
+        self.confirm = confirm
+        """Whether replicas hold a table's log up to an event read (None: not asked): a
+        batch is applied only once they do (`service.eventlog.replication.replicated_log`)."""
         self.chained = chained
         """Whether the events read are checked against the hash chain before they are
         applied (False for projections that check it themselves: the archive)."""
@@ -202,8 +206,8 @@ class Follower:
         applied = 0
         while upto is None or position < upto:
             stored = self._read(table_id, position)
-            if not stored:
-                break
+            if not stored or (self.confirm and not self.confirm(table_id, stored[-1])):
+                break  # (not replicated yet: the next notice or sweep looks again)
             if projection.apply(Followed(table_id, tenant, position, stored=tuple(stored))):
                 applied += len(stored)
                 position = stored[-1].version

@@ -16,7 +16,6 @@ import psutil
 from redis.crc import key_slot
 
 from service.eventlog.redis_store import table_key_tag
-from tests.chaos.redis_nodes import Node
 from tests.chaos.topology import Topology
 
 MASTER_FAULTS = ("kill_master", "sigstop_master", "failover_force")
@@ -91,50 +90,49 @@ class Injector:
 
     # --- Redis -----------------------------------------------------------------------------
 
-    def _master(self) -> tuple[Node, set[int]]:
+    def _master(self) -> tuple[int, set[int]]:
         """The master holding most of the run's tables (the busiest), and its slots."""
         owners = self.topology.cluster.slot_owner()
-        masters = self.topology.cluster.masters_now()
+        masters = self.topology.cluster.masters()
         self.rng.shuffle(masters)
-        slots = {m.port: {s for s, port in owners.items() if port == m.port} for m in masters}
-        node = max(masters, key=lambda m: len(tables_of(slots[m.port], self.tables)))
-        return node, slots[node.port]
+        slots = {m: {s for s, port in owners.items() if port == m} for m in masters}
+        port = max(masters, key=lambda m: len(tables_of(slots[m], self.tables)))
+        return port, slots[port]
 
     def kill_master(self) -> Fault:
-        node, slots = self._master()
-        fault = Fault("kill_master", f"redis:{node.port}", time.monotonic(), node.port, slots)
-        self.topology.cluster.kill(node)
-        self._wait_promoted(slots, node.port)
-        self.topology.cluster.restart(node)  # it rejoins as the new master's replica
+        port, slots = self._master()
+        fault = Fault("kill_master", f"redis:{port}", time.monotonic(), port, slots)
+        self.topology.cluster.kill(port)
+        self._wait_promoted(slots, port)
+        self.topology.cluster.restart(port)  # it rejoins as the new master's replica
         return fault
 
     def sigstop_master(self) -> Fault:
-        node, slots = self._master()
-        fault = Fault("sigstop_master", f"redis:{node.port}", time.monotonic(), node.port, slots)
-        self.topology.cluster.pause(node)
-        self._wait_promoted(slots, node.port)
+        port, slots = self._master()
+        fault = Fault("sigstop_master", f"redis:{port}", time.monotonic(), port, slots)
+        self.topology.cluster.pause(port)
+        self._wait_promoted(slots, port)
         time.sleep(1.0)  # past the promotion, as a stalled machine would be
-        self.topology.cluster.resume(node)
+        self.topology.cluster.resume(port)
         return fault
 
     def failover_force(self) -> Fault:
         replica = self.rng.choice(self.topology.cluster.replicas_now())
-        with replica.client() as client:
+        with self.topology.cluster.client(replica) as client:
             master = int(client.info("replication")["master_port"])
-        owners = self.topology.cluster.slot_owner()
-        slots = {slot for slot, port in owners.items() if port == master}
-        fault = Fault("failover_force", f"redis:{replica.port}", time.monotonic(), master, slots)
-        with replica.client() as client:
+            owners = self.topology.cluster.slot_owner()
+            slots = {slot for slot, port in owners.items() if port == master}
+            fault = Fault("failover_force", f"redis:{replica}", time.monotonic(), master, slots)
             client.execute_command("CLUSTER FAILOVER", "FORCE")
         self._wait_promoted(slots, master)
         return fault
 
     def kill_replica(self) -> Fault:
-        node = self.rng.choice(self.topology.cluster.replicas_now())
-        fault = Fault("kill_replica", f"redis:{node.port}", time.monotonic())
-        self.topology.cluster.kill(node)
+        port = self.rng.choice(self.topology.cluster.replicas_now())
+        fault = Fault("kill_replica", f"redis:{port}", time.monotonic())
+        self.topology.cluster.kill(port)
         time.sleep(1.0)
-        self.topology.cluster.restart(node)
+        self.topology.cluster.restart(port)
         return fault
 
     def _wait_promoted(self, slots: set[int], old: int) -> None:

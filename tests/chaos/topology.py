@@ -1,6 +1,6 @@
 """The recommended production topology on this machine, every piece a real process:
 
-- the Redis Cluster of tests/chaos/redis_nodes.py (3 masters + 3 replicas, AOF fsynced always);
+- a Redis Cluster (tests/cluster.py: 3 masters + 3 replicas, AOF fsynced always);
 - a plain `redis-server` for RQ's queues (`GUTS_QUEUE_REDIS_URL`);
 - a private PostgreSQL for the archive (the `pgserver` wheel, as tests/postgres.py's private
   server and `guts serve`'s embedded one: private, so that killing it -9 touches nobody else);
@@ -30,12 +30,16 @@ import requests
 
 from service.archive.database import EmbeddedPostgres, connect, migrate
 from service.processes.redis_server import RedisServer, free_port
-from tests.chaos.redis_nodes import ReplicatedCluster
+from tests.cluster import LocalCluster
 
 REPO = Path(__file__).resolve().parents[2]
 OPERATOR_KEY = "chaos-operator-key"
 AUDITOR_KEY = "chaos-auditor-key"
 START_TIMEOUT_S = 60.0
+
+
+NODE_TIMEOUT_MS = 2000
+"""The cluster's ``cluster-node-timeout`` (docs/operations.md)."""
 
 
 class GutsProcess:
@@ -143,7 +147,9 @@ class Topology:
         self.min_replicas = min_replicas
         self.web_workers = web_workers
         self.workdir = Path(tempfile.mkdtemp(prefix="guts-chaos-run-"))
-        self.cluster = ReplicatedCluster(replicas=replicas)
+        self.cluster = LocalCluster(
+            replicas=replicas, node_timeout_ms=NODE_TIMEOUT_MS, durable=True
+        )
         self.queues = RedisServer()
         self.postgres = EmbeddedPostgres(self.workdir / "postgres")
         self.database_url = ""
@@ -180,7 +186,7 @@ class Topology:
 
     def __enter__(self) -> Topology:
         try:
-            self.cluster.start()
+            self.cluster.__enter__()
             self.queues.start()
             self.database_url = self.postgres.start()
             with connect(self.database_url) as conn:
