@@ -97,3 +97,34 @@ def _templates() -> set[str]:
     for path in PAGES:
         found |= set(re.findall(r"`((?:common|play|admin)\.[^`]*\$\{[^`]*)`", path.read_text()))
     return found
+
+
+def _messages(text: str) -> list[tuple[str, set[str]]]:
+    """The messages a script builds with `msg("key", {name: value, ...})`: each key and the
+    names of the values it is given (none when it is given none)."""
+    found = []
+    for key, values in re.findall(r'msg\(\s*"([^"]+)"\s*(?:,\s*\{([^}]*)\})?\s*\)', text):
+        values = re.sub(r'"[^"]*"', "", values)
+        while re.search(r"\([^()]*\)|\[[^\[\]]*\]", values):
+            values = re.sub(r"\([^()]*\)|\[[^\[\]]*\]", "", values)
+        found.append(
+            (key, {part.split(":")[0].strip() for part in values.split(",") if part.strip()})
+        )
+    return found
+
+
+def test_the_verifiers_messages_give_every_placeholder_its_value():
+    """fairness.js words nothing itself: each check it makes is a message whose key is in the
+    tables and whose values are exactly the key's `{placeholders}` (a value missing would
+    show as `{name}`, one too many would never show); a key it picks between (`msg(a ? "x" :
+    "y")`) takes no values."""
+    text = (WEB / "fairness.js").read_text()
+    messages = _messages(text)
+    assert len(messages) > 40
+    for key, names in messages:
+        assert key in ENGLISH, key
+        assert names == _placeholders(ENGLISH[key]), (key, names)
+    given = {key for key, _ in messages}
+    picked = set(re.findall(r'["\'](common\.verify\.[a-z_.]+)["\']', text)) - given
+    for key in picked:
+        assert not _placeholders(ENGLISH[key]), key

@@ -1,12 +1,20 @@
 """The page's deck verifier (service/api/web/fairness.js, run in Chromium) against the Python
 verifier (service/fairness) on the same hand histories: real hands from the API, the same hands
 tampered with, and the documented test vectors. They must reach the same verdict, and every
-check the page makes must agree with the Python check of the same name."""
+check the page makes must agree with the Python check of the same name.
+
+The page's checks are messages (a key of the string tables and its values); they are worded
+here by the page's own i18n.js, in English (whose words are the Python verifier's check names)
+and in Spanish."""
 
 from __future__ import annotations
 
 import copy
+import json
+import re
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,23 +34,64 @@ from tests.test_verify import (
     _table,
 )
 
+STRINGS = Path(__file__).resolve().parents[2] / "service" / "api" / "web" / "strings"
 # The one check the page makes that the Python verifier does not name (it follows the cards).
 PAGE_ONLY = {"hands shown after passes and draws"}
 
 
+@contextmanager
+def _page(browser: Any, url: str, locale: str, language: str) -> Iterator[Any]:
+    """A page of the service whose browser asks for `locale` (the page picks `language`), in
+    which `fairness.js` is imported as `window.fairness` and the page's own `i18n.js` (its
+    tables loaded) as `window.i18n`."""
+    context = browser.new_context(locale=locale)
+    try:
+        page = context.new_page()
+        page.goto(url + "/play")
+        page.wait_for_selector("body[data-ready='1']")
+        page.evaluate(
+            """async () => {
+                window.fairness = await import('/play/fairness.js');
+                window.i18n = await import('/play/i18n.js');
+            }"""
+        )
+        assert page.evaluate("() => window.i18n.language()") == language
+        yield page
+    finally:
+        context.close()
+
+
 @pytest.fixture(scope="module")
 def js(browser: Any, sandbox_url: str) -> Iterator[Any]:
-    """A page of the service in which `fairness.js` is imported as `window.fairness`."""
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(sandbox_url + "/play")
-    page.evaluate("async () => { window.fairness = await import('/play/fairness.js'); }")
-    yield page
-    context.close()
+    with _page(browser, sandbox_url, "en-US", "en") as page:
+        yield page
+
+
+@pytest.fixture(scope="module")
+def js_es(browser: Any, sandbox_url: str) -> Iterator[Any]:
+    with _page(browser, sandbox_url, "es-ES", "es") as page:
+        yield page
 
 
 def run_js(page: Any, history: Any) -> dict[str, Any]:
-    report: dict[str, Any] = page.evaluate("(h) => window.fairness.verifyHistory(h)", history)
+    """The page's report on `history`, each check's `name` and `detail` worded by i18n.js in the
+    page's language (the messages themselves kept as `message` and `detail_message`)."""
+    report: dict[str, Any] = page.evaluate(
+        """async (h) => {
+            const report = await window.fairness.verifyHistory(h);
+            const word = window.i18n.phrase;
+            report.checks = report.checks.map((c) => ({
+                name: word(c.name), detail: word(c.detail), passed: c.passed,
+                message: c.name, detail_message: c.detail,
+            }));
+            return report;
+        }""",
+        history,
+    )
+    for check in report["checks"]:
+        # Every key is in the table, every placeholder filled in.
+        assert "common.verify." not in check["name"] + check["detail"], check
+        assert not re.search(r"\{\w+\}", check["name"] + check["detail"]), check
     return report
 
 
@@ -218,3 +267,23 @@ def test_the_rejection_path_matches_python(js):
     )
     context = verify.deck_context("T", 1)
     assert made == [" ".join(verify.derive_deck(seed, context)) for seed in seeds]
+
+
+def test_the_checks_are_worded_in_the_pages_language(js, js_es, hands):
+    """The same checks in Spanish: names and details from es.json (the keys the messages name,
+    their values filled in), none left in English but the wordless ones (cards, a context)."""
+    english_table = json.loads((STRINGS / "en.json").read_text())
+    spanish_table = json.loads((STRINGS / "es.json").read_text())
+    history = copy.deepcopy(hands["showdown"])
+    _swap_card(history)
+    english, spanish = run_js(js, history), run_js(js_es, history)
+    assert spanish["status"] == english["status"] == "failed"
+    failed = {check["name"]: check for check in spanish["checks"] if not check["passed"]}
+    seat = failed[spanish_table["common.verify.check.seat_cards"].format(seat="0")]
+    assert seat["detail"].startswith("el historial tiene "), seat
+    assert len(spanish["checks"]) == len(english["checks"])
+    for es, en in zip(spanish["checks"], english["checks"], strict=True):
+        assert es["message"] == en["message"]
+        assert es["name"] != en["name"], es
+        wordless = re.fullmatch(r"\{\w+\}", english_table[en["detail_message"]["key"]])
+        assert wordless or es["detail"] != en["detail"], es

@@ -1,7 +1,13 @@
 // The fairness verifier of the reference client: docs/fairness.md, sections 1 to 5, in the
 // browser with WebCrypto (SHA-256 and HMAC-SHA256) and nothing else. It mirrors the Python
-// verifier (service/verify/deck.py and checks.py): the same steps, the same check names, the
+// verifier (service/fairness/deck.py and checks.py): the same steps, the same checks, the
 // same verdicts ("verified", "failed", "not_verifiable", "invalid").
+//
+// It writes no words of its own: a check's name and detail are messages, {key, values}, keys of
+// the string tables (web/strings/<lang>.json, `common.verify.check.*` and
+// `common.verify.detail.*`) whose English is the Python verifier's wording; a value may be a
+// message itself, or a list of them (see i18n.js `say`). The keys are written out here, so
+// tests/test_strings.py finds every one.
 //
 // What it checks of one hand history (GET /v1/tables/{table_id}/hands/{hand}):
 //   - the seed against its commitment (the SHA-256 published before the deal);
@@ -104,7 +110,10 @@ export function dealCards(deck, order, cards, kitty) {
   return { hands, rest: deck.slice(top) };
 }
 
-const describe = (cards) => (cards.length ? cards.join(" ") : "(none)");
+/** A message of the string tables: `key` with `{name}` placeholders filled from `values`. */
+const msg = (key, values = {}) => ({ key, values });
+const describe = (cards) => (cards.length ? cards.join(" ") : msg("common.verify.detail.no_cards"));
+const json = (value) => JSON.stringify(value);
 const sameSet = (a, b) => a.length === b.length && [...a].sort().join() === [...b].sort().join();
 const isCardList = (v) => Array.isArray(v) && v.every((c) => FULL_DECK.includes(c));
 
@@ -112,37 +121,37 @@ const isCardList = (v) => Array.isArray(v) && v.every((c) => FULL_DECK.includes(
 function sightings(history) {
   const found = [];
   for (const [seat, cards] of Object.entries(history.cards || {})) {
-    found.push({ name: `cards of seat ${seat}`, position: seat, cards, ordered: true });
+    found.push({ name: msg("common.verify.check.seat_cards", { seat }), position: seat, cards, ordered: true });
   }
   if (history.kitty && history.kitty.length) {
-    found.push({ name: "kitty", position: "kitty", cards: history.kitty, ordered: true });
+    found.push({ name: msg("common.verify.check.kitty"), position: "kitty", cards: history.kitty, ordered: true });
   }
   const outcome = history.outcome || {};
   for (const [seat, cards] of Object.entries(outcome.shown || {})) {
-    found.push({ name: `shown by seat ${seat}`, position: seat, cards, ordered: false });
+    found.push({ name: msg("common.verify.check.seat_shown", { seat }), position: seat, cards, ordered: false });
   }
   if (outcome.kitty_shown && outcome.kitty_shown.length) {
-    found.push({ name: "kitty shown", position: "kitty", cards: outcome.kitty_shown, ordered: false });
+    found.push({ name: msg("common.verify.check.kitty_shown"), position: "kitty", cards: outcome.kitty_shown, ordered: false });
   }
   for (const event of history.events || []) {
     const data = event.data || {};
-    const label = `event ${event.version} ${event.type}`;
+    const label = (check) => msg("common.verify.check.event", { version: event.version, type: event.type, check });
     if (event.type === "hand_dealt") {
       for (const [seat, cards] of Object.entries(data.cards || {})) {
-        found.push({ name: `${label}: cards of seat ${seat}`, position: seat, cards, ordered: true });
+        found.push({ name: label(msg("common.verify.check.seat_cards", { seat })), position: seat, cards, ordered: true });
       }
       if (data.kitty && data.kitty.length) {
-        found.push({ name: `${label}: kitty`, position: "kitty", cards: data.kitty, ordered: true });
+        found.push({ name: label(msg("common.verify.check.kitty")), position: "kitty", cards: data.kitty, ordered: true });
       }
       if (Array.isArray(data.deck)) {
-        found.push({ name: `${label}: rest of the deck`, position: "rest", cards: data.deck, ordered: true });
+        found.push({ name: label(msg("common.verify.check.rest")), position: "rest", cards: data.deck, ordered: true });
       }
     } else if (event.type === "hand_resolved") {
       for (const [seat, cards] of Object.entries(data.shown || {})) {
-        found.push({ name: `${label}: shown by seat ${seat}`, position: seat, cards, ordered: false });
+        found.push({ name: label(msg("common.verify.check.seat_shown", { seat })), position: seat, cards, ordered: false });
       }
       if (data.kitty_shown && data.kitty_shown.length) {
-        found.push({ name: `${label}: kitty shown`, position: "kitty", cards: data.kitty_shown, ordered: false });
+        found.push({ name: label(msg("common.verify.check.kitty_shown")), position: "kitty", cards: data.kitty_shown, ordered: false });
       }
     }
   }
@@ -162,34 +171,36 @@ function kittyDealt(history, found) {
 /** What makes `history` unusable as a hand history (empty when it is usable). */
 function formatProblems(history, found) {
   const problems = [];
-  if (typeof history.table_id !== "string") problems.push("table_id must be a string");
-  if (!Number.isInteger(history.hand) || history.hand < 1) problems.push("hand must be a positive integer");
+  if (typeof history.table_id !== "string") problems.push(msg("common.verify.detail.not_string", { field: "table_id" }));
+  if (!Number.isInteger(history.hand) || history.hand < 1) problems.push(msg("common.verify.detail.bad_hand"));
   const order = history.order;
   if (!Array.isArray(order) || !order.length || !order.every(Number.isInteger)) {
-    problems.push("order must be a non-empty list of seat numbers");
+    problems.push(msg("common.verify.detail.bad_order"));
   } else if (new Set(order).size !== order.length) {
-    problems.push("order repeats a seat");
+    problems.push(msg("common.verify.detail.order_repeats"));
   }
   if (typeof history.commitment !== "string" || !/^[0-9a-fA-F]{64}$/.test(history.commitment)) {
-    problems.push("commitment must be 64 hex digits");
+    problems.push(msg("common.verify.detail.bad_commitment"));
   }
   for (const key of ["stacked", "reshuffled"]) {
-    if (typeof history[key] !== "boolean") problems.push(`${key} must be true or false`);
+    if (typeof history[key] !== "boolean") problems.push(msg("common.verify.detail.not_boolean", { field: key }));
   }
   for (const key of ["client_seed", "deck_context"]) {
-    if (key in history && typeof history[key] !== "string") problems.push(`${key} must be a string`);
+    if (key in history && typeof history[key] !== "string") problems.push(msg("common.verify.detail.not_string", { field: key }));
   }
   const seeds = history.client_seeds ?? {};
   if (typeof seeds !== "object" || Array.isArray(seeds) || seeds === null ||
       !Object.entries(seeds).every(([s, v]) => /^[0-9]+$/.test(s) && typeof v === "string")) {
-    problems.push("client_seeds must map seat numbers to strings");
+    problems.push(msg("common.verify.detail.bad_client_seeds"));
   }
   if ("seed" in history && history.seed !== null && typeof history.seed !== "string") {
-    problems.push("seed must be a string");
+    problems.push(msg("common.verify.detail.not_string", { field: "seed" }));
   }
-  for (const s of found) if (!isCardList(s.cards)) problems.push(`${s.name} is not a list of cards`);
+  for (const s of found) if (!isCardList(s.cards)) problems.push(msg("common.verify.detail.not_cards", { what: s.name }));
   return problems;
 }
+
+const FORMAT = msg("common.verify.check.format");
 
 /** Collects checks; "not verifiable" findings are kept apart from failures. */
 class CheckList {
@@ -199,12 +210,13 @@ class CheckList {
     this.unverifiable = false;
     this.partial = false;
   }
+  /** A check: its name and detail are messages (`msg`). */
   add(name, passed, detail) {
     this.items.push({ name, passed, detail });
     this.failures ||= !passed;
   }
   cannotVerify(name, detail) {
-    this.items.push({ name, passed: false, detail: `not verifiable: ${detail}` });
+    this.items.push({ name, passed: false, detail: msg("common.verify.detail.not_verifiable", { why: detail }) });
     this.unverifiable = true;
   }
   report(handId) {
@@ -215,77 +227,82 @@ class CheckList {
 
 /**
  * Check one hand history. Never throws for bad input: a non-history gives status "invalid".
- * Returns {ok, status, handId, checks: [{name, passed, detail}], partial}; `partial` says that
- * cards moved after the deal (passes, draws) and the hands shown at the end were not compared.
+ * Returns {ok, status, handId, checks: [{name, passed, detail}], partial}, `name` and `detail`
+ * messages ({key, values}: i18n.js `say` words them); `partial` says that cards moved after the
+ * deal (passes, draws) and the hands shown at the end were not compared.
  */
 export async function verifyHistory(history) {
   const checks = new CheckList();
   const invalid = (detail, handId = null) => {
-    checks.add("format", false, detail);
+    checks.add(FORMAT, false, detail);
     return { ok: false, status: "invalid", handId, checks: checks.items, partial: false };
   };
   if (typeof history !== "object" || history === null || Array.isArray(history)) {
-    return invalid("expected a JSON object");
+    return invalid(msg("common.verify.detail.not_object"));
   }
   try {
     return await verify(history, checks);
   } catch (error) {
-    return invalid(`malformed hand history (${error.message})`);
+    return invalid(msg("common.verify.detail.malformed", { why: error.message }));
   }
 }
+
+const DECK_CONTEXT = msg("common.verify.check.deck_context");
+const SEED = msg("common.verify.check.seed");
 
 async function verify(history, checks) {
   const found = sightings(history);
   const problems = formatProblems(history, found);
   const handId = typeof history.hand_id === "string" ? history.hand_id : null;
   if (problems.length) {
-    checks.add("format", false, problems.join("; "));
+    checks.add(FORMAT, false, problems);
     return { ok: false, status: "invalid", handId, checks: checks.items, partial: false };
   }
   const { table_id: tableId, hand, order } = history;
-  checks.add("format", true, `hand ${hand} of table ${tableId}, ${order.length} players`);
+  checks.add(FORMAT, true, msg("common.verify.detail.format", { hand, table: tableId, players: order.length }));
 
   // The deck context binds the deck to this table, hand and client seeds.
   const clientSeed = history.client_seed ?? "";
   const clientSeeds = history.client_seeds ?? {};
   const seats = Object.keys(clientSeeds).sort((a, b) => Number(a) - Number(b));
   if (seats.length) {
-    const listed = seats.map((s) => `seat ${s} ${JSON.stringify(clientSeeds[s])}`).join(", ");
-    checks.add("client seeds", !clientSeed, clientSeed
-      ? `${listed}, and an operator's client seed ${JSON.stringify(clientSeed)} chosen after them`
-      : listed);
+    const seeds = seats.map((s) => msg("common.verify.detail.seat_seed", { seat: s, seed: json(clientSeeds[s]) }));
+    checks.add(msg("common.verify.check.client_seeds"), !clientSeed, clientSeed
+      ? msg("common.verify.detail.seeds_then_operator", { seeds, seed: json(clientSeed) })
+      : msg("common.verify.detail.seeds", { seeds }));
   }
   const context = deckContext(tableId, hand, clientSeed, clientSeeds);
   const derived = new TextDecoder().decode(context);
   if (history.deck_context === undefined) {
-    checks.add("deck context", true, `${JSON.stringify(derived)} (not stated; derived)`);
+    checks.add(DECK_CONTEXT, true, msg("common.verify.detail.context_derived", { context: json(derived) }));
   } else {
     const same = history.deck_context === derived;
-    checks.add("deck context", same, same ? JSON.stringify(derived)
-      : `${JSON.stringify(history.deck_context)}, expected ${JSON.stringify(derived)}`);
+    checks.add(DECK_CONTEXT, same, same ? msg("common.verify.detail.context", { context: json(derived) })
+      : msg("common.verify.detail.context_differs", { stated: json(history.deck_context), derived: json(derived) }));
   }
 
   if (history.seed === undefined || history.seed === null) {
-    checks.cannotVerify("seed", `no seed: it is published once the hand is over (status ${JSON.stringify(history.status)})`);
+    checks.cannotVerify(SEED, msg("common.verify.detail.no_seed", { status: json(history.status) }));
     return checks.report(handId);
   }
   if (!history.seed || !/^([0-9a-fA-F]{2})+$/.test(history.seed)) {
-    checks.add("seed", false, `the seed ${JSON.stringify(history.seed)} is not hex`);
+    checks.add(SEED, false, msg("common.verify.detail.seed_not_hex", { seed: json(history.seed) }));
     return checks.report(handId);
   }
   const seed = hexToBytes(history.seed);
   const digest = await sha256Hex(seed);
   const commitment = history.commitment.toLowerCase();
-  checks.add("commitment", digest === commitment, `sha256(seed) = ${digest}` +
-    (digest === commitment ? "" : `, but the commitment is ${commitment}`));
+  checks.add(msg("common.verify.check.commitment"), digest === commitment, digest === commitment
+    ? msg("common.verify.detail.commitment", { digest })
+    : msg("common.verify.detail.commitment_differs", { digest, commitment }));
   checkEventsAgree(history, checks);
 
   if (history.stacked) {
-    checks.cannotVerify("stacked", "a sandbox deal whose cards were fixed by the caller (stacked_deck): they do not come from the seed");
+    checks.cannotVerify(msg("common.verify.check.stacked"), msg("common.verify.detail.stacked"));
     return checks.report(handId);
   }
   if (!history.reshuffled) {
-    checks.cannotVerify("reshuffled", "dealt from the deck carried over from an earlier hand (deck: carry_over), not from this hand's seed; verify the hand that last reshuffled instead");
+    checks.cannotVerify(msg("common.verify.check.reshuffled"), msg("common.verify.detail.carried_over"));
     return checks.report(handId);
   }
   const deck = await deriveDeck(seed, context);
@@ -302,8 +319,9 @@ function checkEventsAgree(history, checks) {
     const data = event.data || {};
     const differ = keys.filter((k) => k in data && k in history &&
       JSON.stringify(canonical(data[k])) !== JSON.stringify(canonical(history[k])));
-    checks.add(`event ${event.version ?? "?"} hand_dealt: fields`, !differ.length,
-      differ.length ? `differs from the record in ${differ.join(", ")}` : "agrees with the record");
+    checks.add(msg("common.verify.check.deal_fields", { version: event.version ?? "?" }), !differ.length,
+      differ.length ? msg("common.verify.detail.fields_differ", { fields: differ.join(", ") })
+        : msg("common.verify.detail.fields_agree"));
   }
 }
 
@@ -316,17 +334,25 @@ function canonical(value) {
   return value;
 }
 
+const DEAL = msg("common.verify.check.deal");
+
+/** `cards` as the history has them against what the seed deals. */
+function sameCards(name, cards, expected, same) {
+  return { name, passed: same, detail: same ? msg("common.verify.detail.cards", { cards: describe(cards) })
+    : msg("common.verify.detail.cards_differ", { cards: describe(cards), expected: describe(expected) }) };
+}
+
 /** Re-deal `deck` in `order` and compare every sighting with the derived hands. */
 function checkDeal(history, order, deck, found, checks) {
   const dealt = found.filter((s) => s.position !== "rest");
   let sizes = new Set(dealt.filter((s) => s.ordered || s.position === "kitty").map((s) => s.cards.length));
   if (!sizes.size) sizes = new Set(dealt.map((s) => s.cards.length));
   if (!sizes.size) {
-    checks.add("deal", true, "no dealt cards are visible in this history; only the commitment could be checked");
+    checks.add(DEAL, true, msg("common.verify.detail.nothing_dealt"));
     return;
   }
   if (sizes.size > 1) {
-    checks.add("deal", false, `hands of different sizes in the history: ${[...sizes].sort()}`);
+    checks.add(DEAL, false, msg("common.verify.detail.sizes_differ", { sizes: [...sizes].sort().join(", ") }));
     return;
   }
   const [cards] = sizes;
@@ -334,7 +360,7 @@ function checkDeal(history, order, deck, found, checks) {
   const candidates = (known === null ? [false, true] : [known])
     .filter((kitty) => (order.length + (kitty ? 1 : 0)) * cards <= 52);
   if (!candidates.length) {
-    checks.add("deal", false, `${order.length} hands of ${cards} cards do not fit in one deck`);
+    checks.add(DEAL, false, msg("common.verify.detail.too_many", { players: order.length, cards }));
     return;
   }
   // Cards that changed hands after the deal (pass the trash, draws): the hands shown at the
@@ -349,20 +375,19 @@ function checkDeal(history, order, deck, found, checks) {
       (history.events || []).filter((e) => e.type === "community_card_dealt").map((e) => e.data.card);
     if (community.length) {
       const expected = rest.slice(0, community.length);
-      const same = community.join() === expected.join();
-      results.push({ name: "community cards", passed: same, detail: same ? describe(community)
-        : `history has ${describe(community)}, the seed deals ${describe(expected)}` });
+      results.push(sameCards(msg("common.verify.check.community"), community, expected,
+        community.join() === expected.join()));
     }
     for (const s of found) {
       if (!s.ordered && moved) continue; // reported once below
       const expected = s.position === "rest" ? rest : hands[s.position];
       if (expected === undefined) {
-        results.push({ name: s.name, passed: false, detail: `seat ${s.position} is not in order ${JSON.stringify(order)}` });
+        results.push({ name: s.name, passed: false,
+          detail: msg("common.verify.detail.not_in_order", { seat: s.position, order: json(order) }) });
         continue;
       }
       const same = s.ordered ? s.cards.join() === expected.join() : sameSet(s.cards, expected);
-      results.push({ name: s.name, passed: same, detail: same ? describe(s.cards)
-        : `history has ${describe(s.cards)}, the seed deals ${describe(expected)}` });
+      results.push(sameCards(s.name, s.cards, expected, same));
     }
     return results;
   }
@@ -371,13 +396,14 @@ function checkDeal(history, order, deck, found, checks) {
   // With the kitty unknown (a player's view), keep the layout the cards agree with, if any.
   const score = (kitty) => outcomes.get(kitty).filter((c) => c.passed).length;
   const best = candidates.reduce((a, b) => (score(b) > score(a) ? b : a));
-  let note = best ? "with the kitty dealt last in each round" : "without a kitty";
-  if (known === null) note += " (inferred: this history does not say whether a kitty was dealt)";
-  checks.add("layout", true, `${cards} cards each to seats ${JSON.stringify(order)} in that order, ${note}`);
+  let kitty = msg(best ? "common.verify.detail.with_kitty" : "common.verify.detail.without_kitty");
+  if (known === null) kitty = msg("common.verify.detail.inferred", { note: kitty });
+  checks.add(msg("common.verify.check.layout"), true,
+    msg("common.verify.detail.layout", { cards, order: json(order), kitty }));
   for (const c of outcomes.get(best)) checks.add(c.name, c.passed, c.detail);
   if (moved && found.some((s) => !s.ordered)) {
     checks.partial = true;
-    checks.items.push({ name: "hands shown after passes and draws", passed: true,
-      detail: "not compared in the browser: cards changed hands after the deal (guts verify follows them)" });
+    checks.items.push({ name: msg("common.verify.check.moved"), passed: true,
+      detail: msg("common.verify.detail.moved") });
   }
 }

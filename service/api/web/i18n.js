@@ -34,6 +34,18 @@ export function t(key, vars = {}) {
   return text.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole));
 }
 
+/**
+ * The words of a message `{key, values}` (what fairness.js returns), or of a list of them
+ * (joined with "; "): a value that is a message or a list is worded first, anything else
+ * shown as it is.
+ */
+export function phrase(message) {
+  if (Array.isArray(message)) return message.map(phrase).join("; ");
+  if (!message || typeof message !== "object" || typeof message.key !== "string") return message;
+  const values = Object.fromEntries(Object.entries(message.values || {}).map(([name, v]) => [name, phrase(v)]));
+  return t(message.key, values);
+}
+
 /** Fill in the marked static text under `root`. */
 export function translate(root = document) {
   for (const node of root.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n);

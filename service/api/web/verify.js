@@ -1,9 +1,9 @@
 // A finished hand's deck checked in the browser (fairness.js, WebCrypto): the verdict in the
-// page's language, and each check the verifier made (its own technical wording).
+// page's language, and each check the verifier made (its messages, worded by i18n.js).
 
 import { element } from "/play/api.js";
 import { verifyHistory } from "/play/fairness.js";
-import { t } from "/play/i18n.js";
+import { phrase, t } from "/play/i18n.js";
 
 /** Verify `history` and show the verdict in `verdict` and the checks in `checks`. */
 export async function showVerification(history, verdict, checks) {
@@ -14,7 +14,7 @@ export async function showVerification(history, verdict, checks) {
   verdict.dataset.status = report.status;
   checks.replaceChildren(...report.checks.map((check) => {
     const item = element("li", undefined, { class: check.passed ? "ok" : "fail" });
-    item.append(element("strong", check.passed ? t("common.verify.ok") : t("common.verify.fail")), ` ${check.name}: ${check.detail}`);
+    item.append(element("strong", check.passed ? t("common.verify.ok") : t("common.verify.fail")), ` ${phrase(check.name)}: ${phrase(check.detail)}`);
     return item;
   }));
   return report;
