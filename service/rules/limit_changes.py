@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import InvalidCommand
 from .limits import Limits
-from .times import iso, parse_iso
+from .times import duration_words, iso, parse_iso
 
 COOLING_OFF = timedelta(hours=24)
 AMOUNTS = ("loss_limit_24h", "reality_check_minutes", "session_limit_minutes")
@@ -87,8 +87,9 @@ def _check_break(name: str, until: str | None, now: datetime, rules: Profile) ->
         raise InvalidCommand(f"{name} must be in the future", name)
     bounds = rules.timeout if name == "timeout_until" else rules.exclusion
     if bounds is not None and not bounds[0] <= length <= bounds[1]:
+        shortest, longest = (duration_words(bound) for bound in bounds)
         raise InvalidCommand(
-            f"under the {rules.name} profile, {name} must be {bounds[0]} to {bounds[1]} away",
+            f"under the {rules.name} profile, {name} must be {shortest} to {longest} away",
             name,
         )
 

@@ -47,6 +47,15 @@ def test_bad_protection_input_is_422_naming_the_field_and_nothing_is_kept(
     assert api.get("/v1/players/bob/limits").json()["loss_limit_24h"] is None
 
 
+def test_a_break_out_of_the_profiles_bounds_is_422_with_the_bounds_in_words(api: Api):
+    assert api.call("PUT", "/v1/protection/profile", {"profile": "ukgc"}).ok
+    too_long = _limits(api, "bob", timeout_until="2099-01-01T00:00:00Z")
+    assert too_long.status_code == 422, too_long.text
+    detail = too_long.json()["detail"]
+    assert "timeout_until must be 24 hours to 6 weeks away" in detail, detail
+    assert "0:00:00" not in str(too_long.json())
+
+
 def test_a_profile_sets_defaults_and_an_unknown_one_is_422(api: Api):
     unknown = api.call("PUT", "/v1/protection/profile", {"profile": "nowhere"})
     assert unknown.status_code == 422 and "profile" in str(unknown.json())
