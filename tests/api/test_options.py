@@ -20,6 +20,7 @@ METHODS = {"get", "put", "post", "delete", "patch"}
 PARAMETERS = {
     "table_id": "t1",
     "seat": "0",
+    "language": "en",
     "hand": "1",
     "asset": "play.js",
     "player_id": "p0",

@@ -99,7 +99,7 @@ def test_a_deal_indexes_its_deadline_and_the_append_touches_only_its_table(
     sent = [name for client, name, _ in seen if client != "lua" and name not in handshakes]
     # The players' loss limits, read before deciding (responsible gaming; no append), then
     # the append, then the due's record.
-    assert sent == ["HMGET", "EVALSHA", "EVALSHA", "PING"]
+    assert sent == ["HMGET", "HGET", "EVALSHA", "EVALSHA", "PING"]  # (the HGET: a read)
     (limits,) = [c["command"].split()[1] for k, name, c in seen if name == "HMGET" and k != "lua"]
     assert limits == "guts:{%ledger:default}:limits"
     scripted = [(name, c["command"].split()) for client, name, c in seen if client == "lua"]
