@@ -60,16 +60,24 @@ async function showAuditReport(result) {
       ["admin.audits.version", (e) => e.version], ["admin.audits.type", (e) => e.type], ["admin.audits.words", (e) => eventWords(e)],
     ], events, t("admin.audits.log", { table: result.table_id }));
     const row = [...table.querySelectorAll("tbody tr")][events.findIndex((e) => e.version === bad.version)];
-    if (row) {
-      row.classList.add("bad");
-      row.setAttribute("aria-label", t("admin.audits.bad_row", { version: bad.version }));
-      row.id = "first-bad-event";
-    }
+    if (row) markBad(row, bad);
     $("audit-report").append(table);
     if (row) row.scrollIntoView({ block: "center" });
   } catch (error) {
-    $("audit-report").append(element("p", t("admin.audits.log_unreadable", { why: error.message }), { class: "hint" }));
+    // A table found tampered is set aside (its log answers 409 once a process has read it):
+    // the report's first bad event is shown alone, highlighted all the same.
+    const only = dataTable([
+      ["admin.audits.version", (e) => e.version], ["admin.audits.type", (e) => e.event_type], ["admin.audits.words", (e) => e.problem],
+    ], [bad], t("admin.audits.log", { table: result.table_id }));
+    markBad(only.querySelector("tbody tr"), bad);
+    $("audit-report").append(element("p", t("admin.audits.log_unreadable", { why: error.message }), { class: "hint" }), only);
   }
+}
+
+function markBad(row, bad) {
+  row.classList.add("bad");
+  row.setAttribute("aria-label", t("admin.audits.bad_row", { version: bad.version }));
+  row.id = "first-bad-event";
 }
 
 // --- collusion reports ---------------------------------------------------------------------
