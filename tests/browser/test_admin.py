@@ -72,6 +72,7 @@ def test_an_operators_day(browser, contexts, served: Served):
     page.get_by_label("Status", exact=True).select_option("open")
     page.locator("#tables-form").get_by_role("button", name="Load").click()
     expect(page.locator("#tables-list")).not_to_contain_text(table)
+    assert any("/v1/tables?status=ended" in url for url in operator.urls)  # the API filters
 
     # The ledger, two entries a page: the next page holds other entries.
     ledger = get(served, f"/v1/ledger?table_id={table}&limit=100", AUDITOR)["entries"]
