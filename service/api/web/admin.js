@@ -120,7 +120,9 @@ function wireTables() {
   }));
   $("seat-form").addEventListener("submit", act(t("play.seat.action"), async () => {
     const player = $("player-id").value.trim();
-    const seated = await api("POST", tablePath(office.table, "/players"), { player_id: player, buy_in: Number($("buy-in").value) });
+    const seated = await api("POST", tablePath(office.table, "/players"), {
+      player_id: player, buy_in: Number($("buy-in").value), funding: $("funding").value,
+    });
     const fragment = new URLSearchParams({ table: office.table, seat: String(seated.seat), token: seated.token });
     office.links.push({ seat: seated.seat, player, url: `${location.origin}/play#${fragment}` });
     renderLinks();
