@@ -161,3 +161,14 @@ def test_redis_going_away_is_the_store_unavailable_not_an_error():
     ):
         with pytest.raises(StoreUnavailable):
             read()
+
+
+def test_a_cool_down_keeps_the_later_end(redis_client: Any):
+    store = LedgerStore(redis_client)
+    assert store.cool_down_until("default", "p0") is None
+    store.cool_down("default", "p0", "2026-05-02T10:00:00.000Z")
+    store.cool_down("default", "p0", "2026-05-02T09:00:00.000Z")  # earlier: ignored
+    assert store.cool_down_until("default", "p0") == "2026-05-02T10:00:00.000Z"
+    store.cool_down("default", "p0", "2026-05-03T10:00:00.000Z")
+    assert store.cool_down_until("default", "p0") == "2026-05-03T10:00:00.000Z"
+    assert store.cool_down_until("other", "p0") is None  # per tenant

@@ -13,6 +13,7 @@ import pytest
 
 from service.api.play_page import LANGUAGES
 from service.projections.webhook_messages import EVENT_NAMES as WEBHOOK_EVENTS
+from service.rules import wallet
 from service.rules.ranking import CATEGORIES
 from service.rules.ruleset import Ruleset, option_kinds
 from service.rules.table_state import BET_ACTIONS, TIMED_PHASES
@@ -76,6 +77,9 @@ def _built_keys() -> set[str]:
     outcomes = ("nobody_in", "uncontested", "showdown", "kitty_wins", "beats_kitty", "all_tied")
     keys |= {f"admin.outcome.{o}" for o in (*outcomes, "others_folded")}
     keys |= {f"admin.webhooks.event.{e}" for e in WEBHOOK_EVENTS}
+    keys |= {f"admin.wallet.kind.{k}" for k in wallet.KINDS}
+    keys |= {f"admin.wallet.reason.{r}" for r in wallet.REASONS}
+    keys |= {f"admin.wallet.status.{s}" for s in wallet.STATUSES}
     return keys
 
 

@@ -14,6 +14,7 @@ from marshmallow import RAISE, Schema, fields, validate
 from service.rules.client_seeds import CLIENT_SEED, MAX_CLIENT_SEED
 from service.rules.ruleset import MAX_CHIPS, MAX_TIMEOUT_S, PRESETS
 from service.rules.state import BET_ACTIONS
+from service.rules.views import TABLE_STATUSES
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.@-]{1,64}\Z")
 ID = validate.Regexp(ID_PATTERN, error="1-64 letters, digits or _ . @ -")
@@ -139,10 +140,12 @@ class StreamQuery(Strict):
 
 
 class TablesQuery(Strict):
-    """A page of the table list: the cursor from the previous page, and its size."""
+    """A page of the table list: the cursor from the previous page, its size, and the status
+    of the tables wanted (None: all)."""
 
     after = fields.String(load_default=None, validate=validate.Length(min=1, max=200))
     limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=200))
+    status = fields.String(load_default=None, validate=validate.OneOf(TABLE_STATUSES))
 
 
 TENANT = validate.Regexp(r"[a-z0-9-]{1,32}\Z", error="1-32 lowercase letters, digits or -")

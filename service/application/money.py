@@ -22,7 +22,7 @@ from service.rules.limit_changes import (
     outbox_entry,
     profile,
 )
-from service.rules.limits import Allowance, Limits
+from service.rules.limits import Allowance, Limits, verify_cooled_down
 from service.rules.protection import SessionLimits
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
@@ -177,10 +177,14 @@ class MoneyUses:
 
     def seating_limits(self, state: TableState, player_id: str) -> tuple[str | None, SessionLimits]:
         """When `player_id`'s exclusion or time-out in the table's tenant ends (None: neither
-        runs), and the limits their session there runs under."""
+        runs), and the limits their session there runs under; `CoolingDown` while a session
+        limit they reached keeps them from every seat of the tenant (`COOL_DOWN`)."""
         limits = self._limits_of(state.tenant, [player_id]).get(player_id, Limits())
         session = SessionLimits(limits.reality_check_minutes, limits.session_limit_minutes)
-        return blocked_until(limits, self.tables.now()), session
+        now = self.tables.now()
+        if self.ledger is not None:  # (a session limit reached: CoolingDown, a 409)
+            verify_cooled_down(player_id, self.ledger.cool_down_until(state.tenant, player_id), now)
+        return blocked_until(limits, now), session
 
 
 def _profile_body(tenant: str, chosen: Profile) -> dict[str, Any]:

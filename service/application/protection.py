@@ -12,6 +12,7 @@ from typing import Any
 
 from service.rules import events as ev
 from service.rules.decide import (
+    ActWhenDue,
     AnswerRealityCheck,
     ComeBack,
     Command,
@@ -20,7 +21,7 @@ from service.rules.decide import (
     TightenSession,
 )
 from service.rules.errors import InvalidCommand, RuleViolation
-from service.rules.protection import SessionLimits
+from service.rules.protection import SessionLimits, cool_downs_due
 from service.rules.state import TableState
 from service.rules.times import parse_iso
 from service.rules.views import OPERATOR
@@ -103,6 +104,16 @@ class ProtectionUses:
         answer = "continue" if carry_on else "stop"
         make = partial(AnswerRealityCheck, seat, answer)
         return self._for_seat(caller, table_id, make, seat, conditions)
+
+    def when_due(self, state: TableState) -> Command:
+        """The clock's command (`close_due`), with the cool-down of each session limit it may
+        end recorded first, so no ended session goes without it: a crash after recording it
+        leaves the limit due, and the next dispatcher records the same end again. (The moment
+        is read after the one the rules decide at: whatever they end is recorded.)"""
+        if self.ledger is not None:
+            for player_id, until in cool_downs_due(state, self.tables.now()).items():
+                self.ledger.cool_down(state.tenant, player_id, until)
+        return ActWhenDue()
 
     def apply_protection(self, tenant: str, player_id: str, entry: dict[str, Any]) -> int:
         """Apply a limits change's outbox `entry` (`outbox_entry`) at each of `tenant`'s tables

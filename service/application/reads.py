@@ -40,6 +40,15 @@ from .errors import AuditNotFound, HandNotFound, ReportNotFound
 from .ports import Catcher, HandArchive, Jobs
 from .values import NO_CONDITIONS, Conditions, HandHistory, Outcome, Subject, checked_table_id
 
+FILTER_BUDGET = 500
+"""The most tables one page of the table list filtered by status looks at."""
+LIST_CHUNK = 100
+"""How many of the list's tables such a page reads at a time (at least its `limit`)."""
+
+
+def _table_page(tables: list[dict[str, Any]], next_after: str | None) -> Outcome:
+    return Outcome("found", {"tables": tables, "next_after": next_after})
+
 
 def render_events(
     state: TableState, viewer: Viewer, read: list[tuple[int, ev.Event]]
@@ -76,30 +85,51 @@ class TableReads:
         state = self._load(caller, table_id)
         return Outcome("found", table_view(state, may_view(caller, state)), state.version)
 
-    def table_list(self, caller: Caller, after: str | None, limit: int) -> Outcome:
+    def table_list(
+        self, caller: Caller, after: str | None, limit: int, status: str | None = None
+    ) -> Outcome:
         """A page of the caller's tenant's tables, newest first (operators and auditors; a
-        regulator's page has every tenant's)."""
+        regulator's page has every tenant's), only those of `status` when it is given.
+
+        With `status` a page looks at no more than FILTER_BUDGET tables (each loaded to read
+        its status), so it may hold fewer than `limit` tables, none even, and still name the
+        next: the reader pages on until `next_after` is null."""
         require(caller, OPERATOR, AUDITOR)
         listing = self.tables.listing
+        if listing is None:
+            return _table_page([], None)
         tenant = tenant_scope(caller)
-        ids, cursor = listing.page(after, limit, tenant) if listing is not None else ([], None)
-        rows = []
-        for table_id in ids:
-            try:
-                state = self.tables.load(table_id)
-            except (TableNotFound, LogUnreadable):
-                continue  # listed, but gone or quarantined: not a table to show
-            rows.append(
-                {
-                    "table_id": state.table_id,
-                    "tenant": state.tenant,
-                    "status": table_status(state),
-                    "version": state.version,
-                    "rules": state.rules.to_dict(),
-                    "created_at": state.created_at,
-                }
-            )
-        return Outcome("found", {"tables": rows, "next_after": cursor})
+        budget = limit if status is None else max(limit, FILTER_BUDGET)
+        chunk = min(budget, max(limit, LIST_CHUNK))
+        rows: list[dict[str, Any]] = []
+        cursor, looked = after, 0
+        while True:
+            found = listing.entries(cursor, chunk + 1, tenant)
+            for at, (table_id, resume) in enumerate(found[:chunk]):
+                looked += 1
+                row = self._summary(table_id) if table_id is not None else None
+                if row is not None and status in (None, row["status"]):
+                    rows.append(row)
+                if len(rows) == limit or looked == budget:
+                    return _table_page(rows, resume if at + 1 < len(found) else None)
+            if len(found) <= chunk:
+                return _table_page(rows, None)
+            cursor = found[chunk - 1][1]
+
+    def _summary(self, table_id: str) -> dict[str, Any] | None:
+        """A table as the list shows it (None: listed, but gone or quarantined)."""
+        try:
+            state = self.tables.load(table_id)
+        except (TableNotFound, LogUnreadable):
+            return None
+        return {
+            "table_id": state.table_id,
+            "tenant": state.tenant,
+            "status": table_status(state),
+            "version": state.version,
+            "rules": state.rules.to_dict(),
+            "created_at": state.created_at,
+        }
 
     def check_viewer(self, caller: Caller, table_id: str) -> None:
         """TableNotFound or Forbidden unless the caller may read the table and its events."""

@@ -19,7 +19,6 @@ from typing import Any
 
 from service.rules.clock import NothingDue
 from service.rules.decide import (
-    ActWhenDue,
     Bet,
     CloseAtDeadline,
     Command,
@@ -372,7 +371,7 @@ class TableService(TableReads, MoneyUses, WebhookUses, WalletUses, ProtectionUse
         when nothing was due (a player or another dispatcher got there first, or the index
         was early); the table's stored due is then indexed again."""
         try:
-            result = self.tables.execute(table_id, ActWhenDue())
+            result = self.tables.execute(table_id, self.when_due)
         except NothingDue:
             self.tables.reindex(table_id)
             return None

@@ -264,11 +264,15 @@ def parse_each(
     key: str,
 ) -> list[T | CorruptTable]:
     """`parse(table_id, reply)` for each table's reply of a batch (a pipeline run with
-    ``raise_on_error=False``), where a reply that is an error (`key` is of the wrong type) or
-    does not parse is that table's CorruptTable, and the others are parsed all the same."""
+    ``raise_on_error=False``), where a reply that is Redis refusing the key (``WRONGTYPE``:
+    `key` is of the wrong type) or does not parse is that table's CorruptTable, and the others
+    are parsed all the same. Any other error reply (a node unreachable, a failover under way)
+    is raised: it says nothing of the table."""
     parsed: list[T | CorruptTable] = []
     for table_id, reply in zip(table_ids, replies, strict=True):
         if isinstance(reply, Exception):
+            if not str(reply).startswith("WRONGTYPE"):
+                raise reply
             parsed.append(CorruptTable(table_id, key, str(reply)[:80]))
             continue
         try:

@@ -387,7 +387,7 @@ class RedisEventStore:
             for table_id in table_ids:
                 pipe.hmget(self.meta_key(table_id), "version", "due")
             replies = pipe.execute(raise_on_error=False)
-        return parse_each(table_ids, replies, _due_of, "meta hash")
+            return parse_each(table_ids, replies, _due_of, "meta hash")
 
 
 def _due_of(table_id: str, reply: list[object]) -> Due:

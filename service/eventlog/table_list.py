@@ -63,17 +63,27 @@ class TableList:
         """Up to `limit` table ids, newest first, after the cursor `after` (None: from the
         newest), and the cursor of the next page (None: this was the last): every table's,
         or `tenant`'s."""
+        found = self.entries(after, limit + 1, tenant)
+        ids = [table for table, _ in found[:limit] if table is not None]
+        return ids, found[limit - 1][1] if len(found) > limit else None
+
+    def entries(
+        self, after: str | None, limit: int, tenant: str | None = None
+    ) -> list[tuple[str | None, str]]:
+        """The next `limit` members of the list, newest first, after the cursor `after` (None:
+        from the newest): each one's table id (None: a member no list wrote, to skip) and the
+        cursor that resumes after it, so that a reader may stop anywhere and say where to go
+        on."""
         start = b"+" if after is None else b"(" + _member(after)
         key = self.key if tenant is None else self.tenant_key(tenant)
-        members = cast(  # ZRANGE key start - BYLEX REV LIMIT 0 limit+1
+        members = cast(  # ZRANGE key start - BYLEX REV LIMIT 0 limit
             list[bytes],
-            self.client.zrange(key, start, b"-", desc=True, bylex=True, offset=0, num=limit + 1),
+            self.client.zrange(key, start, b"-", desc=True, bylex=True, offset=0, num=limit),
         )
-        more = len(members) > limit
-        members = members[:limit]
-        ids = [table for table in map(_table_of, members) if table is not None]
-        cursor = base64.urlsafe_b64encode(members[-1]).decode().rstrip("=") if more else None
-        return ids, cursor
+        return [
+            (_table_of(member), base64.urlsafe_b64encode(member).decode().rstrip("="))
+            for member in members
+        ]
 
     def ids(self) -> set[str]:
         """Every listed table id (listed in its tenant's list; a list or member no list

@@ -22,6 +22,8 @@ table id, so no table's tag is ever this one), so every script touches one slot:
     P:{%ledger:T}:settings      hash   "profile" -> the tenant's player-protection profile
     P:{%ledger:T}:outbox        hash   player id -> a limits change still to apply at the
                                        tables where they sit (JSON; written with the limits)
+    P:{%ledger:T}:cool-downs    zset   player id, scored by the end (epoch ms) of the cool-down
+                                       a session limit started (until it ends)
     P:%ledger:outbox-tenants    set    the tenants that ever had an outbox entry
 
 Entries are numbered in the order they are written (per tenant), so a page is "the entries
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
+from datetime import UTC, datetime
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -45,7 +48,7 @@ from service.projections.follower import Followed, hash_positions
 from service.rules import ledger
 from service.rules.limits import Limits
 from service.rules.serial import from_data, to_data
-from service.rules.times import parse_iso
+from service.rules.times import iso, parse_iso
 
 DAY_MS = 24 * 3600 * 1000
 
@@ -320,6 +323,24 @@ class LedgerStore:
             _DROP_IF_SAME, 1, self.key(tenant, "outbox"), player_id, orjson.dumps(entry)
         )
         return bool(done)
+
+    @_reachable
+    def cool_down(self, tenant: str, player_id: str, until: str) -> None:
+        """`player_id` may not be seated at `tenant`'s tables until `until` (a later end
+        kept, an earlier one ignored: writing one twice is writing it once)."""
+        key = self.key(tenant, "cool-downs")
+        pipe = self.client.pipeline(transaction=True)
+        pipe.zadd(key, {player_id: _epoch_ms(until)}, gt=True)
+        # (those that ended before this one began are done with)
+        pipe.zremrangebyscore(key, "-inf", f"({_epoch_ms(until) - DAY_MS}")
+        pipe.execute()
+
+    @_reachable
+    def cool_down_until(self, tenant: str, player_id: str) -> str | None:
+        """The end of `player_id`'s cool-down in `tenant` (None: none was ever recorded, or
+        it ended long ago)."""
+        score = self.client.zscore(self.key(tenant, "cool-downs"), player_id)
+        return None if score is None else iso(datetime.fromtimestamp(score / 1000, UTC))
 
     @_reachable
     def profile(self, tenant: str) -> str:

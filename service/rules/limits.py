@@ -8,13 +8,17 @@ exclusion's end into `seat_player`. docs/rules.md, "Responsible gaming".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import RuleViolation
 from .settlement import most_owed
 from .state import TableState
-from .times import parse_iso
+from .times import duration_words, parse_iso
+
+COOL_DOWN = timedelta(hours=24)
+"""After a session limit ends a player's session, no seat at any of the tenant's tables for this
+long (the shortest break the UKGC RTS and the AGCO standards know: 24 hours)."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,10 @@ class LossLimitReached(RuleViolation):
 
 class PlayerExcluded(RuleViolation):
     """The player has excluded themselves (or been excluded) from play until a date."""
+
+
+class CoolingDown(RuleViolation):
+    """The player's session limit ended a session less than `COOL_DOWN` ago."""
 
 
 @dataclass(frozen=True)
@@ -80,4 +88,14 @@ def verify_not_excluded(player_id: str, excluded_until: str | None, now: datetim
     if excluded_until is not None and now < parse_iso(excluded_until):
         raise PlayerExcluded(
             f"player {player_id!r} is excluded from play (or on a time-out) until {excluded_until}"
+        )
+
+
+def verify_cooled_down(player_id: str, cool_down_until: str | None, now: datetime) -> None:
+    """A player whose session limit ended a session cannot be seated at the tenant's tables
+    until its cool-down ends (`cool_down_until`, as `times.iso` writes it)."""
+    if cool_down_until is not None and now < parse_iso(cool_down_until):
+        raise CoolingDown(
+            f"player {player_id!r} reached their session limit: no seat at this operator's "
+            f"tables for {duration_words(COOL_DOWN)}, until {cool_down_until}"
         )

@@ -30,6 +30,7 @@ from . import events as ev
 from . import protection_events as pe
 from .errors import InvalidCommand, RuleViolation
 from .guards import in_live_hand, require_table, seat_holder
+from .limits import COOL_DOWN
 from .play import after_decision
 from .state import DECLARING, Seat, TableState
 from .times import iso, later, parse_iso
@@ -306,6 +307,17 @@ def protection_dues(state: TableState) -> list[Duty]:
     for holder in state.seated():
         duties.extend(_session_duties(state, holder))
     return duties
+
+
+def cool_downs_due(state: TableState, now: datetime) -> dict[str, str]:
+    """The players whose session limit has come by `now` at this table (the clock ends those
+    sessions), each with the end of the cool-down it starts: `COOL_DOWN` after the limit was
+    reached (the same moment however late, or how often, it is asked)."""
+    return {
+        state.seats[duty.seat].player_id: iso(parse_iso(duty.at) + COOL_DOWN)
+        for duty in protection_dues(state)
+        if duty.action == SESSION_LIMIT and parse_iso(duty.at) <= now
+    }
 
 
 def act_on(state: TableState, duty: Duty, now: datetime) -> list[ev.Event]:

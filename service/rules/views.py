@@ -69,6 +69,7 @@ def _passes_done(state: TableState, hand: int) -> bool:
 
 
 OPEN, PLAYING, ENDED = "open", "playing", "ended"
+TABLE_STATUSES = (OPEN, PLAYING, ENDED)
 
 
 def table_status(state: TableState) -> str:

@@ -3,18 +3,22 @@ register a webhook, open a table, seat two players, deal and resolve a hand they
 the table, find it among the ended tables, page the ledger, read the webhook's deliveries and
 redeliver one, verify a hand in the browser, set a player's limits, and audit a table whose log
 was tampered with and see its first bad event highlighted. An auditor's key sees only the
-read-only parts."""
+read-only parts. With the casino's wallet set (the tests' wallet server), a wallet-funded
+player's debit and credit show in the wallet panel."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import redis
+import requests
 
 from tests.browser.pages import AUDITOR, OPERATOR, Person, get, playwright_expect, post
 from tests.tampering import rewrite_log
 from tests.test_cli import Served
+from tests.wallet_server import TestWallet
 
 
 def _signed_in(browser: Any, contexts: list[Any], served: Served, key: str) -> Person:
@@ -72,6 +76,7 @@ def test_an_operators_day(browser, contexts, served: Served):
     page.get_by_label("Status", exact=True).select_option("open")
     page.locator("#tables-form").get_by_role("button", name="Load").click()
     expect(page.locator("#tables-list")).not_to_contain_text(table)
+    assert any("/v1/tables?status=ended" in url for url in operator.urls)  # the API filters
 
     # The ledger, two entries a page: the next page holds other entries.
     ledger = get(served, f"/v1/ledger?table_id={table}&limit=100", AUDITOR)["entries"]
@@ -185,3 +190,66 @@ def test_an_auditor_sees_only_the_read_only_parts(browser, contexts, served: Ser
     page.locator("#tables-form").get_by_role("button", name="Load").click()
     expect(page.locator("#tables-list table")).to_be_visible()
     assert not auditor.errors, auditor.errors
+
+
+def _wallet_transactions(served: Served, player: str) -> list[dict[str, Any]]:
+    return list(get(served, f"/v1/wallet/transactions?player_id={player}", AUDITOR)["transactions"])
+
+
+def _both_confirmed(found: list[dict[str, Any]]) -> bool:
+    """Whether `found` is a debit then a credit, both confirmed."""
+    kinds = [(t["kind"], t["status"]) for t in found]
+    return kinds == [("debit", "confirmed"), ("credit", "confirmed")]
+
+
+def test_the_wallet_panel_shows_a_wallet_funded_players_debit_and_credit(
+    browser, contexts, served: Served
+):
+    """The tenant's wallet is the tests' wallet server: the operator seats a player paid from
+    it (a debit of 40 chips x 25 minor units), ends the table (the dispatchers credit them
+    back), and reads both transactions, confirmed, in the panel."""
+    expect = playwright_expect()
+    wallet = TestWallet(balances={"wanda": 5_000})
+    try:
+        answer = requests.put(
+            served.base + "/v1/wallet",
+            json={"url": wallet.url, "currency": "GBP", "chip_value_minor": 25},
+            headers={"Authorization": f"Bearer {OPERATOR}"},
+            timeout=10,
+        )
+        assert answer.status_code == 200, answer.text
+        wallet.secret = answer.json()["secret"]
+        operator = _signed_in(browser, contexts, served, OPERATOR)
+        page = operator.page
+        page.get_by_role("button", name="Create the table").click()
+        expect(page.locator("#live")).to_be_visible()
+        page.get_by_label("Player id", exact=True).first.fill("wanda")
+        page.get_by_label("Buy-in").fill("40")
+        page.get_by_label("Paid from").select_option("wallet")
+        page.get_by_role("button", name="Seat", exact=True).click()
+        expect(page.locator("#live-seats tbody tr")).to_have_count(1)
+        assert wallet.balances["wanda"] == 5_000 - 1_000  # debited before she was seated
+        page.get_by_role("button", name="End the table").click()
+        expect(page.locator("#events")).to_contain_text("The table has ended.")
+
+        # The credit is the dispatchers' (follower, then the wallet duty): wait for it.
+        deadline = time.monotonic() + 60
+        while not _both_confirmed(found := _wallet_transactions(served, "wanda")):
+            assert time.monotonic() < deadline, found
+            time.sleep(0.2)
+        assert wallet.balances["wanda"] == 5_000
+
+        page.locator("#wallet-player").fill("wanda")
+        page.locator("#wallet-form").get_by_role("button", name="Search").click()
+        rows = page.locator("#wallet-list tbody tr")
+        expect(rows).to_have_count(2)
+        for kind, reason in (("debit", "buy-in"), ("credit", "cash-out")):
+            row = rows.filter(has_text=kind)
+            expect(row).to_have_count(1)
+            for shown in (reason, "confirmed", "1000", "GBP", "wanda"):
+                expect(row).to_contain_text(shown)
+        headers = page.locator("#wallet-list thead th")
+        expect(headers).to_contain_text(["Kind", "Amount (minor units)", "Currency", "Status"])
+        assert not operator.errors, operator.errors
+    finally:
+        wallet.close()

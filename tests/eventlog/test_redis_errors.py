@@ -8,6 +8,7 @@ import pytest
 import redis
 from redis import exceptions
 
+from service.eventlog.decoding import CorruptTable, parse_each
 from service.eventlog.redis_errors import demoted, store_error
 from service.eventlog.store import StoreError, StoreUnavailable
 
@@ -45,3 +46,16 @@ def test_other_refusals_stay_errors():
     refused = store_error(redis.ResponseError("ERR wrong number of arguments"))
     assert type(refused) is StoreError
     assert not demoted(redis.ResponseError("ERR wrong number of arguments"))
+
+
+def test_a_batch_reply_that_a_failover_broke_raises_and_quarantines_no_table():
+    """A pipeline's per-table replies (``raise_on_error=False``): Redis refusing a key
+    (WRONGTYPE) is that table's corruption; a connection refused mid-failover is not."""
+    wrong = redis.ResponseError("WRONGTYPE Operation against a key holding the wrong kind")
+    parsed = parse_each(["a", "b"], [wrong, [b"1"]], lambda t, r: r, "meta hash")
+    assert isinstance(parsed[0], CorruptTable) and parsed[1] == [b"1"]
+    refused = redis.ConnectionError("Error 111 connecting to 127.0.0.1:37415. Connection refused.")
+    with pytest.raises(redis.ConnectionError):
+        parse_each(["a", "b"], [[b"1"], refused], lambda t, r: r, "meta hash")
+    with pytest.raises(exceptions.ClusterDownError):
+        parse_each(["a"], [exceptions.ClusterDownError("down")], lambda t, r: r, "meta hash")

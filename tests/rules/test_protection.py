@@ -15,8 +15,10 @@ from service.rules import clock, commands, protection
 from service.rules import events as ev
 from service.rules import protection_events as pe
 from service.rules.errors import GutsError, RuleViolation
+from service.rules.limits import CoolingDown, verify_cooled_down
 from service.rules.protection import SessionLimits
 from service.rules.state import TableState, replay
+from service.rules.times import iso
 
 from .harness import Table
 from .test_properties import _natural, _step
@@ -85,6 +87,25 @@ def test_a_session_limit_reached_mid_hand_forfeits_and_cashes_out_after_the_hand
     left = [e for e in _due(t) + _due(t) + _due(t) if isinstance(e, ev.PlayerLeft)]
     assert sorted(e.seat for e in left) == [0, 1, 2]
     assert clock.next_due(t.state) is None
+
+
+def test_a_session_limit_starts_a_cool_down_24_hours_from_when_it_was_reached():
+    t = _limited(every=None, limit=5, players=2)
+    reached = t.now + timedelta(minutes=5)
+    t.tick(5 * 60 - 1)
+    assert protection.cool_downs_due(t.state, t.now) == {}
+    t.tick(30)  # however late the clock asks, the cool-down runs from the limit
+    until = iso(reached + timedelta(hours=24))
+    assert protection.cool_downs_due(t.state, t.now) == {"p0": until, "p1": until}
+    _due(t)
+    assert protection.cool_downs_due(t.state, t.now) == {"p1": until}  # p0's has ended
+    try:
+        verify_cooled_down("p0", until, reached + timedelta(hours=23, minutes=59))
+        raise AssertionError("seated during the cool-down")
+    except CoolingDown as refused:
+        assert f"for 24 hours, until {until}" in str(refused)
+    verify_cooled_down("p0", until, reached + timedelta(hours=24))
+    verify_cooled_down("p0", None, reached)
 
 
 def test_a_timeout_while_seated_makes_them_out_at_once_and_only_once():

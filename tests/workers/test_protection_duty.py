@@ -104,6 +104,27 @@ def test_a_dispatcher_makes_the_reality_check_and_ends_the_session_at_its_limit(
     assert left["data"]["seat"] == 0 and left["data"]["cash_out"] == 100
 
 
+def test_a_session_limit_keeps_the_player_from_every_seat_of_the_tenant_for_24_hours(
+    api: Api, running: Dispatcher, clock: Clock
+):
+    _limits(api, "alice", session_limit_minutes=2)
+    table = api.table("three-card", ante=1)
+    api.seat(table, "alice")
+    api.seat(table, "bob")
+    since = parse_iso(_seated_at(api, table, "alice"))
+    clock.past(iso(since + timedelta(minutes=2)))
+    _wait_for(lambda: _typed(api, table, "player_left"))
+    until = iso(since + timedelta(minutes=2, hours=24))
+    other = api.table("three-card", ante=1)
+    for where in (other, table):
+        refused = api.post(f"/v1/tables/{where}/players", {"player_id": "alice", "buy_in": 10})
+        assert refused.status_code == 409, refused.text
+        assert refused.headers["Content-Type"].startswith("application/problem+json")
+        assert refused.json()["status"] == 409 and refused.json()["title"] == "Not Allowed Now"
+        assert f"until {until}" in refused.json()["detail"], refused.json()
+    assert api.post(f"/v1/tables/{other}/players", {"player_id": "bob", "buy_in": 10}).ok
+
+
 def test_a_check_or_a_time_out_at_one_seat_never_holds_up_another_tables_deadline(
     api: Api, running: Dispatcher, clock: Clock
 ):

@@ -49,7 +49,7 @@ def create_table() -> Response:
 def list_tables() -> Response:
     who = caller()
     query = schemas.TABLES_QUERY.load(request.args.to_dict())
-    return render(_tables().table_list(who, query["after"], query["limit"]))
+    return render(_tables().table_list(who, query["after"], query["limit"], query["status"]))
 
 
 @routes.get("/tables/<table_id>")

@@ -100,10 +100,15 @@ export async function loadLedger(after = "") {
 export async function loadWallet(after = "") {
   try {
     const page = await api("GET", withQuery("/v1/wallet/transactions", { player_id: $("wallet-player").value.trim(), after }));
-    const rows = page.transactions || page.entries || [];
-    const keys = rows.length ? Object.keys(rows[0]) : [];
-    const columns = keys.map((key) => [{ text: key }, (row) => (typeof row[key] === "object" ? JSON.stringify(row[key]) : row[key])]);
-    $("wallet-list").replaceChildren(dataTable(columns, rows),
+    const columns = [
+      ["admin.wallet.created", (x) => x.created_at], ["admin.wallet.kind", (x) => t(`admin.wallet.kind.${x.kind}`)],
+      ["admin.wallet.reason", (x) => t(`admin.wallet.reason.${x.reason}`)], ["admin.ledger.player", (x) => x.player_id],
+      ["admin.ledger.table", (x) => x.table_id], ["admin.wallet.amount", (x) => x.amount],
+      ["admin.wallet.currency", (x) => x.currency], ["admin.wallet.status", (x) => t(`admin.wallet.status.${x.status}`)],
+      ["admin.wallet.attempts", (x) => x.attempts], ["admin.wallet.settled", (x) => x.settled_at || ""],
+      ["admin.ledger.tx", (x) => x.transaction_id],
+    ];
+    $("wallet-list").replaceChildren(dataTable(columns, page.transactions),
       pager(after ? () => loadWallet() : null, page.next_after, (next) => loadWallet(next)));
   } catch (error) {
     // The wallet's transactions are a newer read model: a server without them answers 404.

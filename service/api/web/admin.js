@@ -46,10 +46,10 @@ async function findRole() {
 
 // --- tables --------------------------------------------------------------------------------
 
-async function loadTables(after = "") {
-  const page = await api("GET", withQuery("/v1/tables", { after, limit: 50 }));
-  const wanted = $("tables-status").value;
-  const rows = page.tables.filter((s) => !wanted || s.status === wanted);
+/** A page of the tables, of `status` only when one is chosen (the API filters: a page may hold
+ * fewer than 50, or none, and still have a next one). */
+async function loadTables(after = "", status = $("tables-status").value) {
+  const page = await api("GET", withQuery("/v1/tables", { status, after, limit: 50 }));
   const open = (s) => button(t("admin.tables.open"), act(t("admin.tables.open"), () => openTable(s.table_id)),
     { "aria-label": t("admin.tables.open_label", { table: s.table_id }) });
   $("tables-list").replaceChildren(dataTable([
@@ -57,7 +57,8 @@ async function loadTables(after = "") {
     ["admin.tables.preset", (s) => s.rules.preset], ["admin.tables.ante", (s) => s.rules.ante],
     ["admin.tables.created", (s) => s.created_at], ["admin.tables.version", (s) => s.version],
     ["admin.tables.open", open],
-  ], rows), pager(after ? () => loadTables() : null, page.next_after, (next) => loadTables(next).catch((e) => say(e.message))));
+  ], page.tables), pager(after ? () => loadTables("", status) : null, page.next_after,
+    (next) => loadTables(next, status).catch((e) => say(e.message))));
 }
 
 async function refreshLive() {
@@ -119,7 +120,9 @@ function wireTables() {
   }));
   $("seat-form").addEventListener("submit", act(t("play.seat.action"), async () => {
     const player = $("player-id").value.trim();
-    const seated = await api("POST", tablePath(office.table, "/players"), { player_id: player, buy_in: Number($("buy-in").value) });
+    const seated = await api("POST", tablePath(office.table, "/players"), {
+      player_id: player, buy_in: Number($("buy-in").value), funding: $("funding").value,
+    });
     const fragment = new URLSearchParams({ table: office.table, seat: String(seated.seat), token: seated.token });
     office.links.push({ seat: seated.seat, player, url: `${location.origin}/play#${fragment}` });
     renderLinks();
