@@ -12,9 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 
-import redis
-
 from service.application.usecases import TableService
+from service.eventlog.redis_errors import redis_away
 from service.pacing import Backoff
 
 log = logging.getLogger("guts.protection")
@@ -35,11 +34,12 @@ def run_protection_duty(
             failures, wait = 0, idle_s
             if applied:
                 log.info("protection: applied %d limits change(s) at the tables", applied)
-        except (redis.ConnectionError, redis.TimeoutError) as error:
-            failures += 1
-            wait = REDIS_BACKOFF.delay(failures)
-            log.warning("protection: Redis unreachable (%s)", type(error).__name__)
-        except Exception:  # noqa: BLE001 - the duty outlives one bad entry; it comes round again
-            log.exception("protection: applying a limits change failed")
-            wait = idle_s
+        except Exception as error:  # noqa: BLE001 - the duty outlives one bad entry
+            if redis_away(error):  # (unreachable, or a failover: CLUSTERDOWN, TRYAGAIN...)
+                failures += 1
+                wait = REDIS_BACKOFF.delay(failures)
+                log.warning("protection: Redis unreachable (%s)", type(error).__name__)
+            else:  # it comes round again
+                log.exception("protection: applying a limits change failed")
+                wait = idle_s
         stop.wait(wait)

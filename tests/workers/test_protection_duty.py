@@ -212,3 +212,27 @@ def test_a_process_killed_between_tables_leaves_the_rest_to_the_dispatchers_swee
         assert one["data"]["until"] == "2099-01-01T00:00:00Z"
         assert [e["data"]["seat"] for e in _typed(api, table, "player_left")] == [0]
     assert ledger.outbox() == []
+
+
+def test_the_duty_waits_out_an_unreachable_redis_with_a_warning_and_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import redis
+
+    from service.processes.redis_server import free_port
+    from workers.protection_duty import run_protection_duty
+
+    gone = redis.Redis(port=free_port(), socket_connect_timeout=0.2)
+    usecases = _service(gone, Clock())
+    stop = threading.Event()
+    caplog.set_level("WARNING", logger="guts.protection")
+    thread = threading.Thread(target=run_protection_duty, args=(usecases, stop), daemon=True)
+    thread.start()
+    _wait_for(lambda: caplog.records, within_s=10)
+    stop.set()
+    thread.join(15)
+    assert not thread.is_alive()
+    (first, *_) = caplog.records
+    assert first.levelname == "WARNING", first.getMessage()
+    assert first.getMessage().startswith("protection: Redis unreachable"), first.getMessage()
+    assert all(record.exc_info is None for record in caplog.records)
