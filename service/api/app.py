@@ -42,7 +42,7 @@ from .observed import (
     shared_metrics,
 )
 from .play_page import play
-from .rate_limits import RateLimits
+from .rate_limits import RateLimits, counted_late
 from .routes import BLUEPRINTS
 from .services import Services
 from .stream_slots import StreamSlots, default_capacity, inherited_slots
@@ -148,6 +148,7 @@ def create_app(
     if settings.cors_origins:
         app.after_request(cors(settings.cors_origins))
     app.after_request(allow_on_options(app))  # (after_request functions run last first)
+    app.after_request(counted_late(usecases.admit, errors.too_many))
     if "flask_request_bypass" not in settings.shortcuts_off:
         app.wsgi_app = CurrentEnviron(  # type: ignore[method-assign]
             app.wsgi_app, {SERVICES: services}, settings.max_body_bytes

@@ -28,6 +28,7 @@ from service.application.errors import (
     LedgerUnavailable,
     LogUnreadable,
     OutcomeUnknown,
+    OverLimit,
     PreconditionFailed,
     ReportNotFound,
     StoreError,
@@ -51,7 +52,7 @@ from service.rules.errors import (
 from .auth import Unauthorized
 from .feed import ShuttingDown
 from .json import dumps
-from .rate_limits import RateLimited
+from .rate_limits import RateLimited, over_limit
 from .refusal import ApiError
 from .stream_slots import StreamsFull
 
@@ -82,6 +83,14 @@ def problem_body(
     if request_id is not None:
         body["request_id"] = request_id
     return dumps(body)
+
+
+def too_many(exc: RateLimited) -> Response:
+    """The 429 of a request over a rate limit, saying when to try again."""
+    log.warning("rate limited: %s", exc.detail)
+    response = problem(429, "Too Many Requests", exc.detail)
+    response.headers["Retry-After"] = str(exc.retry_after_s)
+    return response
 
 
 def problem(status: int, title: str, detail: str, **extra: Any) -> Response:
@@ -208,12 +217,11 @@ def install(app: Flask) -> None:
             "operator repairs it",
         )
 
-    @app.errorhandler(RateLimited)
-    def rate_limited(exc: RateLimited) -> Response:
-        log.warning("rate limited: %s", exc.detail)
-        response = problem(429, "Too Many Requests", exc.detail)
-        response.headers["Retry-After"] = str(exc.retry_after_s)
-        return response
+    app.errorhandler(RateLimited)(too_many)
+
+    @app.errorhandler(OverLimit)
+    def over(exc: OverLimit) -> Response:
+        return too_many(over_limit(exc))
 
     @app.errorhandler(ShuttingDown)
     def shutting_down(exc: ShuttingDown) -> Response:

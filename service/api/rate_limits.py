@@ -12,15 +12,19 @@ notation; empty: none), from the settings (``GUTS_RATE_LIMIT_*``):
   nothing (no round trip to Redis), so a node that has not yet seen an address fail may
   answer one good credential from it before it learns (at most one a window per node);
 - **commands per player token** (`commands`, default 10 a second): each request other than a
-  GET that a player token makes;
+  GET that a player token makes, counted at the token's table, in the same script as the
+  command's events when it writes some (`service.eventlog.store.Admission`: no round trip
+  of its own), else once the answer is known (`counted_late`: a command refused by the
+  rules, replayed, or refused before it reached its table is then answered 429 instead);
 - **requests per operator or auditor key** (`keys`, default none), or the limit set for the
   key's tenant (`tenants`, ``GUTS_RATE_LIMIT_TENANTS=casino-a=100/second,...``).
 
-The counting is the ``limits`` library's (the storage and algorithms Flask-Limiter is built
-on), used directly: its moving window, one Lua script on one Redis key per counter, so every
-node shares it and the number admitted in any window of the limit's length never exceeds the
-limit. (Flask-Limiter's decorators fit limits chosen per route; these are chosen by who the
-caller turns out to be, which is known only once the credential is read: ``http.caller``.)
+The other counting is the ``limits`` library's (the storage and algorithms Flask-Limiter is
+built on), used directly: its moving window, one Lua script on one Redis key per counter, so
+every node shares it and the number admitted in any window of the limit's length never exceeds
+the limit (the commands' counter is the same algorithm, in the event store's scripts).
+(Flask-Limiter's decorators fit limits chosen per route; these are chosen by who the caller
+turns out to be, which is known only once the credential is read: ``http.caller``.)
 On a Redis Cluster the storage is ``limits``'s cluster storage (each counter is one key).
 Credentials are never stored: counters are named by a SHA-256 prefix of the credential.
 """
@@ -32,20 +36,28 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import redis
+from flask import Response, request
 from limits import RateLimitItem, parse
 from limits.storage import RedisClusterStorage, RedisStorage, Storage
 from limits.strategies import MovingWindowRateLimiter
 
+from service.application import Admission
 from service.application.access import Caller
-from service.application.errors import StoreUnavailable
+from service.application.errors import OverLimit, StoreError, StoreUnavailable
 from service.config import Settings
 from service.rules.views import PLAYER
 
+from . import flask_request_bypass as bypass
 from .refusal import ApiError
+
+ADMISSION = "guts.admission"
+"""In the WSGI environ: a player's command's `Admission`, counted where it lands."""
+ADMITTED_AT = "guts.admitted_at"
+"""... and the table where it counts (the player token's)."""
 
 
 class RateLimited(ApiError):
@@ -89,7 +101,7 @@ class RateLimits:
         self.tenants: Mapping[str, RateLimitItem | None] = {
             tenant: _limit(text) for tenant, text in settings.rate_limit_tenants.items()
         }
-        wanted = self.auth_failures or self.commands or self.keys or any(self.tenants.values())
+        wanted = self.auth_failures or self.keys or any(self.tenants.values())
         self.limiter = None
         if wanted:
             self.limiter = MovingWindowRateLimiter(storage or storage_for(settings))
@@ -146,19 +158,52 @@ class RateLimits:
         if not self._ask("hit", item, key):
             raise self._refuse(item, key, "too many failed authentications from this address")
 
-    def admit(self, caller: Caller, credential: str, method: str) -> None:
-        """Count the request `caller` makes; RateLimited when over its limit."""
-        if self.limiter is None:
-            return
+    def admit(self, caller: Caller, credential: str, method: str) -> Admission | None:
+        """Count the request `caller` makes; RateLimited when over its limit. A player's
+        command is not counted here: its `Admission` is returned, to be counted at its table
+        (see the module doc)."""
         if caller.role == PLAYER:
             item = self.commands if method not in ("GET", "HEAD", "OPTIONS") else None
-            what, kind = "too many commands with this player token", "commands"
-        else:
-            tenant = caller.tenant or ""
-            item = self.tenants[tenant] if tenant in self.tenants else self.keys
-            what, kind = "too many requests with this key", "key"
-        if item is None:
-            return
-        key = (kind, _name(credential))
+            if item is None or caller.table_id is None:
+                return None
+            window_ms = int(item.get_expiry() * 1000)
+            return Admission(f"commands:{_name(credential)}", item.amount, window_ms)
+        tenant = caller.tenant or ""
+        item = self.tenants[tenant] if tenant in self.tenants else self.keys
+        if item is None or self.limiter is None:
+            return None
+        key = ("key", _name(credential))
         if not self._ask("hit", item, key):
-            raise self._refuse(item, key, what)
+            raise self._refuse(item, key, "too many requests with this key")
+        return None
+
+
+def over_limit(over: OverLimit) -> RateLimited:
+    """The refusal of a player's command over its limit (counted at its table)."""
+    wait = max(1, math.ceil(over.retry_after_ms / 1000))
+    return RateLimited(f"too many commands with this player token; retry in {wait} s", wait)
+
+
+def counted_late(
+    count: Callable[[str, Admission], None], refuse: Callable[[RateLimited], Response]
+) -> Callable[[Response], Response]:
+    """An `after_request` function: a player's command that wrote nothing (refused by the
+    rules, replayed, or refused before it reached its table) is counted now (`count`: the
+    use cases' `admit`); over the limit, a refusal is answered as `refuse` says instead (429).
+    An answer that did something stands: what writes is counted with its events."""
+
+    def count_late(response: Response) -> Response:
+        environ = request.environ if (env := bypass.current()) is None else env
+        admission, caller = environ.get(ADMISSION), environ.get(ADMITTED_AT)
+        if admission is None or admission.counted or caller is None:
+            return response
+        try:
+            count(caller, admission)
+        except OverLimit as over:
+            if response.status_code >= 400:
+                return refuse(over_limit(over))
+        except StoreError:  # (Redis away: the answer says so already, or stands)
+            pass
+        return response
+
+    return count_late

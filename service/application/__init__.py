@@ -12,9 +12,10 @@ from .access import Caller
 from .errors import Forbidden
 from .reads import TableReads
 from .usecases import TableService
-from .values import Conditions, Effect, HandHistory, Outcome, Subject
+from .values import Admission, Conditions, Effect, HandHistory, Outcome, Subject
 
 __all__ = [
+    "Admission",
     "Caller",
     "Conditions",
     "Effect",

@@ -10,6 +10,7 @@ from service.eventlog.store import (
     ArchiveUnavailable,
     BadCursor,
     CorruptLog,
+    OverLimit,
     StoreError,
     StoreUnavailable,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "LedgerUnavailable",
     "LogUnreadable",
     "OutcomeUnknown",
+    "OverLimit",
     "PreconditionFailed",
     "Refused",
     "ReportNotFound",

@@ -106,8 +106,8 @@ class MoneyUses:
         if self.ledger is None:
             return {}
         now = self.tables.now()
-        stored = self.ledger.limits(tenant, list(player_ids))
-        defaults = self._profile(tenant).defaults
+        stored, chosen = self.ledger.limits(tenant, list(player_ids))
+        defaults = profile(chosen).defaults
         return {pid: effective(stored.get(pid, defaults), now) for pid in player_ids}
 
     def player_limits(self, caller: Caller, player_id: str, tenant: str | None = None) -> Outcome:

@@ -59,7 +59,15 @@ from .money import MoneyUses
 from .ports import Catcher, LedgerBook, WalletBook, WebhookRegistry
 from .protection import ProtectionUses
 from .reads import TableReads
-from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, Subject, checked_table_id
+from .values import (
+    NO_CONDITIONS,
+    Admission,
+    Conditions,
+    IssueToken,
+    Outcome,
+    Subject,
+    checked_table_id,
+)
 from .wallet import WalletUses
 
 
@@ -109,10 +117,16 @@ class TableService(TableReads, MoneyUses, WebhookUses, WalletUses, ProtectionUse
                 idempotency_key=conditions.idempotency_key,
                 request_hash=conditions.request_hash,
                 guard=None if create else partial(require_tenant, caller),
+                admission=conditions.admission,
             )
         except TableQuarantined as error:
             hide_quarantined(caller, error)
         return _outcome(table_id, result)
+
+    def admit(self, table_id: str, admission: Admission) -> None:
+        """Count a command that wrote nothing (refused, replayed, or not a game command)
+        against its sender's limit at the table (OverLimit when that is full)."""
+        self.tables.store.admit(table_id, admission)
 
     def _at_seat(
         self,

@@ -6,17 +6,21 @@ so each call is atomic like a Lua script on Redis. Nothing is persisted.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from service.eventlog.store import (
+    Admission,
     AppendResult,
     Chain,
     Idempotency,
     IdempotencyMismatch,
     Loaded,
+    OverLimit,
     StoredEvent,
     VersionConflict,
     check_append_args,
@@ -55,6 +59,7 @@ class InMemoryEventStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._tables: dict[str, _Table] = {}
+        self._counters: dict[tuple[str, str], deque[float]] = {}
 
     def load(self, table_id: str) -> Loaded:
         """The table's version and snapshot (0 and None if unknown)."""
@@ -71,6 +76,7 @@ class InMemoryEventStore:
         idempotency: Idempotency | None = None,
         due: float | None = None,
         chain: Chain | None = None,
+        admission: Admission | None = None,
     ) -> AppendResult:
         """See :meth:`EventStore.append`."""
         check_append_args(expected_version, events, snapshot, due)
@@ -97,6 +103,8 @@ class InMemoryEventStore:
             if actual != expected_version or forked:
                 current = _loaded(table)
                 raise VersionConflict(expected_version, actual, table_id=table_id, current=current)
+            if admission is not None:
+                self._count(table_id, admission)
             if table is None:
                 table = self._tables[table_id] = _Table()
             table.events.extend(bytes(event) for event in events)
@@ -109,6 +117,25 @@ class InMemoryEventStore:
             table.due = due
             table.head = None if chain is None else chain.head
             return AppendResult(version=len(table.events))
+
+    def admit(self, table_id: str, admission: Admission) -> None:
+        """See :meth:`EventStore.admit`."""
+        with self._lock:
+            self._count(table_id, admission)
+
+    def _count(self, table_id: str, admission: Admission) -> None:
+        """The moving window of `admission`'s counter (under the lock): admitted and counted,
+        or OverLimit."""
+        admission.counted = True
+        now = self._clock()
+        times = self._counters.setdefault((table_id, admission.counter), deque())
+        window_s = admission.window_ms / 1000
+        while times and now - times[0] >= window_s:
+            times.popleft()
+        if len(times) >= admission.limit:
+            wait_ms = max(1, math.ceil((window_s - (now - times[0])) * 1000))
+            raise OverLimit(table_id, admission.counter, wait_ms)
+        times.append(now)
 
     def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
         """Events with version > ``after``, oldest first, at most ``limit``."""

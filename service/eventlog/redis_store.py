@@ -74,6 +74,7 @@ from service.eventlog.redis_errors import (
 from service.eventlog.redis_py_bypass import direct_commands
 from service.eventlog.replication import Replicated, pipelined
 from service.eventlog.store import (
+    Admission,
     AppendResult,
     Chain,
     Due,
@@ -81,6 +82,7 @@ from service.eventlog.store import (
     IdempotencyMismatch,
     Loaded,
     NotReplicated,
+    OverLimit,
     StoredEvent,
     StoreError,
     VersionConflict,
@@ -90,7 +92,9 @@ from service.eventlog.store import (
 
 __all__ = ["ArchiveReader", "RedisEventStore", "table_key_tag"]
 
-_APPEND_LUA = (Path(__file__).parent / "lua" / "append.lua").read_text()
+_ADMIT_LUA = (Path(__file__).parent / "lua" / "admit.lua").read_text()
+_APPEND_LUA = _ADMIT_LUA + (Path(__file__).parent / "lua" / "append.lua").read_text()
+_ADMIT_ONLY_LUA = _ADMIT_LUA + (Path(__file__).parent / "lua" / "admit_only.lua").read_text()
 _TRIM_LUA = (Path(__file__).parent / "lua" / "trim.lua").read_text()
 _IDEMPOTENT_LUA = (Path(__file__).parent / "lua" / "idempotent.lua").read_text()
 
@@ -157,6 +161,7 @@ class RedisEventStore:
         self._append_script = client.register_script(_APPEND_LUA)
         self._trim_script = client.register_script(_TRIM_LUA)
         self._idempotent_script = client.register_script(_IDEMPOTENT_LUA)
+        self._admit_script = client.register_script(_ADMIT_ONLY_LUA)
         # The hot commands (a load's HMGET, an append's EVALSHA) go through redis-py's
         # public `execute_command`, or around its pool (measured worth it: see the module).
         direct = direct_commands(client) if bypass_redis_py else None
@@ -186,6 +191,10 @@ class RedisEventStore:
         """The hash holding one idempotency record of the table."""
         return self._table_prefix(table_id) + b"idem:" + key.encode()
 
+    def counter_key(self, table_id: str, counter: str) -> bytes:
+        """The list of one of the table's counters (an `Admission`'s)."""
+        return self._table_prefix(table_id) + b"admit:" + counter.encode()
+
     # -- EventStore --------------------------------------------------------------------
 
     def load(self, table_id: str) -> Loaded:
@@ -214,6 +223,7 @@ class RedisEventStore:
         idempotency: Idempotency | None = None,
         due: float | None = None,
         chain: Chain | None = None,
+        admission: Admission | None = None,
     ) -> AppendResult:
         """See :meth:`EventStore.append`: one EVALSHA of the append script."""
         check_append_args(expected_version, events, snapshot, due)
@@ -223,6 +233,10 @@ class RedisEventStore:
             idem_args = [idempotency.request_hash.encode(), idempotency.response]
         else:
             idem_args = [b"", b""]
+        admit_args: list[bytes | int] = [b"", b""]
+        if admission is not None:
+            keys.append(self.counter_key(table_id, admission.counter))
+            admit_args = [admission.limit, admission.window_ms]
         args: list[bytes | str | int | float] = [
             expected_version,
             b"" if snapshot is None else snapshot,
@@ -236,6 +250,7 @@ class RedisEventStore:
             "" if chain is None else chain.head,
             len(events),
             *events,
+            *admit_args,
         ]
         try:  # (inline rather than `with redis_errors()`: this runs on every command)
             reply, acked = self.replication.run(self._append_script, keys, args)
@@ -246,8 +261,14 @@ class RedisEventStore:
             raise store_error(error, table_id, "meta hash or stream") from error
         status = reply[0] if isinstance(reply, list) and reply else None
         if status == b"ok":
+            if admission is not None:
+                admission.counted = True
             self.replication.check(table_id, int(reply[1]), acked)
             return AppendResult(version=int(reply[1]))
+        if status == b"limited":
+            assert admission is not None
+            admission.counted = True
+            raise OverLimit(table_id, admission.counter, int(reply[1]))
         if status == b"replayed":
             assert idempotency is not None
             self.replication.check(table_id, int(reply[1]), acked)
@@ -276,6 +297,16 @@ class RedisEventStore:
         if status == b"unreadable":  # a meta field or idempotency record the script refused
             raise CorruptTable(table_id, bytes_of(reply[1]).decode(errors="replace"))
         raise StoreError(f"unexpected reply from the append script: {reply!r}"[:200])
+
+    def admit(self, table_id: str, admission: Admission) -> None:
+        """See :meth:`EventStore.admit`: one EVALSHA (no ``WAIT``: a counter lost in a
+        failover only admits a few more)."""
+        key = self.counter_key(table_id, admission.counter)
+        with redis_errors():
+            wait = self._admit_script(keys=[key], args=[admission.limit, admission.window_ms])
+        admission.counted = True
+        if int(wait):
+            raise OverLimit(table_id, admission.counter, int(wait))
 
     def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
         """Events with version > ``after`` (``XRANGE <after+1> + COUNT <limit>``); those

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 __all__ = [
+    "Admission",
     "AppendResult",
     "ArchiveUnavailable",
     "Chain",
@@ -37,6 +38,7 @@ __all__ = [
     "Idempotency",
     "NotReplicated",
     "Loaded",
+    "OverLimit",
     "StoreError",
     "StoredEvent",
     "StoreUnavailable",
@@ -92,6 +94,20 @@ class Loaded:
     version: int
     snapshot: bytes | None
     tail: tuple[bytes, ...] = ()
+
+
+@dataclass
+class Admission:
+    """A request counted against one of a table's counters (a rate limit on a credential
+    that acts at that table): at most `limit` admitted in any `window_ms`. It is counted
+    once: by the append it writes its events with (``EventStore.append``), or, when it
+    writes none, by ``EventStore.admit``; `counted` says whether that has happened (over the
+    limit or not). `counter` names the counter (never a credential: a digest of one)."""
+
+    counter: str
+    limit: int
+    window_ms: int
+    counted: bool = False
 
 
 @dataclass(frozen=True)
@@ -156,6 +172,15 @@ class StoreUnavailable(StoreError):
     """
 
 
+class OverLimit(StoreError):
+    """An `Admission` over its limit: nothing was written; one more is admitted in
+    `retry_after_ms`."""
+
+    def __init__(self, table_id: str, counter: str, retry_after_ms: int) -> None:
+        super().__init__(table_id, counter, retry_after_ms)
+        self.table_id, self.counter, self.retry_after_ms = table_id, counter, retry_after_ms
+
+
 class NotReplicated(StoreError):
     """A write (an append, or the idempotency record a retry found) that the store's Redis
     did not confirm on as many replicas as asked within the time allowed (``WAIT``): it is on
@@ -210,6 +235,7 @@ class EventStore(Protocol):
         idempotency: Idempotency | None = None,
         due: float | None = None,
         chain: Chain | None = None,
+        admission: Admission | None = None,
     ) -> AppendResult:
         """Atomically append ``events`` and, when ``snapshot`` is given, replace the snapshot
         (None keeps it: the events join its tail), and set the table's due moment to ``due``
@@ -225,7 +251,16 @@ class EventStore(Protocol):
         :class:`VersionConflict` at the same version, writing nothing), and becomes
         ``chain.head``; a table with no stored head (written without one) is not checked.
         Without ``chain`` the stored head is forgotten.
+
+        With ``admission``, the events are written only if its counter admits one more
+        (counted with them: a conflict or a replay counts nothing), else :class:`OverLimit`
+        and nothing written; it is marked counted either way.
         """
+        ...
+
+    def admit(self, table_id: str, admission: Admission) -> None:
+        """Count `admission` (a request that writes nothing) on the table's counter, and mark
+        it counted; :class:`OverLimit` when the counter is full."""
         ...
 
     def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:

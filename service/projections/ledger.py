@@ -46,6 +46,7 @@ from service.eventlog.decoding import CorruptTable, book_data, position
 from service.eventlog.store import BadCursor, StoreUnavailable
 from service.projections.follower import Followed, hash_positions
 from service.rules import ledger
+from service.rules.limit_changes import DEFAULT_PROFILE
 from service.rules.limits import Limits
 from service.rules.serial import from_data, to_data
 from service.rules.times import iso, parse_iso
@@ -269,18 +270,21 @@ class LedgerStore:
     # --- limits -----------------------------------------------------------------------------
 
     @_reachable
-    def limits(self, tenant: str, player_ids: Sequence[str]) -> dict[str, Limits]:
-        """The limits set for each of `player_ids` (players without any are left out)."""
-        if not player_ids:
-            return {}
-        raw = cast(
-            list[bytes | None], self.client.hmget(self.key(tenant, "limits"), list(player_ids))
-        )
-        return {
+    def limits(self, tenant: str, player_ids: Sequence[str]) -> tuple[dict[str, Limits], str]:
+        """The limits set for each of `player_ids` (players without any are left out) and the
+        tenant's player-protection profile, whose defaults the others get: one round trip
+        (both keys under the tenant's hash tag)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hget(self.key(tenant, "settings"), "profile")
+        if player_ids:
+            pipe.hmget(self.key(tenant, "limits"), list(player_ids))
+        found, *raw = pipe.execute()
+        stored = {
             pid: Limits(**orjson.loads(data))
-            for pid, data in zip(player_ids, raw, strict=True)
+            for pid, data in zip(player_ids, raw[0] if raw else [], strict=True)
             if data
         }
+        return stored, found.decode() if found else DEFAULT_PROFILE
 
     @_reachable
     def set_limits(
@@ -346,7 +350,7 @@ class LedgerStore:
     def profile(self, tenant: str) -> str:
         """The tenant's player-protection profile ("default" until one is set)."""
         found = cast(bytes | None, self.client.hget(self.key(tenant, "settings"), "profile"))
-        return found.decode() if found else "default"
+        return found.decode() if found else DEFAULT_PROFILE
 
     @_reachable
     def set_profile(self, tenant: str, profile: str) -> None:

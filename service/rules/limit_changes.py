@@ -38,8 +38,10 @@ class Profile:
 
 
 _DAY = timedelta(days=1)
+DEFAULT_PROFILE = "default"
+"""The profile of a tenant that chose none."""
 PROFILES: dict[str, Profile] = {
-    "default": Profile("default", Limits()),
+    DEFAULT_PROFILE: Profile(DEFAULT_PROFILE, Limits()),
     # UKGC RTS: reality checks (an hour unless the player chooses), time-outs of 24 h to 6
     # weeks, self-exclusion of 6 months to 5 years.
     "ukgc": Profile(

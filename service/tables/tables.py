@@ -42,6 +42,7 @@ from service.eventlog.codec import (
 )
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import (
+    Admission,
     Chain,
     CorruptLog,
     EventStore,
@@ -203,16 +204,29 @@ class Tables(Upkeep):
         idempotency_key: str | None = None,
         request_hash: str = "",
         guard: Guard | None = None,
+        admission: Admission | None = None,
     ) -> Result:
         """Decide and append `command` (a game command, or the application's `Prepare` of one
         on the loaded state), answered as `tell` says; see the module docstring. `guard` (not
         for a create) is checked on the table first: a replay or a precondition answers only
         callers it lets through. A quarantined table, or one found unreadable now, is refused
-        (TableQuarantined)."""
+        (TableQuarantined). An `admission` not counted yet is counted by the append
+        (OverLimit, nothing written, when its counter is full); one that appends nothing is
+        left for the caller to count (`admit`)."""
         if not create:
             self._refuse_held(table_id)
+        if admission is not None and admission.counted:
+            admission = None
         submitted = Submission(
-            table_id, command, tell, create, if_match, idempotency_key, request_hash, guard
+            table_id,
+            command,
+            tell,
+            create,
+            if_match,
+            idempotency_key,
+            request_hash,
+            guard,
+            admission,
         )
         try:
             return self._run(submitted)
@@ -300,7 +314,9 @@ class Tables(Upkeep):
         record = self._record(sub, decided.answer)
         try:
             chain = Chain(decided.loaded.head, head)
-            appended = self.store.append(table_id, before, encoded, snapshot, record, epoch, chain)
+            appended = self.store.append(
+                table_id, before, encoded, snapshot, record, epoch, chain, sub.admission
+            )
         except VersionConflict as conflict:
             return self._lost_race(sub, conflict)
         except IdempotencyMismatch as exc:

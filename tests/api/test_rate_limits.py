@@ -89,6 +89,30 @@ def test_commands_per_player_token_hold_across_nodes(two_nodes):
     assert nodes[1].post(f"/v1/tables/{table}/players/2/sit-out", token=other).status_code != 429
 
 
+def test_a_players_command_over_the_limit_writes_nothing_and_every_kind_counts(two_nodes):
+    """Counted at the table: a command refused before it reaches it (a body that does not
+    parse), one the rules refuse and one that writes all use up the same count, on either
+    node; over it, a command that would have written is 429 and writes nothing."""
+    nodes = two_nodes(rate_limit_commands="3/minute")
+    table = nodes[0].table("three-card")
+    token = nodes[0].seat(table, "p0")["token"]
+    other = nodes[0].seat(table, "p1")["token"]
+    declare = f"/v1/tables/{table}/declare"
+    assert nodes[0].post(declare, {"decision": "maybe"}, token=token).status_code == 422
+    assert nodes[1].post(declare, {"decision": "in"}, token=token).status_code == 409  # no hand
+    assert nodes[1].post(declare, {"decision": "maybe"}, token=token).status_code == 422
+    assert nodes[0].post(f"/v1/tables/{table}/deal", {}).status_code == 201
+    version = nodes[0].get(f"/v1/tables/{table}").json()["version"]
+    for node in nodes:
+        refused = node.post(declare, {"decision": "in"}, token=token)
+        assert refused.status_code == 429, refused.text
+        _check_refusal(refused, 60)
+    assert nodes[0].get(f"/v1/tables/{table}").json()["version"] == version
+    # The same command with a token under its limit writes (the other seat's: its own count).
+    assert nodes[1].post(declare, {"decision": "in"}, token=other).status_code == 200
+    assert nodes[0].get(f"/v1/tables/{table}").json()["version"] == version + 1
+
+
 def test_requests_per_key_follow_the_tenants_limit_across_nodes(two_nodes):
     nodes = two_nodes(rate_limit_tenants={"default": "8/minute"})
     answers = _burst(nodes, lambda node: node.get("/v1/tables"), 30)

@@ -6,9 +6,16 @@
 --       seconds of the table's next due moment), the channel to publish the append's
 --       notice on ('' for none), the table id, the head the events chain from and the
 --       head they end at ('' and '' for none: the stored head is then forgotten), event
---       count, event...
+--       count, event..., then the admission's limit and window in ms ('' and '' for none:
+--       with one, its counter is the last key, counted with the events: admit.lua)
 -- The notice ("<version> <table id>") is not a key: it tells the live feeds to look.
-local events_key, meta_key, idem_key = KEYS[1], KEYS[2], KEYS[3]
+local last = 12 + tonumber(ARGV[12])
+local admit_limit, admit_window = ARGV[last + 1], ARGV[last + 2]
+local admit_key = nil
+if admit_limit ~= '' then admit_key = KEYS[#KEYS] end
+local events_key, meta_key = KEYS[1], KEYS[2]
+local idem_key = nil
+if #KEYS - (admit_key and 1 or 0) == 3 then idem_key = KEYS[3] end
 local expected = tonumber(ARGV[1])
 local head = redis.call('HMGET', meta_key, 'version', 'trimmed', 'snapshot_version', 'head')
 local actual = tonumber(head[1] or '0')
@@ -67,8 +74,13 @@ if redis.call('XLEN', events_key) + tonumber(head[2] or '0') ~= actual then
   return corrupt()
 end
 
+-- Counted only when the events are written: a conflict's retry is the same request.
+if admit_key then
+  local wait = admit(admit_key, tonumber(admit_limit), tonumber(admit_window))
+  if wait then return {'limited', wait} end
+end
+
 local version = actual
-local last = 12 + tonumber(ARGV[12])
 for i = 13, last do
   version = version + 1
   local added = redis.pcall('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
