@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from service.archive.database import connect, migrate
 from service.config import Settings
@@ -43,6 +45,46 @@ __all__ = [
 log = logging.getLogger("guts.dispatcher")
 
 
+def _duty(name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
+    """A duty of the dispatcher beside the clock: a thread of its own, running `target` on
+    `args` (the dispatcher's stop event among them: it ends when that is set)."""
+    return threading.Thread(target=target, args=args, name=name, daemon=True)
+
+
+def _following(
+    settings: Settings, client: Any, archive: Any, stop: threading.Event
+) -> threading.Thread:
+    """The followers' duty: the projections followed beside the clock, in a thread of their
+    own (a slow projection never delays a deadline), the archive in another; one dispatcher
+    at a time follows (a lease: the others are its hot spares, see service.projections.lease;
+    one killed with -9 is replaced within the lease's time to live, one stopped cleanly at
+    once)."""
+    follower, notices = build_follower(settings, client, archive)
+    followers = [follower] if follower.projections else []
+    if archive is not None:
+        followers.append(build_archiver(settings, client, archive))
+
+    def follow(term: threading.Event) -> None:
+        running = [
+            threading.Thread(target=each.run, args=(client, notices, term), daemon=True)
+            for each in followers
+        ]
+        for thread in running:
+            thread.start()
+        for thread in running:
+            thread.join()
+
+    ttl_s = settings.follow_lease_s
+    lease = Lease(client, "followers", prefix=settings.key_prefix, ttl_s=ttl_s)
+    return threading.Thread(
+        target=run_while_holding,
+        args=(lease, follow, stop),
+        kwargs={"renew_s": ttl_s / 5},
+        name="followers",
+        daemon=True,
+    )
+
+
 def run_dispatcher(settings: Settings, heartbeat: Heartbeat | None = None) -> int:
     """Entry point of `guts dispatch`: dispatch until SIGTERM or SIGINT, beating `heartbeat`
     (under ``guts serve``'s supervisor); the exit code."""
@@ -59,66 +101,21 @@ def run_dispatcher(settings: Settings, heartbeat: Heartbeat | None = None) -> in
         with connect(settings.database_url) as conn:  # the schema first: we write it
             migrate(conn)
         archive = open_archive(settings, size=2)
-    # The projections are followed beside the clock, in a thread of their own: a slow
-    # projection never delays a deadline; the archive in another. One dispatcher at a time
-    # follows (a lease: the others are its hot spares, see service.projections.lease).
-    follower, notices = build_follower(settings, client, archive)
-    followers = [follower] if follower.projections else []
-    if archive is not None:
-        followers.append(build_archiver(settings, client, archive))
-
-    def follow(term: threading.Event) -> None:
-        running = [
-            threading.Thread(target=each.run, args=(client, notices, term), daemon=True)
-            for each in followers
-        ]
-        for thread in running:
-            thread.start()
-        for thread in running:
-            thread.join()
-
-    # (A dispatcher killed with -9 is replaced as the follower within the lease's time to
-    # live; one stopped cleanly, at once.)
-    ttl_s = settings.follow_lease_s
-    lease = Lease(client, "followers", prefix=settings.key_prefix, ttl_s=ttl_s)
     threads = [
-        threading.Thread(
-            target=run_while_holding,
-            args=(lease, follow, stop),
-            kwargs={"renew_s": ttl_s / 5},
-            name="followers",
-            daemon=True,
-        )
+        _following(settings, client, archive, stop),
+        _duty(
+            "webhooks",
+            queue_webhooks,
+            WebhookStore(client, prefix=settings.key_prefix),
+            webhook_schedule(settings),
+            stop,
+            queues,
+        ),
+        _duty("wallet", run_wallet_duty, wallet_of(settings, client), stop),
+        _duty(
+            "protection", run_protection_duty, protection_service(settings, client, archive), stop
+        ),
     ]
-    threads.append(
-        threading.Thread(
-            target=queue_webhooks,
-            args=(
-                WebhookStore(client, prefix=settings.key_prefix),
-                webhook_schedule(settings),
-                stop,
-                queues,
-            ),
-            name="webhooks",
-            daemon=True,
-        )
-    )
-    threads.append(
-        threading.Thread(
-            target=run_wallet_duty,
-            args=(wallet_of(settings, client), stop),
-            name="wallet",
-            daemon=True,
-        )
-    )
-    threads.append(
-        threading.Thread(
-            target=run_protection_duty,
-            args=(protection_service(settings, client, archive), stop),
-            name="protection",
-            daemon=True,
-        )
-    )
     try:
         log.info("dispatcher started", extra={"prefix": settings.key_prefix})
         for thread in threads:

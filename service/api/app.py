@@ -15,6 +15,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
 )
 
+from service.application import TableService
 from service.application.errors import StoreUnavailable
 from service.config import Settings
 from service.infrastructure import (
@@ -137,18 +138,7 @@ def create_app(
     metrics = Metrics()
     built.tables.on_conflict = metrics.conflicts.inc
     app.extensions["guts_metrics"] = metrics
-    errors.install(app)
-    for blueprint in BLUEPRINTS:
-        app.register_blueprint(blueprint)
-    app.register_blueprint(play)
-    app.register_blueprint(docs)
-
-    app.teardown_request(remember_route)
-    app.after_request(not_modified)
-    if settings.cors_origins:
-        app.after_request(cors(settings.cors_origins))
-    app.after_request(allow_on_options(app))  # (after_request functions run last first)
-    app.after_request(counted_late(usecases.admit, errors.too_many))
+    _add_routes(app, settings, usecases)
     if "flask_request_bypass" not in settings.shortcuts_off:
         app.wsgi_app = CurrentEnviron(  # type: ignore[method-assign]
             app.wsgi_app, {SERVICES: services}, settings.max_body_bytes
@@ -169,6 +159,21 @@ def create_app(
 
     _add_operations(app, settings, sampler, metrics, lambda: shared_metrics(built.index, shared))
     return app
+
+
+def _add_routes(app: Flask, settings: Settings, usecases: TableService) -> None:
+    """The error answers, the blueprints and what every answer goes through on its way out."""
+    errors.install(app)
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
+    app.register_blueprint(play)
+    app.register_blueprint(docs)
+    app.teardown_request(remember_route)
+    app.after_request(not_modified)
+    if settings.cors_origins:
+        app.after_request(cors(settings.cors_origins))
+    app.after_request(allow_on_options(app))  # (after_request functions run last first)
+    app.after_request(counted_late(usecases.admit, errors.too_many))
 
 
 def _add_operations(

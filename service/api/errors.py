@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from flask import Flask, Response
+from flask import Flask, Response, current_app
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
@@ -169,92 +169,85 @@ def _guts_error(exc: GutsError) -> Response:
     return problem(status, title, exc.detail, **extra)
 
 
+def _validation(exc: ValidationError) -> Response:
+    messages = exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages}
+    return problem(
+        422, "Validation Failed", "the request is not valid", errors=field_errors(messages)
+    )
+
+
+def _bad_request(exc: BadRequest) -> Response:
+    extra = {"errors": {exc.field: [exc.detail]}} if exc.field else {}
+    return problem(exc.status, _TITLES.get(exc.status, "Bad Request"), exc.detail, **extra)
+
+
+def _unavailable(exc: StoreUnavailable) -> Response:
+    log.error("store unavailable: %s", type(exc).__name__)
+    if isinstance(exc, ArchiveUnavailable):
+        return problem(503, "Unavailable", "the archive cannot be reached; retry")
+    return problem(503, "Unavailable", "the event store cannot be reached; retry")
+
+
+def _corrupt(exc: CorruptLog) -> Response:
+    # (Tables quarantines what it finds unreadable; this is a read outside it.)
+    log.error("unreadable table: %s", exc)
+    return problem(
+        409,
+        "Log Failed Verification",
+        "the table's stored log or state failed verification; it is set aside until an "
+        "operator repairs it",
+    )
+
+
+def _streams_full(exc: StreamsFull) -> Response:
+    response = problem(503, "Unavailable", str(exc))
+    response.headers["Retry-After"] = STREAMS_RETRY_AFTER_S
+    return response
+
+
+def _http(exc: HTTPException) -> Response:
+    status = exc.code or 500
+    title, detail = exc.name, exc.description or exc.name
+    if status == 413:
+        title = _TITLES[413]
+        limit = current_app.config["MAX_CONTENT_LENGTH"]
+        detail = f"the body is larger than the limit of {limit} bytes"
+    response = problem(status, title, detail)
+    for name, value in exc.get_headers():
+        if name.lower() != "content-type":  # e.g. Allow on a 405
+            response.headers[name] = value
+    return response
+
+
+def _unexpected(exc: Exception) -> Response:
+    ref = uuid.uuid4().hex[:12]
+    log.exception("unexpected error ref=%s", ref, extra={"ref": ref})
+    return problem(500, "Internal Server Error", f"unexpected error (ref {ref})")
+
+
+HANDLERS: list[tuple[type[Exception], Callable[[Any], Response]]] = [
+    (GutsError, lambda exc: _guts_error(exc)),
+    (ValidationError, _validation),
+    (BadRequest, _bad_request),
+    (BadCursor, lambda exc: _bad_request(BadRequest(str(exc), 422, "after"))),
+    (Unauthorized, lambda exc: problem(401, "Unauthorized", str(exc))),
+    (Forbidden, lambda exc: problem(403, "Forbidden", str(exc))),
+    (StoreUnavailable, _unavailable),
+    (CorruptLog, _corrupt),
+    (RateLimited, lambda exc: too_many(exc)),
+    (OverLimit, lambda exc: too_many(over_limit(exc))),
+    (ShuttingDown, lambda exc: problem(503, "Unavailable", f"{exc}; retry")),
+    (ApiError, lambda exc: problem(exc.status, exc.title, str(exc))),
+    (StreamsFull, _streams_full),
+    (HTTPException, _http),
+    (StoreError, _unexpected),
+    (Exception, _unexpected),
+]
+"""Each error root (and the subclasses answered apart) and its answer; Flask picks the
+handler of the nearest class in an exception's MRO."""
+
+
 def install(app: Flask) -> None:
     """Register the handlers on `app`."""
-
-    @app.errorhandler(GutsError)
-    def guts(exc: GutsError) -> Response:
-        return _guts_error(exc)
-
-    @app.errorhandler(ValidationError)
-    def invalid(exc: ValidationError) -> Response:
-        messages = exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages}
-        errors = field_errors(messages)
-        return problem(422, "Validation Failed", "the request is not valid", errors=errors)
-
-    @app.errorhandler(BadRequest)
-    def bad_request(exc: BadRequest) -> Response:
-        extra = {"errors": {exc.field: [exc.detail]}} if exc.field else {}
-        return problem(exc.status, _TITLES.get(exc.status, "Bad Request"), exc.detail, **extra)
-
-    @app.errorhandler(BadCursor)
-    def bad_cursor(exc: BadCursor) -> Response:
-        return bad_request(BadRequest(str(exc), 422, "after"))
-
-    @app.errorhandler(Unauthorized)
-    def unauthorized(exc: Unauthorized) -> Response:
-        return problem(401, "Unauthorized", str(exc))
-
-    @app.errorhandler(Forbidden)
-    def forbidden(exc: Forbidden) -> Response:
-        return problem(403, "Forbidden", str(exc))
-
-    @app.errorhandler(StoreUnavailable)
-    def unavailable(exc: StoreUnavailable) -> Response:
-        log.error("store unavailable: %s", type(exc).__name__)
-        if isinstance(exc, ArchiveUnavailable):
-            return problem(503, "Unavailable", "the archive cannot be reached; retry")
-        return problem(503, "Unavailable", "the event store cannot be reached; retry")
-
-    @app.errorhandler(CorruptLog)
-    def corrupt(exc: CorruptLog) -> Response:
-        # (Tables quarantines what it finds unreadable; this is a read outside it.)
-        log.error("unreadable table: %s", exc)
-        return problem(
-            409,
-            "Log Failed Verification",
-            "the table's stored log or state failed verification; it is set aside until an "
-            "operator repairs it",
-        )
-
-    app.errorhandler(RateLimited)(too_many)
-
-    @app.errorhandler(OverLimit)
-    def over(exc: OverLimit) -> Response:
-        return too_many(over_limit(exc))
-
-    @app.errorhandler(ShuttingDown)
-    def shutting_down(exc: ShuttingDown) -> Response:
-        return problem(503, "Unavailable", f"{exc}; retry")
-
-    @app.errorhandler(ApiError)
-    def refused(exc: ApiError) -> Response:
-        return problem(exc.status, exc.title, str(exc))
-
-    @app.errorhandler(StreamsFull)
-    def streams_full(exc: StreamsFull) -> Response:
-        response = problem(503, "Unavailable", str(exc))
-        response.headers["Retry-After"] = STREAMS_RETRY_AFTER_S
-        return response
-
-    @app.errorhandler(HTTPException)
-    def http(exc: HTTPException) -> Response:
-        status = exc.code or 500
-        title, detail = exc.name, exc.description or exc.name
-        if status == 413:
-            title = _TITLES[413]
-            detail = (
-                f"the body is larger than the limit of {app.config['MAX_CONTENT_LENGTH']} bytes"
-            )
-        response = problem(status, title, detail)
-        for name, value in exc.get_headers():
-            if name.lower() != "content-type":  # e.g. Allow on a 405
-                response.headers[name] = value
-        return response
-
-    @app.errorhandler(StoreError)
-    @app.errorhandler(Exception)
-    def unexpected(exc: Exception) -> Response:
-        ref = uuid.uuid4().hex[:12]
-        log.exception("unexpected error ref=%s", ref, extra={"ref": ref})
-        return problem(500, "Internal Server Error", f"unexpected error (ref {ref})")
+    for kind, handler in HANDLERS:
+        app.register_error_handler(kind, handler)

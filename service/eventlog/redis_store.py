@@ -10,6 +10,8 @@ Key layout (``P`` is the prefix, default ``guts``; ``T`` the encoded table id, b
                                (the hash of the last event, when its append gave it: an
                                append is refused unless it chains from it, `store.Chain`)
     P:{T}:idem:<key>  hash     "request_hash", "response"; expires after idempotency_ttl_s
+    P:{T}:admit:<c>   list     a rate-limit counter (`store.Admission`): the times (ms) of the
+                               last requests admitted, newest first; expires with its window
 
 Stream ids encode the version: the event at 1-based position ``n`` has id ``n-0``, so
 ``read(after=n)`` is ``XRANGE P:{T}:events n+1 +`` and versions come back from the ids.
@@ -51,6 +53,7 @@ from urllib.parse import quote, unquote
 import redis
 from redis.exceptions import SlotNotCoveredError
 
+from service.eventlog.append_reply import append_outcome
 from service.eventlog.decoding import (
     META_FIELDS,
     CorruptTable,
@@ -79,13 +82,11 @@ from service.eventlog.store import (
     Chain,
     Due,
     Idempotency,
-    IdempotencyMismatch,
     Loaded,
     NotReplicated,
     OverLimit,
     StoredEvent,
     StoreError,
-    VersionConflict,
     check_append_args,
     check_read_args,
 )
@@ -259,44 +260,9 @@ class RedisEventStore:
                 made = expected_version + len(events)
                 raise NotReplicated(table_id, made, None, self.min_replicas) from error
             raise store_error(error, table_id, "meta hash or stream") from error
-        status = reply[0] if isinstance(reply, list) and reply else None
-        if status == b"ok":
-            if admission is not None:
-                admission.counted = True
-            self.replication.check(table_id, int(reply[1]), acked)
-            return AppendResult(version=int(reply[1]))
-        if status == b"limited":
-            assert admission is not None
-            admission.counted = True
-            raise OverLimit(table_id, admission.counter, int(reply[1]))
-        if status == b"replayed":
-            assert idempotency is not None
-            self.replication.check(table_id, int(reply[1]), acked)
-            record = Idempotency(idempotency.key, idempotency.request_hash, bytes_of(reply[2]))
-            return AppendResult(version=int(reply[1]), replayed=record)
-        if status == b"conflict":
-            actual, since = int(reply[1]), int(reply[3])
-            tail = tuple(bytes_of(data) for data in reply[4:])
-            if actual and len(tail) != actual - since:
-                raise CorruptTable(
-                    table_id, "stream", f"the events after {since} are not all there"
-                )
-            current = Loaded(actual, bytes_of(reply[2]) if actual else None, tail)
-            raise VersionConflict(expected_version, actual, table_id=table_id, current=current)
-        if status == b"mismatch":
-            assert idempotency is not None
-            raise IdempotencyMismatch(
-                idempotency.key,
-                bytes_of(reply[1]).decode(errors="replace"),
-                idempotency.request_hash,
-                table_id=table_id,
-            )
-        if status == b"corrupt":
-            top = bytes_of(reply[1]).decode(errors="replace") or "nothing"
-            raise CorruptTable(table_id, "stream", f"it ends at {top}, not at its stored version")
-        if status == b"unreadable":  # a meta field or idempotency record the script refused
-            raise CorruptTable(table_id, bytes_of(reply[1]).decode(errors="replace"))
-        raise StoreError(f"unexpected reply from the append script: {reply!r}"[:200])
+        appended = append_outcome(table_id, reply, expected_version, idempotency, admission)
+        self.replication.check(table_id, appended.version, acked)
+        return appended
 
     def admit(self, table_id: str, admission: Admission) -> None:
         """See :meth:`EventStore.admit`: one EVALSHA (no ``WAIT``: a counter lost in a
