@@ -173,7 +173,7 @@ def _add_routes(app: Flask, settings: Settings, usecases: TableService) -> None:
     if settings.cors_origins:
         app.after_request(cors(settings.cors_origins))
     app.after_request(allow_on_options(app))  # (after_request functions run last first)
-    app.after_request(counted_late(usecases.admit, errors.too_many))
+    app.after_request(counted_late(usecases.count_request, errors.too_many))
 
 
 def _add_operations(

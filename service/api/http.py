@@ -21,7 +21,7 @@ from . import flask_request_bypass as bypass
 from .auth import Unauthorized
 from .errors import BadRequest
 from .json import RefusedJson, dumps, loads
-from .rate_limits import ADMISSION, ADMITTED_AT
+from .rate_limits import QUOTA, QUOTA_TABLE
 from .services import Services
 
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x2b\x2d-\x7e]{1,128}$")
@@ -114,9 +114,9 @@ def caller() -> Caller:
             known.limits.failed_authentication(address)
             raise
         known.limits.authenticated(address)
-        admission = known.limits.admit(found, credential or "", str(environ.get("REQUEST_METHOD")))
-        if admission is not None:  # (counted where the command lands: rate_limits)
-            environ[ADMISSION], environ[ADMITTED_AT] = admission, found.table_id
+        quota = known.limits.admit(found, credential or "", str(environ.get("REQUEST_METHOD")))
+        if quota is not None:  # (counted where the command lands: rate_limits)
+            environ[QUOTA], environ[QUOTA_TABLE] = quota, found.table_id
         if env is None:
             g.caller = found
         else:
@@ -221,4 +221,4 @@ def conditions(*, command: bool = True, versioned: bool = True) -> Conditions:
         _environ()[COMMAND] = True
     expected = if_match() if versioned else None
     sender = header("Authorization") or ""
-    return Conditions(expected, key, request_hash, sender, _environ().get(ADMISSION))
+    return Conditions(expected, key, request_hash, sender, _environ().get(QUOTA))

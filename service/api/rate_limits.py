@@ -13,7 +13,7 @@ notation; empty: none), from the settings (``GUTS_RATE_LIMIT_*``):
   answer one good credential from it before it learns (at most one a window per node);
 - **commands per player token** (`commands`, default 10 a second): each request other than a
   GET that a player token makes, counted at the token's table, in the same script as the
-  command's events when it writes some (`service.eventlog.store.Admission`: no round trip
+  command's events when it writes some (`service.eventlog.store.Quota`: no round trip
   of its own), else once the answer is known (`counted_late`: a command refused by the
   rules, replayed, or refused before it reached its table is then answered 429 instead);
 - **requests per operator or auditor key** (`keys`, default none), or the limit set for the
@@ -45,7 +45,7 @@ from limits import RateLimitItem, parse
 from limits.storage import RedisClusterStorage, RedisStorage, Storage
 from limits.strategies import MovingWindowRateLimiter
 
-from service.application import Admission
+from service.application import Quota
 from service.application.access import Caller
 from service.application.errors import OverLimit, StoreError, StoreUnavailable
 from service.config import Settings
@@ -54,9 +54,9 @@ from service.rules.views import PLAYER
 from . import flask_request_bypass as bypass
 from .refusal import ApiError
 
-ADMISSION = "guts.admission"
-"""In the WSGI environ: a player's command's `Admission`, counted where it lands."""
-ADMITTED_AT = "guts.admitted_at"
+QUOTA = "guts.quota"
+"""In the WSGI environ: a player's command's `Quota`, counted where it lands."""
+QUOTA_TABLE = "guts.quota_table"
 """... and the table where it counts (the player token's)."""
 
 
@@ -158,16 +158,16 @@ class RateLimits:
         if not self._ask("hit", item, key):
             raise self._refuse(item, key, "too many failed authentications from this address")
 
-    def admit(self, caller: Caller, credential: str, method: str) -> Admission | None:
+    def admit(self, caller: Caller, credential: str, method: str) -> Quota | None:
         """Count the request `caller` makes; RateLimited when over its limit. A player's
-        command is not counted here: its `Admission` is returned, to be counted at its table
+        command is not counted here: its `Quota` is returned, to be counted at its table
         (see the module doc)."""
         if caller.role == PLAYER:
             item = self.commands if method not in ("GET", "HEAD", "OPTIONS") else None
             if item is None or caller.table_id is None:
                 return None
             window_ms = int(item.get_expiry() * 1000)
-            return Admission(f"commands:{_name(credential)}", item.amount, window_ms)
+            return Quota(f"commands:{_name(credential)}", item.amount, window_ms)
         tenant = caller.tenant or ""
         item = self.tenants[tenant] if tenant in self.tenants else self.keys
         if item is None or self.limiter is None:
@@ -185,20 +185,21 @@ def over_limit(over: OverLimit) -> RateLimited:
 
 
 def counted_late(
-    count: Callable[[str, Admission], None], refuse: Callable[[RateLimited], Response]
+    count: Callable[[str, Quota], None], refuse: Callable[[RateLimited], Response]
 ) -> Callable[[Response], Response]:
     """An `after_request` function: a player's command that wrote nothing (refused by the
     rules, replayed, or refused before it reached its table) is counted now (`count`: the
-    use cases' `admit`); over the limit, a refusal is answered as `refuse` says instead (429).
-    An answer that did something stands: what writes is counted with its events."""
+    use cases' `count_request`); over the limit, a refusal is answered as `refuse` says
+    instead (429). An answer that did something stands: what writes is counted with its
+    events."""
 
     def count_late(response: Response) -> Response:
         environ = request.environ if (env := bypass.current()) is None else env
-        admission, caller = environ.get(ADMISSION), environ.get(ADMITTED_AT)
-        if admission is None or admission.counted or caller is None:
+        quota, table_id = environ.get(QUOTA), environ.get(QUOTA_TABLE)
+        if quota is None or quota.counted or table_id is None:
             return response
         try:
-            count(caller, admission)
+            count(table_id, quota)
         except OverLimit as over:
             if response.status_code >= 400:
                 return refuse(over_limit(over))

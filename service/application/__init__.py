@@ -12,10 +12,10 @@ from .access import Caller
 from .errors import Forbidden
 from .reads import TableReads
 from .usecases import TableService
-from .values import Admission, Conditions, Effect, HandHistory, Outcome, Subject
+from .values import Conditions, Effect, HandHistory, Outcome, Quota, Subject
 
 __all__ = [
-    "Admission",
+    "Quota",
     "Caller",
     "Conditions",
     "Effect",

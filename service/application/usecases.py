@@ -61,10 +61,10 @@ from .protection import ProtectionUses
 from .reads import TableReads
 from .values import (
     NO_CONDITIONS,
-    Admission,
     Conditions,
     IssueToken,
     Outcome,
+    Quota,
     Subject,
     checked_table_id,
 )
@@ -117,16 +117,16 @@ class TableService(TableReads, MoneyUses, WebhookUses, WalletUses, ProtectionUse
                 idempotency_key=conditions.idempotency_key,
                 request_hash=conditions.request_hash,
                 guard=None if create else partial(require_tenant, caller),
-                admission=conditions.admission,
+                quota=conditions.quota,
             )
         except TableQuarantined as error:
             hide_quarantined(caller, error)
         return _outcome(table_id, result)
 
-    def admit(self, table_id: str, admission: Admission) -> None:
+    def count_request(self, table_id: str, quota: Quota) -> None:
         """Count a command that wrote nothing (refused, replayed, or not a game command)
         against its sender's limit at the table (OverLimit when that is full)."""
-        self.tables.store.admit(table_id, admission)
+        self.tables.store.count_request(table_id, quota)
 
     def _at_seat(
         self,

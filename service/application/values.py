@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from service.eventlog.store import Admission as Admission
+from service.eventlog.store import Quota as Quota
 from service.rules.events import Event
 from service.rules.ruleset import Ruleset
 from service.tables import TableNotFound
@@ -24,14 +24,14 @@ class Conditions:
     """What a request asks of a command besides its arguments: the table version it expects
     (If-Match), and an idempotency key with a hash of the whole request, so that the same
     request sent again is answered again instead of run again. `sender` is the credential
-    as sent: a table id or audit id derived from a key is derived per sender. `admission`
-    counts the command against its sender's rate limit where it lands (see `Admission`)."""
+    as sent: a table id or audit id derived from a key is derived per sender. `quota`
+    counts the command against its sender's rate limit where it lands (see `Quota`)."""
 
     if_match: int | None = None
     idempotency_key: str | None = None
     request_hash: str = ""
     sender: str = ""
-    admission: Admission | None = None
+    quota: Quota | None = None
 
 
 NO_CONDITIONS = Conditions()

@@ -7,12 +7,12 @@ from typing import Any
 from service.eventlog.decoding import CorruptTable
 from service.eventlog.redis_errors import bytes_of
 from service.eventlog.store import (
-    Admission,
     AppendResult,
     Idempotency,
     IdempotencyMismatch,
     Loaded,
     OverLimit,
+    Quota,
     StoreError,
     VersionConflict,
 )
@@ -23,19 +23,19 @@ def append_outcome(
     reply: Any,
     expected_version: int,
     idempotency: Idempotency | None,
-    admission: Admission | None,
+    quota: Quota | None,
 ) -> AppendResult:
     """The result of an append whose script answered `reply` (written, or replayed), else
     the error it means (a conflict, a reused key, a full counter, a corrupt table)."""
     status = reply[0] if isinstance(reply, list) and reply else None
     if status == b"ok":
-        if admission is not None:
-            admission.counted = True
+        if quota is not None:
+            quota.counted = True
         return AppendResult(version=int(reply[1]))
     if status == b"limited":
-        assert admission is not None
-        admission.counted = True
-        raise OverLimit(table_id, admission.counter, int(reply[1]))
+        assert quota is not None
+        quota.counted = True
+        raise OverLimit(table_id, quota.counter, int(reply[1]))
     if status == b"replayed":
         assert idempotency is not None
         record = Idempotency(idempotency.key, idempotency.request_hash, bytes_of(reply[2]))

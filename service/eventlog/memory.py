@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from service.eventlog.store import (
-    Admission,
     AppendResult,
     Chain,
     Idempotency,
     IdempotencyMismatch,
     Loaded,
     OverLimit,
+    Quota,
     StoredEvent,
     VersionConflict,
     check_append_args,
@@ -76,7 +76,7 @@ class InMemoryEventStore:
         idempotency: Idempotency | None = None,
         due: float | None = None,
         chain: Chain | None = None,
-        admission: Admission | None = None,
+        quota: Quota | None = None,
     ) -> AppendResult:
         """See :meth:`EventStore.append`."""
         check_append_args(expected_version, events, snapshot, due)
@@ -103,8 +103,8 @@ class InMemoryEventStore:
             if actual != expected_version or forked:
                 current = _loaded(table)
                 raise VersionConflict(expected_version, actual, table_id=table_id, current=current)
-            if admission is not None:
-                self._count(table_id, admission)
+            if quota is not None:
+                self._count(table_id, quota)
             if table is None:
                 table = self._tables[table_id] = _Table()
             table.events.extend(bytes(event) for event in events)
@@ -118,23 +118,23 @@ class InMemoryEventStore:
             table.head = None if chain is None else chain.head
             return AppendResult(version=len(table.events))
 
-    def admit(self, table_id: str, admission: Admission) -> None:
-        """See :meth:`EventStore.admit`."""
+    def count_request(self, table_id: str, quota: Quota) -> None:
+        """See :meth:`EventStore.count_request`."""
         with self._lock:
-            self._count(table_id, admission)
+            self._count(table_id, quota)
 
-    def _count(self, table_id: str, admission: Admission) -> None:
-        """The moving window of `admission`'s counter (under the lock): admitted and counted,
+    def _count(self, table_id: str, quota: Quota) -> None:
+        """The moving window of `quota`'s counter (under the lock): admitted and counted,
         or OverLimit."""
-        admission.counted = True
+        quota.counted = True
         now = self._clock()
-        times = self._counters.setdefault((table_id, admission.counter), deque())
-        window_s = admission.window_ms / 1000
+        times = self._counters.setdefault((table_id, quota.counter), deque())
+        window_s = quota.window_ms / 1000
         while times and now - times[0] >= window_s:
             times.popleft()
-        if len(times) >= admission.limit:
+        if len(times) >= quota.limit:
             wait_ms = max(1, math.ceil((window_s - (now - times[0])) * 1000))
-            raise OverLimit(table_id, admission.counter, wait_ms)
+            raise OverLimit(table_id, quota.counter, wait_ms)
         times.append(now)
 
     def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:

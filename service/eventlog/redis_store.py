@@ -10,7 +10,7 @@ Key layout (``P`` is the prefix, default ``guts``; ``T`` the encoded table id, b
                                (the hash of the last event, when its append gave it: an
                                append is refused unless it chains from it, `store.Chain`)
     P:{T}:idem:<key>  hash     "request_hash", "response"; expires after idempotency_ttl_s
-    P:{T}:admit:<c>   list     a rate-limit counter (`store.Admission`): the times (ms) of the
+    P:{T}:quota:<c>   list     a rate-limit counter (`store.Quota`): the times (ms) of the
                                last requests admitted, newest first; expires with its window
 
 Stream ids encode the version: the event at 1-based position ``n`` has id ``n-0``, so
@@ -77,7 +77,6 @@ from service.eventlog.redis_errors import (
 from service.eventlog.redis_py_bypass import direct_commands
 from service.eventlog.replication import Replicated, pipelined
 from service.eventlog.store import (
-    Admission,
     AppendResult,
     Chain,
     Due,
@@ -85,6 +84,7 @@ from service.eventlog.store import (
     Loaded,
     NotReplicated,
     OverLimit,
+    Quota,
     StoredEvent,
     StoreError,
     check_append_args,
@@ -93,9 +93,9 @@ from service.eventlog.store import (
 
 __all__ = ["ArchiveReader", "RedisEventStore", "table_key_tag"]
 
-_ADMIT_LUA = (Path(__file__).parent / "lua" / "admit.lua").read_text()
-_APPEND_LUA = _ADMIT_LUA + (Path(__file__).parent / "lua" / "append.lua").read_text()
-_ADMIT_ONLY_LUA = _ADMIT_LUA + (Path(__file__).parent / "lua" / "admit_only.lua").read_text()
+_QUOTA_LUA = (Path(__file__).parent / "lua" / "quota.lua").read_text()
+_APPEND_LUA = _QUOTA_LUA + (Path(__file__).parent / "lua" / "append.lua").read_text()
+_QUOTA_ONLY_LUA = _QUOTA_LUA + (Path(__file__).parent / "lua" / "quota_only.lua").read_text()
 _TRIM_LUA = (Path(__file__).parent / "lua" / "trim.lua").read_text()
 _IDEMPOTENT_LUA = (Path(__file__).parent / "lua" / "idempotent.lua").read_text()
 
@@ -162,7 +162,7 @@ class RedisEventStore:
         self._append_script = client.register_script(_APPEND_LUA)
         self._trim_script = client.register_script(_TRIM_LUA)
         self._idempotent_script = client.register_script(_IDEMPOTENT_LUA)
-        self._admit_script = client.register_script(_ADMIT_ONLY_LUA)
+        self._quota_script = client.register_script(_QUOTA_ONLY_LUA)
         # The hot commands (a load's HMGET, an append's EVALSHA) go through redis-py's
         # public `execute_command`, or around its pool (measured worth it: see the module).
         direct = direct_commands(client) if bypass_redis_py else None
@@ -193,8 +193,8 @@ class RedisEventStore:
         return self._table_prefix(table_id) + b"idem:" + key.encode()
 
     def counter_key(self, table_id: str, counter: str) -> bytes:
-        """The list of one of the table's counters (an `Admission`'s)."""
-        return self._table_prefix(table_id) + b"admit:" + counter.encode()
+        """The list of one of the table's counters (an `Quota`'s)."""
+        return self._table_prefix(table_id) + b"quota:" + counter.encode()
 
     # -- EventStore --------------------------------------------------------------------
 
@@ -224,7 +224,7 @@ class RedisEventStore:
         idempotency: Idempotency | None = None,
         due: float | None = None,
         chain: Chain | None = None,
-        admission: Admission | None = None,
+        quota: Quota | None = None,
     ) -> AppendResult:
         """See :meth:`EventStore.append`: one EVALSHA of the append script."""
         check_append_args(expected_version, events, snapshot, due)
@@ -234,10 +234,10 @@ class RedisEventStore:
             idem_args = [idempotency.request_hash.encode(), idempotency.response]
         else:
             idem_args = [b"", b""]
-        admit_args: list[bytes | int] = [b"", b""]
-        if admission is not None:
-            keys.append(self.counter_key(table_id, admission.counter))
-            admit_args = [admission.limit, admission.window_ms]
+        quota_args: list[bytes | int] = [b"", b""]
+        if quota is not None:
+            keys.append(self.counter_key(table_id, quota.counter))
+            quota_args = [quota.limit, quota.window_ms]
         args: list[bytes | str | int | float] = [
             expected_version,
             b"" if snapshot is None else snapshot,
@@ -251,7 +251,7 @@ class RedisEventStore:
             "" if chain is None else chain.head,
             len(events),
             *events,
-            *admit_args,
+            *quota_args,
         ]
         try:  # (inline rather than `with redis_errors()`: this runs on every command)
             reply, acked = self.replication.run(self._append_script, keys, args)
@@ -260,19 +260,19 @@ class RedisEventStore:
                 made = expected_version + len(events)
                 raise NotReplicated(table_id, made, None, self.min_replicas) from error
             raise store_error(error, table_id, "meta hash or stream") from error
-        appended = append_outcome(table_id, reply, expected_version, idempotency, admission)
+        appended = append_outcome(table_id, reply, expected_version, idempotency, quota)
         self.replication.check(table_id, appended.version, acked)
         return appended
 
-    def admit(self, table_id: str, admission: Admission) -> None:
-        """See :meth:`EventStore.admit`: one EVALSHA (no ``WAIT``: a counter lost in a
+    def count_request(self, table_id: str, quota: Quota) -> None:
+        """See :meth:`EventStore.count_request`: one EVALSHA (no ``WAIT``: a counter lost in a
         failover only admits a few more)."""
-        key = self.counter_key(table_id, admission.counter)
+        key = self.counter_key(table_id, quota.counter)
         with redis_errors():
-            wait = self._admit_script(keys=[key], args=[admission.limit, admission.window_ms])
-        admission.counted = True
+            wait = self._quota_script(keys=[key], args=[quota.limit, quota.window_ms])
+        quota.counted = True
         if int(wait):
-            raise OverLimit(table_id, admission.counter, int(wait))
+            raise OverLimit(table_id, quota.counter, int(wait))
 
     def read(self, table_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
         """Events with version > ``after`` (``XRANGE <after+1> + COUNT <limit>``); those

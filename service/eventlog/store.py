@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 __all__ = [
-    "Admission",
+    "Quota",
     "AppendResult",
     "ArchiveUnavailable",
     "Chain",
@@ -97,11 +97,11 @@ class Loaded:
 
 
 @dataclass
-class Admission:
+class Quota:
     """A request counted against one of a table's counters (a rate limit on a credential
     that acts at that table): at most `limit` admitted in any `window_ms`. It is counted
     once: by the append it writes its events with (``EventStore.append``), or, when it
-    writes none, by ``EventStore.admit``; `counted` says whether that has happened (over the
+    writes none, by ``EventStore.count_request``; `counted` says whether that has happened (over the
     limit or not). `counter` names the counter (never a credential: a digest of one)."""
 
     counter: str
@@ -173,7 +173,7 @@ class StoreUnavailable(StoreError):
 
 
 class OverLimit(StoreError):
-    """An `Admission` over its limit: nothing was written; one more is admitted in
+    """An `Quota` over its limit: nothing was written; one more is admitted in
     `retry_after_ms`."""
 
     def __init__(self, table_id: str, counter: str, retry_after_ms: int) -> None:
@@ -235,7 +235,7 @@ class EventStore(Protocol):
         idempotency: Idempotency | None = None,
         due: float | None = None,
         chain: Chain | None = None,
-        admission: Admission | None = None,
+        quota: Quota | None = None,
     ) -> AppendResult:
         """Atomically append ``events`` and, when ``snapshot`` is given, replace the snapshot
         (None keeps it: the events join its tail), and set the table's due moment to ``due``
@@ -252,14 +252,14 @@ class EventStore(Protocol):
         ``chain.head``; a table with no stored head (written without one) is not checked.
         Without ``chain`` the stored head is forgotten.
 
-        With ``admission``, the events are written only if its counter admits one more
+        With ``quota``, the events are written only if its counter admits one more
         (counted with them: a conflict or a replay counts nothing), else :class:`OverLimit`
         and nothing written; it is marked counted either way.
         """
         ...
 
-    def admit(self, table_id: str, admission: Admission) -> None:
-        """Count `admission` (a request that writes nothing) on the table's counter, and mark
+    def count_request(self, table_id: str, quota: Quota) -> None:
+        """Count `quota` (a request that writes nothing) on the table's counter, and mark
         it counted; :class:`OverLimit` when the counter is full."""
         ...
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from service.eventlog.store import Admission
+from service.eventlog.store import Quota
 from service.rules.clock import Due
 from service.rules.decide import Command
 from service.rules.events import Event
@@ -74,7 +74,7 @@ class Submission:
     idempotency_key: str | None
     request_hash: str
     guard: Guard | None
-    admission: Admission | None = None
+    quota: Quota | None = None
 
 
 @dataclass

@@ -42,13 +42,13 @@ from service.eventlog.codec import (
 )
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.store import (
-    Admission,
     Chain,
     CorruptLog,
     EventStore,
     Idempotency,
     IdempotencyMismatch,
     NotReplicated,
+    Quota,
     VersionConflict,
 )
 from service.eventlog.table_list import TableList
@@ -204,19 +204,19 @@ class Tables(Upkeep):
         idempotency_key: str | None = None,
         request_hash: str = "",
         guard: Guard | None = None,
-        admission: Admission | None = None,
+        quota: Quota | None = None,
     ) -> Result:
         """Decide and append `command` (a game command, or the application's `Prepare` of one
         on the loaded state), answered as `tell` says; see the module docstring. `guard` (not
         for a create) is checked on the table first: a replay or a precondition answers only
         callers it lets through. A quarantined table, or one found unreadable now, is refused
-        (TableQuarantined). An `admission` not counted yet is counted by the append
+        (TableQuarantined). An `quota` not counted yet is counted by the append
         (OverLimit, nothing written, when its counter is full); one that appends nothing is
-        left for the caller to count (`admit`)."""
+        left for the caller to count (`count_request`)."""
         if not create:
             self._refuse_held(table_id)
-        if admission is not None and admission.counted:
-            admission = None
+        if quota is not None and quota.counted:
+            quota = None
         submitted = Submission(
             table_id,
             command,
@@ -226,7 +226,7 @@ class Tables(Upkeep):
             idempotency_key,
             request_hash,
             guard,
-            admission,
+            quota,
         )
         try:
             return self._run(submitted)
@@ -315,7 +315,7 @@ class Tables(Upkeep):
         try:
             chain = Chain(decided.loaded.head, head)
             appended = self.store.append(
-                table_id, before, encoded, snapshot, record, epoch, chain, sub.admission
+                table_id, before, encoded, snapshot, record, epoch, chain, sub.quota
             )
         except VersionConflict as conflict:
             return self._lost_race(sub, conflict)

@@ -21,7 +21,6 @@ from service.eventlog import redis_py_bypass
 from service.eventlog.memory import InMemoryEventStore
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.store import (
-    Admission,
     AppendResult,
     Chain,
     CorruptLog,
@@ -30,6 +29,7 @@ from service.eventlog.store import (
     IdempotencyMismatch,
     Loaded,
     OverLimit,
+    Quota,
     StoredEvent,
     StoreError,
     StoreUnavailable,
@@ -66,51 +66,49 @@ def datas(stored: list[StoredEvent]) -> list[bytes]:
 class TestEventStoreContract:
     """What every EventStore promises (see service/eventlog/store.py)."""
 
-    def test_an_admission_is_counted_with_the_events_and_over_the_limit_writes_nothing(
+    def test_an_quota_is_counted_with_the_events_and_over_the_limit_writes_nothing(
         self, store: EventStore
     ) -> None:
         store.append("t1", 0, events("table_created"), b"snap")
         for version in (1, 2):
-            admission = Admission("commands:abc", 2, 60_000)
-            store.append("t1", version, events("e"), None, admission=admission)
-            assert admission.counted
-        over = Admission("commands:abc", 2, 60_000)
+            quota = Quota("commands:abc", 2, 60_000)
+            store.append("t1", version, events("e"), None, quota=quota)
+            assert quota.counted
+        over = Quota("commands:abc", 2, 60_000)
         with pytest.raises(OverLimit) as refused:
-            store.append("t1", 3, events("e"), None, admission=over)
+            store.append("t1", 3, events("e"), None, quota=over)
         assert over.counted and 0 < refused.value.retry_after_ms <= 60_000
         assert store.load("t1").version == 3  # nothing written
         # Another counter of the table, and the same counter at another table, are apart.
-        store.append("t1", 3, events("e"), None, admission=Admission("commands:xyz", 2, 60_000))
-        store.append(
-            "t2", 0, events("table_created"), b"s", admission=Admission("commands:abc", 2, 60_000)
-        )
+        store.append("t1", 3, events("e"), None, quota=Quota("commands:xyz", 2, 60_000))
+        store.append("t2", 0, events("table_created"), b"s", quota=Quota("commands:abc", 2, 60_000))
 
     def test_an_append_that_conflicts_or_replays_counts_nothing(self, store: EventStore) -> None:
         store.append("t1", 0, events("table_created"), b"snap")
         record = Idempotency("k", "h", b"answer")
         store.append("t1", 1, events("e"), None, record)
         for _ in range(3):
-            admission = Admission("commands:abc", 1, 60_000)
+            quota = Quota("commands:abc", 1, 60_000)
             with pytest.raises(VersionConflict):
-                store.append("t1", 1, events("e"), None, admission=admission)
-            assert not admission.counted
-            replay = Admission("commands:abc", 1, 60_000)
-            assert store.append("t1", 2, events("e"), None, record, admission=replay).replayed
+                store.append("t1", 1, events("e"), None, quota=quota)
+            assert not quota.counted
+            replay = Quota("commands:abc", 1, 60_000)
+            assert store.append("t1", 2, events("e"), None, record, quota=replay).replayed
             assert not replay.counted
-        store.append("t1", 2, events("e"), None, admission=Admission("commands:abc", 1, 60_000))
+        store.append("t1", 2, events("e"), None, quota=Quota("commands:abc", 1, 60_000))
 
     def test_a_request_that_writes_nothing_is_counted_on_the_same_counter(
         self, store: EventStore
     ) -> None:
         store.append("t1", 0, events("table_created"), b"snap")
-        first = Admission("commands:abc", 2, 60_000)
-        store.admit("t1", first)
+        first = Quota("commands:abc", 2, 60_000)
+        store.count_request("t1", first)
         assert first.counted
-        store.append("t1", 1, events("e"), None, admission=Admission("commands:abc", 2, 60_000))
+        store.append("t1", 1, events("e"), None, quota=Quota("commands:abc", 2, 60_000))
         with pytest.raises(OverLimit):
-            store.admit("t1", Admission("commands:abc", 2, 60_000))
+            store.count_request("t1", Quota("commands:abc", 2, 60_000))
         with pytest.raises(OverLimit):
-            store.append("t1", 2, events("e"), None, admission=Admission("commands:abc", 2, 60_000))
+            store.append("t1", 2, events("e"), None, quota=Quota("commands:abc", 2, 60_000))
         assert store.load("t1").version == 2
 
     def test_create_then_load(self, store: EventStore) -> None:
@@ -460,8 +458,8 @@ class TestRedisEventStore:
     def test_a_counter_is_one_list_under_the_tables_hash_tag_expiring_with_its_window(
         self, store: RedisEventStore, redis_client: redis.Redis
     ) -> None:
-        store.append("t1", 0, events("a"), b"s", admission=Admission("commands:abc", 5, 60_000))
-        key = b"test:{t1}:admit:commands:abc"
+        store.append("t1", 0, events("a"), b"s", quota=Quota("commands:abc", 5, 60_000))
+        key = b"test:{t1}:quota:commands:abc"
         assert redis_client.type(key) == b"list" and redis_client.llen(key) == 1
         assert 59_000 < redis_client.pttl(key) <= 60_000
 
@@ -472,12 +470,12 @@ class TestRedisEventStore:
         self, store: RedisEventStore, redis_client: redis.Redis, spoil: Callable[..., Any]
     ) -> None:
         store.append("t1", 0, events("a"), b"s")
-        key = b"test:{t1}:admit:commands:abc"
+        key = b"test:{t1}:quota:commands:abc"
         spoil(redis_client, key)
-        store.admit("t1", Admission("commands:abc", 2, 60_000))
-        store.append("t1", 1, events("b"), None, admission=Admission("commands:abc", 2, 60_000))
+        store.count_request("t1", Quota("commands:abc", 2, 60_000))
+        store.append("t1", 1, events("b"), None, quota=Quota("commands:abc", 2, 60_000))
         with pytest.raises(OverLimit):
-            store.admit("t1", Admission("commands:abc", 2, 60_000))
+            store.count_request("t1", Quota("commands:abc", 2, 60_000))
 
     def test_stream_ids_encode_versions(
         self, store: RedisEventStore, redis_client: redis.Redis

@@ -6,16 +6,16 @@
 --       seconds of the table's next due moment), the channel to publish the append's
 --       notice on ('' for none), the table id, the head the events chain from and the
 --       head they end at ('' and '' for none: the stored head is then forgotten), event
---       count, event..., then the admission's limit and window in ms ('' and '' for none:
---       with one, its counter is the last key, counted with the events: admit.lua)
+--       count, event..., then the quota's limit and window in ms ('' and '' for none:
+--       with one, its counter is the last key, counted with the events: quota.lua)
 -- The notice ("<version> <table id>") is not a key: it tells the live feeds to look.
 local last = 12 + tonumber(ARGV[12])
-local admit_limit, admit_window = ARGV[last + 1], ARGV[last + 2]
-local admit_key = nil
-if admit_limit ~= '' then admit_key = KEYS[#KEYS] end
+local quota_limit, quota_window = ARGV[last + 1], ARGV[last + 2]
+local quota_key = nil
+if quota_limit ~= '' then quota_key = KEYS[#KEYS] end
 local events_key, meta_key = KEYS[1], KEYS[2]
 local idem_key = nil
-if #KEYS - (admit_key and 1 or 0) == 3 then idem_key = KEYS[3] end
+if #KEYS - (quota_key and 1 or 0) == 3 then idem_key = KEYS[3] end
 local expected = tonumber(ARGV[1])
 local head = redis.call('HMGET', meta_key, 'version', 'trimmed', 'snapshot_version', 'head')
 local actual = tonumber(head[1] or '0')
@@ -75,8 +75,8 @@ if redis.call('XLEN', events_key) + tonumber(head[2] or '0') ~= actual then
 end
 
 -- Counted only when the events are written: a conflict's retry is the same request.
-if admit_key then
-  local wait = admit(admit_key, tonumber(admit_limit), tonumber(admit_window))
+if quota_key then
+  local wait = take(quota_key, tonumber(quota_limit), tonumber(quota_window))
   if wait then return {'limited', wait} end
 end
 

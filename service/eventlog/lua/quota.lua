@@ -1,9 +1,9 @@
 -- A moving-window counter: at most `limit` admitted in any `window_ms` (the list holds the
 -- times, newest first, of the last `limit` admitted). Included at the top of append.lua and
--- of admit_only.lua (the store prepends it): `admit` returns false when it admits (counted),
+-- of quota_only.lua (the store prepends it): `take` returns false when it admits (counted),
 -- else the milliseconds until one more would be. A counter written outside the store (of
 -- another type, or times that do not parse) starts over: it only ever admits a few more.
-local function admit(key, limit, window_ms)
+local function take(key, limit, window_ms)
   local clock = redis.call('TIME')
   local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
   local kind = redis.call('TYPE', key)['ok']
