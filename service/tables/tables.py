@@ -16,11 +16,11 @@ only the table's own keys; see `service.eventlog.due_index`).
 
 Each process remembers the last state it stored or saw per table, decoded, brought up to date
 with the events its sibling workers stored (`service.tables.state_cache`). A command takes that
-state,
-decides on it and appends conditionally on its version: when it is current that is the
-command's only round trip; when the table moved on, the conflict reply carries the stored
-snapshot and the events since, and the command is decided again on them. Decisions are never
-taken on stale state: the append's version check sees to it.
+state, decides on it and appends conditionally on its version: when it is current that is the
+command's only round trip (its sender's rate limit, a `Quota`, is counted in it too); when the
+table moved on, the conflict reply carries the stored snapshot and the events since, and the
+command is decided again on them. Decisions are never taken on stale state: the append's
+version check sees to it.
 """
 
 from __future__ import annotations
@@ -371,26 +371,6 @@ class Tables(Upkeep):
         known = Known.loaded(conflict.current)
         self.cache.put(sub.table_id, known)
         return Attempt(known)
-
-    def _index(self, table_id: str, version: int, due: float | None) -> None:
-        """Tell the due index the table's new due. Failing to never fails the command (its
-        events are stored): the index's repair finds the table within seconds."""
-        if self.index is None:
-            return
-        try:
-            self.index.record(table_id, version, due)
-        except Exception:  # noqa: BLE001 - the command is stored; the repair covers this
-            log.exception("due not indexed for table %s", table_id, extra={"table_id": table_id})
-
-    def _list(self, created_at: dict[str, tuple[str, str]]) -> None:
-        """Add new tables to the table list; failing to never fails the command (the list's
-        repair finds them)."""
-        if self.listing is None:
-            return
-        try:
-            self.listing.record(created_at)
-        except Exception:  # noqa: BLE001 - the table is stored; the repair covers this
-            log.exception("tables not listed: %s", ", ".join(created_at))
 
     def _created_before(self, sub: Submission) -> Result:
         """The table exists: the replay of its creation when this is that request again (a

@@ -1,8 +1,11 @@
 """The tables' upkeep, for the dispatchers and operators rather than commands: the table
-list's repair, a table's due indexed again, and a quarantined table's log read in full."""
+list's repair, a table's due indexed again, and a quarantined table's log read in full; and
+the index and list kept up to date after a command (best effort: their repairs cover a
+failure)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from service.eventlog.codec import decode_current
@@ -13,6 +16,8 @@ from service.rules.errors import GutsError
 from service.rules.state import TableState
 
 from .reading import chained, readable
+
+log = logging.getLogger("guts.tables")
 
 
 class Upkeep:
@@ -66,3 +71,23 @@ class Upkeep:
         trimmed = getattr(self.store, "trimmed", lambda _: 0)(table_id)  # (Redis' part)
         stored = self.store.read(table_id, trimmed)
         readable(table_id, lambda: chained(stored, trimmed + 1 if trimmed else 0))
+
+    def _index(self, table_id: str, version: int, due: float | None) -> None:
+        """Tell the due index the table's new due. Failing to never fails the command (its
+        events are stored): the index's repair finds the table within seconds."""
+        if self.index is None:
+            return
+        try:
+            self.index.record(table_id, version, due)
+        except Exception:  # noqa: BLE001 - the command is stored; the repair covers this
+            log.exception("due not indexed for table %s", table_id, extra={"table_id": table_id})
+
+    def _list(self, created_at: dict[str, tuple[str, str]]) -> None:
+        """Add new tables to the table list; failing to never fails the command (the list's
+        repair finds them)."""
+        if self.listing is None:
+            return
+        try:
+            self.listing.record(created_at)
+        except Exception:  # noqa: BLE001 - the table is stored; the repair covers this
+            log.exception("tables not listed: %s", ", ".join(created_at))
