@@ -97,9 +97,10 @@ def test_a_deal_indexes_its_deadline_and_the_append_touches_only_its_table(
             seen.append((command["client_type"], command["command"].split()[0].upper(), command))
     handshakes = {"HELLO", "CLIENT", "SELECT"}  # a new connection's (a server thread's first)
     sent = [name for client, name, _ in seen if client != "lua" and name not in handshakes]
-    # The players' loss limits, read before deciding (responsible gaming; no append), then
-    # the append, then the due's record.
-    assert sent == ["HMGET", "HGET", "EVALSHA", "EVALSHA", "PING"]  # (the HGET: a read)
+    # The tenant's protection profile and the players' limits, read before deciding (one
+    # pipelined round trip; responsible gaming, no append), then the append, then the due's
+    # record.
+    assert sent == ["HGET", "HMGET", "EVALSHA", "EVALSHA", "PING"]
     (limits,) = [c["command"].split()[1] for k, name, c in seen if name == "HMGET" and k != "lua"]
     assert limits == "guts:{%ledger:default}:limits"
     scripted = [(name, c["command"].split()) for client, name, c in seen if client == "lua"]
