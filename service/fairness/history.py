@@ -22,6 +22,11 @@ def _card_list_problem(value: Any, what: str) -> str | None:
 
 def format_problems(history: dict[str, Any]) -> list[str]:
     """What makes `history` unusable as a hand history (empty when it is usable)."""
+    return _header_problems(history) + _card_problems(history) + _move_problems(history)
+
+
+def _header_problems(history: dict[str, Any]) -> list[str]:
+    """The hand's identity, seats, commitment, flags and seeds."""
     problems: list[str] = []
     if not isinstance(history.get("table_id"), str):
         problems.append("table_id must be a string")
@@ -50,6 +55,12 @@ def format_problems(history: dict[str, Any]) -> list[str]:
         problems.append("client_seeds must map seat numbers to strings")
     if "seed" in history and not isinstance(history["seed"], str | None):
         problems.append("seed must be a string")
+    return problems
+
+
+def _card_problems(history: dict[str, Any]) -> list[str]:
+    """The cards dealt, shown and on the board."""
+    problems: list[str] = []
     cards = history.get("cards", {})
     if not isinstance(cards, dict):
         problems.append("cards must map seats to cards")
@@ -75,6 +86,12 @@ def format_problems(history: dict[str, Any]) -> list[str]:
         problem := _card_list_problem(history["community"], "community")
     ):
         problems.append(problem)
+    return problems
+
+
+def _move_problems(history: dict[str, Any]) -> list[str]:
+    """The passes and draws, as listed and as the events say."""
+    problems: list[str] = []
     moves: dict[str, dict[str, Any]] = {}
     for key in ("passes", "draws"):
         value = history.get(key) or {}
