@@ -46,6 +46,10 @@ SESSION_LIMIT = "session_limit"
 
 ANSWERS = ("continue", "stop")
 ENDINGS = ("session_limit", "timeout", "excluded", "stopped")
+MISSED_DEADLINES = "missed_deadlines"
+AWAY_REASONS = ("player", "operator", MISSED_DEADLINES)
+"""Why a player is away (`PlayerAway.reason`): they or the operator said so, or they let
+`away_after_missed` deadlines pass in a row."""
 
 
 @dataclass(frozen=True)
@@ -218,9 +222,7 @@ def away_after_missed(
         holder = state.seats.get(seat)
         if holder is not None and not holder.away and holder.missed + 1 >= limit:
             out.append(
-                pe.PlayerAway(
-                    seat=seat, reason="missed_deadlines", at=iso(now), hand=_hand_no(state)
-                )
+                pe.PlayerAway(seat=seat, reason=MISSED_DEADLINES, at=iso(now), hand=_hand_no(state))
             )
     return out
 
