@@ -311,12 +311,18 @@ def protection_dues(state: TableState) -> list[Duty]:
     return duties
 
 
+def cool_down_end(duty: Duty) -> str:
+    """The end of the cool-down a session limit (`duty`) starts: `COOL_DOWN` after the limit
+    was reached (the same moment however late the clock acts on it)."""
+    return iso(parse_iso(duty.at) + COOL_DOWN)
+
+
 def cool_downs_due(state: TableState, now: datetime) -> dict[str, str]:
     """The players whose session limit has come by `now` at this table (the clock ends those
-    sessions), each with the end of the cool-down it starts: `COOL_DOWN` after the limit was
-    reached (the same moment however late, or how often, it is asked)."""
+    sessions), each with the end of the cool-down it starts (`cool_down_end`, the same moment
+    however late, or how often, it is asked)."""
     return {
-        state.seats[duty.seat].player_id: iso(parse_iso(duty.at) + COOL_DOWN)
+        state.seats[duty.seat].player_id: cool_down_end(duty)
         for duty in protection_dues(state)
         if duty.action == SESSION_LIMIT and parse_iso(duty.at) <= now
     }
@@ -330,4 +336,5 @@ def act_on(state: TableState, duty: Duty, now: datetime) -> list[ev.Event]:
         return _cash_out(state, duty.seat, now)
     if duty.action == REALITY_CHECK:
         return [reality_check(state, duty.seat, now)]
-    return end_session(state, duty.seat, SESSION_LIMIT, None, now)
+    # (`until`: the player cannot be seated at the tenant's tables before the cool-down ends)
+    return end_session(state, duty.seat, SESSION_LIMIT, cool_down_end(duty), now)
