@@ -4,8 +4,8 @@ switch, and a reality check that falls due on the served node's own clock and is
 modal dialog the player must answer.
 
 `guts serve` runs its dispatcher on the real clock and cannot be shifted, so the player's
-reality check is set to the least the API accepts (1 minute): the test waits for it, about 70 s
-of its run (the screenshots and axe-core pages after it add some 20 s).
+reality check is set to the least the API accepts (1 minute) and the test waits for it: the
+test takes about 75 s (most of it that wait), besides the 20 s or so `guts serve` takes to start.
 """
 
 from __future__ import annotations
