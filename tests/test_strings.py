@@ -13,7 +13,7 @@ import pytest
 
 from service.api.play_page import LANGUAGES
 from service.projections.webhook_messages import EVENT_NAMES as WEBHOOK_EVENTS
-from service.rules import wallet
+from service.rules import protection, wallet
 from service.rules.ranking import CATEGORIES
 from service.rules.ruleset import Ruleset, option_kinds
 from service.rules.table_state import BET_ACTIONS, TIMED_PHASES
@@ -78,6 +78,10 @@ def _built_keys() -> set[str]:
     keys |= {f"admin.outcome.{o}" for o in (*outcomes, "others_folded")}
     keys |= {f"admin.webhooks.event.{e}" for e in WEBHOOK_EVENTS}
     keys |= {f"admin.wallet.kind.{k}" for k in wallet.KINDS}
+    keys |= {f"play.log.player_away.{r}" for r in protection.AWAY_REASONS}
+    keys |= {f"play.log.session_ended.{r}" for r in protection.ENDINGS}
+    keys |= {f"play.log.reality_check_answered.{a}" for a in protection.ANSWERS}
+    keys |= {f"play.net.{way}.{n}" for way in ("up", "down") for n in ("one", "other")}
     keys |= {f"admin.wallet.reason.{r}" for r in wallet.REASONS}
     keys |= {f"admin.wallet.status.{s}" for s in wallet.STATUSES}
     return keys

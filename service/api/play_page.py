@@ -36,6 +36,7 @@ ASSETS = {
     "cards.js": "text/javascript",
     "words.js": "text/javascript",
     "seat.js": "text/javascript",
+    "protection.js": "text/javascript",
     "create.js": "text/javascript",
     "verify.js": "text/javascript",
     "fairness.js": "text/javascript",

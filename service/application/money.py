@@ -22,7 +22,7 @@ from service.rules.limit_changes import (
     outbox_entry,
     profile,
 )
-from service.rules.limits import Allowance, Limits, verify_cooled_down
+from service.rules.limits import Allowance, Limits, cooling_down_until, verify_cooled_down
 from service.rules.protection import SessionLimits
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
@@ -112,14 +112,18 @@ class MoneyUses:
 
     def player_limits(self, caller: Caller, player_id: str, tenant: str | None = None) -> Outcome:
         """A player's limits in the tenant as in effect now (with the changes that wait out
-        their 24 h in `pending`), their current 24 h net loss and the tenant's profile
-        (operators and auditors; a regulator names the tenant)."""
+        their 24 h in `pending`), their current 24 h net loss, the end of the cool-down a
+        session limit started (while it runs) and the tenant's profile (operators and
+        auditors; a regulator names the tenant)."""
         require(caller, OPERATOR, AUDITOR)
         store = self._ledger()
         tenant = ledger_tenant(caller, tenant)
+        now = self.tables.now()
         limits = self._limits_of(tenant, [player_id])[player_id]
-        loss = store.net_loss(tenant, player_id, _ms(self.tables.now()))
+        loss = store.net_loss(tenant, player_id, _ms(now))
+        cool_down = cooling_down_until(store.cool_down_until(tenant, player_id), now)
         body = {"player_id": player_id, **asdict(limits), "net_loss_24h": loss}
+        body["cool_down_until"] = cool_down
         return Outcome("found", {**body, "profile": store.profile(tenant)})
 
     def set_player_limits(

@@ -24,8 +24,11 @@ from service.rules.guards import seat_holder
 from service.rules.limits import Allowance
 from service.rules.play import draw_from
 from service.rules.protection import (
+    MISSED_DEADLINES,
     REALITY_CHECK,
     SESSION_LIMIT,
+    Duty,
+    cool_down_end,
     forfeit,
     protection_dues,
     reality_check,
@@ -216,7 +219,7 @@ def check_protection(state: TableState, event: ev.Event) -> None:
     elif isinstance(event, pe.RealityCheckAnswered):
         verify_answer(state, seat, event.answer)
     elif isinstance(event, pe.PlayerAway):
-        if event.reason != "missed_deadlines":
+        if event.reason != MISSED_DEADLINES:
             verify_go_away(state, seat)
         elif holder.away or not 0 < state.rules.away_after_missed <= holder.missed:
             raise ValueError("away for missed deadlines the player did not miss")
@@ -226,15 +229,19 @@ def check_protection(state: TableState, event: ev.Event) -> None:
         if holder.leaving:
             raise ValueError("the session had ended already")
         if event.reason == SESSION_LIMIT:
-            _require_due(state, SESSION_LIMIT, seat, now)
+            due = _require_due(state, SESSION_LIMIT, seat, now)
+            # (None: a log written before a session limit's end said until when)
+            if event.until is not None and event.until != cool_down_end(due):
+                raise ValueError("a session limit's cool-down that does not end 24 h after it")
         elif event.reason in ("timeout", "excluded") and event.until is None:
             raise ValueError("a time-out or exclusion without its end")
 
 
-def _require_due(state: TableState, action: str, seat: int, now: datetime) -> None:
+def _require_due(state: TableState, action: str, seat: int, now: datetime) -> Duty:
     due = [d for d in protection_dues(state) if d.action == action and d.seat == seat]
     if not due or now < parse_iso(due[0].at):
         raise ValueError(f"a {action} for seat {seat} that was not due")
+    return due[0]
 
 
 def check_forfeit(state: TableState, event: ev.DecisionMade) -> None:

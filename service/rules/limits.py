@@ -91,10 +91,17 @@ def verify_not_excluded(player_id: str, excluded_until: str | None, now: datetim
         )
 
 
+def cooling_down_until(cool_down_until: str | None, now: datetime) -> str | None:
+    """The end of a cool-down that still runs at `now` (None: none, or it has ended)."""
+    if cool_down_until is not None and now < parse_iso(cool_down_until):
+        return cool_down_until
+    return None
+
+
 def verify_cooled_down(player_id: str, cool_down_until: str | None, now: datetime) -> None:
     """A player whose session limit ended a session cannot be seated at the tenant's tables
     until its cool-down ends (`cool_down_until`, as `times.iso` writes it)."""
-    if cool_down_until is not None and now < parse_iso(cool_down_until):
+    if cooling_down_until(cool_down_until, now) is not None:
         raise CoolingDown(
             f"player {player_id!r} reached their session limit: no seat at this operator's "
             f"tables for {duration_words(COOL_DOWN)}, until {cool_down_until}"

@@ -46,6 +46,10 @@ SESSION_LIMIT = "session_limit"
 
 ANSWERS = ("continue", "stop")
 ENDINGS = ("session_limit", "timeout", "excluded", "stopped")
+MISSED_DEADLINES = "missed_deadlines"
+AWAY_REASONS = ("player", "operator", MISSED_DEADLINES)
+"""Why a player is away (`PlayerAway.reason`): they or the operator said so, or they let
+`away_after_missed` deadlines pass in a row."""
 
 
 @dataclass(frozen=True)
@@ -218,9 +222,7 @@ def away_after_missed(
         holder = state.seats.get(seat)
         if holder is not None and not holder.away and holder.missed + 1 >= limit:
             out.append(
-                pe.PlayerAway(
-                    seat=seat, reason="missed_deadlines", at=iso(now), hand=_hand_no(state)
-                )
+                pe.PlayerAway(seat=seat, reason=MISSED_DEADLINES, at=iso(now), hand=_hand_no(state))
             )
     return out
 
@@ -309,12 +311,18 @@ def protection_dues(state: TableState) -> list[Duty]:
     return duties
 
 
+def cool_down_end(duty: Duty) -> str:
+    """The end of the cool-down a session limit (`duty`) starts: `COOL_DOWN` after the limit
+    was reached (the same moment however late the clock acts on it)."""
+    return iso(parse_iso(duty.at) + COOL_DOWN)
+
+
 def cool_downs_due(state: TableState, now: datetime) -> dict[str, str]:
     """The players whose session limit has come by `now` at this table (the clock ends those
-    sessions), each with the end of the cool-down it starts: `COOL_DOWN` after the limit was
-    reached (the same moment however late, or how often, it is asked)."""
+    sessions), each with the end of the cool-down it starts (`cool_down_end`, the same moment
+    however late, or how often, it is asked)."""
     return {
-        state.seats[duty.seat].player_id: iso(parse_iso(duty.at) + COOL_DOWN)
+        state.seats[duty.seat].player_id: cool_down_end(duty)
         for duty in protection_dues(state)
         if duty.action == SESSION_LIMIT and parse_iso(duty.at) <= now
     }
@@ -328,4 +336,5 @@ def act_on(state: TableState, duty: Duty, now: datetime) -> list[ev.Event]:
         return _cash_out(state, duty.seat, now)
     if duty.action == REALITY_CHECK:
         return [reality_check(state, duty.seat, now)]
-    return end_session(state, duty.seat, SESSION_LIMIT, None, now)
+    # (`until`: the player cannot be seated at the tenant's tables before the cool-down ends)
+    return end_session(state, duty.seat, SESSION_LIMIT, cool_down_end(duty), now)

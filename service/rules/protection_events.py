@@ -86,7 +86,9 @@ class SessionEnded(Event):
     """The session at `seat` ends: `reason` is "session_limit", "timeout", "excluded" or
     "stopped" (the player's answer to a reality check). The player is made out of the hand in
     play if they have not declared, and cashed out (`player_left`) once no hand holds them.
-    `until`: when the time-out or exclusion ends (None for the others)."""
+    `until`: when the player may be seated again at the tenant's tables: the end of the
+    time-out or exclusion, or of the 24 h cool-down a session limit starts (None for "stopped",
+    and for a session limit in logs written before it was given)."""
 
     TYPE: ClassVar[str] = "session_ended"
     seat: int

@@ -39,6 +39,7 @@ def test_limits_are_set_and_read_with_the_24h_net_loss(api: Api):
         "pending": {},
         "profile": "default",
         "net_loss_24h": 0,
+        "cool_down_until": None,
     }
     assert response.json() == expected
     assert api.get("/v1/players/alice/limits", token=AUDITOR).json() == expected
@@ -53,6 +54,7 @@ def test_limits_are_set_and_read_with_the_24h_net_loss(api: Api):
         "pending": {},
         "profile": "default",
         "net_loss_24h": 0,
+        "cool_down_until": None,
     }
 
 

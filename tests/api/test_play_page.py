@@ -10,6 +10,7 @@ import pytest
 
 from service.api.play_page import ASSETS, LANGUAGES
 from service.projections.webhook_messages import EVENT_NAMES
+from service.rules.events import EVENT_TYPES
 from service.rules.ruleset import OPTION_NAMES, PRESETS
 from tests.apiclient import Api
 
@@ -89,3 +90,25 @@ def test_the_back_office_offers_every_webhook_event():
     listed = re.search(r"export const WEBHOOK_EVENTS = \[([^\]]*)\]", script)
     assert listed is not None
     assert re.findall(r'"([a-z_]+)"', listed.group(1)) == list(EVENT_NAMES)
+
+
+def test_the_live_feed_listens_for_every_event_type_the_rules_define():
+    """EventSource hands a page only the event types it listens for: one the rules define and
+    feed.js does not name would never reach the page (as the protection events did not)."""
+    script = (WEB / "feed.js").read_text()
+    listed = re.search(r"export const EVENT_TYPES = \[([^\]]*)\]", script)
+    assert listed is not None
+    assert sorted(re.findall(r'"([a-z_]+)"', listed.group(1))) == sorted(EVENT_TYPES)
+
+
+def test_every_event_type_the_rules_define_is_put_in_words():
+    """The live log words each event type (words.js: the SIMPLE table or a `case`), so a new
+    event type cannot be left to show as its raw name; test_strings.py checks that the keys
+    those words use are in both string tables."""
+    script = (WEB / "words.js").read_text()
+    simple = re.search(r"const SIMPLE = \{([^}]*)\}", script)
+    assert simple is not None
+    worded = set(re.findall(r"^\s*([a-z_]+):", simple.group(1), re.MULTILINE))
+    worded |= set(re.findall(r'case "([a-z_]+)":', script))
+    missing = sorted(set(EVENT_TYPES) - worded)
+    assert not missing, f"event types with no words in words.js: {missing}"

@@ -92,9 +92,10 @@ def screenshots_dir() -> Path:
     return where
 
 
-def screenshot(page: Any, name: str) -> Path:
-    """The whole page as a PNG, named for what it shows; printed so a person can find it."""
+def screenshot(page: Any, name: str, full_page: bool = True) -> Path:
+    """The whole page (or, `full_page` False, the screen as a person sees it: a modal dialog
+    over its backdrop) as a PNG, named for what it shows; printed so a person can find it."""
     path = screenshots_dir() / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     print(f"screenshot: {path}")
     return path

@@ -113,6 +113,7 @@ def test_an_operators_day(browser, contexts, served: Served):
     page.locator("#limits-player").fill("alice")
     page.locator("#limits-form").get_by_role("button", name="Load").click()
     expect(page.locator("#limits-view")).to_contain_text("no limit")
+    expect(page.locator("#limits-view")).to_contain_text("no cool-down running")
     page.get_by_label("Loss limit over 24 hours").fill("50")
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#limits-view")).to_contain_text("50")

@@ -4,6 +4,7 @@ live state, and the audit re-decides every protection event the same."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -97,7 +98,11 @@ def test_a_session_limit_starts_a_cool_down_24_hours_from_when_it_was_reached():
     t.tick(30)  # however late the clock asks, the cool-down runs from the limit
     until = iso(reached + timedelta(hours=24))
     assert protection.cool_downs_due(t.state, t.now) == {"p0": until, "p1": until}
-    _due(t)
+    ended = _due(t)
+    # The session's end says until when the player cannot sit (the cool-down's end).
+    assert ended[0] == pe.SessionEnded(
+        seat=0, reason="session_limit", until=until, at=ended[0].at, hand=None
+    )
     assert protection.cool_downs_due(t.state, t.now) == {"p1": until}  # p0's has ended
     try:
         verify_cooled_down("p0", until, reached + timedelta(hours=23, minutes=59))
@@ -106,6 +111,24 @@ def test_a_session_limit_starts_a_cool_down_24_hours_from_when_it_was_reached():
         assert f"for 24 hours, until {until}" in str(refused)
     verify_cooled_down("p0", until, reached + timedelta(hours=24))
     verify_cooled_down("p0", None, reached)
+
+
+def test_the_audit_takes_a_session_limits_end_only_with_its_cool_down_or_none():
+    """The audit re-decides a session limit's `until`: the cool-down's end, or None (a log
+    written before the end said it); any other moment is a bad event."""
+    t = _limited(every=None, limit=5, players=2)
+    t.tick(5 * 60)
+    _due(t)
+    _redecided(t.log)
+    ended = next(e for e in t.log if isinstance(e, pe.SessionEnded))
+    assert ended.until is not None
+    for until, good in ((None, True), (iso(t.now + timedelta(hours=1)), False)):
+        log = [replace(e, until=until) if e is ended else e for e in t.log]
+        if good:
+            _redecided(log)
+        else:
+            with pytest.raises(ValueError, match="cool-down"):
+                _redecided(log)
 
 
 def test_a_timeout_while_seated_makes_them_out_at_once_and_only_once():

@@ -112,9 +112,14 @@ def test_a_session_limit_keeps_the_player_from_every_seat_of_the_tenant_for_24_h
     api.seat(table, "alice")
     api.seat(table, "bob")
     since = parse_iso(_seated_at(api, table, "alice"))
+    assert api.get(LIMITS.format("alice")).json()["cool_down_until"] is None
     clock.past(iso(since + timedelta(minutes=2)))
     _wait_for(lambda: _typed(api, table, "player_left"))
     until = iso(since + timedelta(minutes=2, hours=24))
+    # Both the player's limits and the session's end say until when they cannot sit.
+    assert api.get(LIMITS.format("alice")).json()["cool_down_until"] == until
+    assert api.get(LIMITS.format("bob")).json()["cool_down_until"] is None
+    assert [e["data"]["until"] for e in _typed(api, table, "session_ended")] == [until]
     other = api.table("three-card", ante=1)
     for where in (other, table):
         refused = api.post(f"/v1/tables/{where}/players", {"player_id": "alice", "buy_in": 10})

@@ -127,6 +127,7 @@ function showLimits(limits) {
   item("admin.limits.loss_limit", limits.loss_limit_24h === null ? t("admin.limits.no_limit") : String(limits.loss_limit_24h));
   item("admin.limits.net_loss", String(limits.net_loss_24h));
   item("admin.limits.excluded_until", limits.excluded_until || t("admin.limits.not_excluded"));
+  item("admin.limits.cool_down_until", limits.cool_down_until || t("admin.limits.no_cool_down"));
   $("limits-view").replaceChildren(list);
   $("loss-limit").value = limits.loss_limit_24h === null ? "" : String(limits.loss_limit_24h);
   $("excluded-until").value = limits.excluded_until ? limits.excluded_until.slice(0, 16) : "";

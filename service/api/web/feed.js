@@ -6,12 +6,16 @@
 import { api, tablePath } from "/play/api.js";
 
 // The event types of the log (the stream's `event:` field): EventSource calls a listener per
-// type, so the feed names them all.
-const EVENT_TYPES = [
+// type, so the feed names them all (tests/api/test_play_page.py checks this list against the
+// rules' EVENT_TYPES: a type left out here would never reach the page).
+export const EVENT_TYPES = [
   "table_created", "player_seated", "chips_added", "player_sat_out", "player_sat_in",
   "player_left", "client_seed_set", "hand_dealt", "decision_made", "declarations_revealed",
   "card_passed", "cards_passed", "community_card_dealt", "cards_drawn", "bet_made",
   "hand_resolved", "players_out_of_game", "hand_voided", "table_ended",
+  // player protection (a player's own reality checks and session's end reach that seat only)
+  "protection_set", "reality_check", "reality_check_answered", "player_away", "player_back",
+  "session_ended",
 ];
 
 /** Follow `table` after version `after`: `onEvent(version, event)` for each event in order,

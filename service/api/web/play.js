@@ -2,7 +2,8 @@
 // the public API alone (openapi.yaml). No framework and no build step; the modules beside it:
 // api.js (requests, credentials), i18n.js (strings), feed.js (the live feed), seat.js (the
 // table drawn and the seat's controls), cards.js, words.js (events and results in words),
-// create.js (table creation with every option), verify.js and fairness.js (deck checks).
+// create.js (table creation with every option), protection.js (a player's session, away and
+// back, reality checks), verify.js and fairness.js (deck checks).
 //
 // The page keeps the table view (`GET /v1/tables/{id}`) as the truth it renders, fetches it
 // again when the feed says the table moved, and words the reveal and the settlement from the
@@ -13,7 +14,8 @@ import { countdownRing, setRing } from "/play/cards.js";
 import { buildRuleForm, renderRuleForm, ruleOverrides } from "/play/create.js";
 import { follow } from "/play/feed.js";
 import { startI18n, t } from "/play/i18n.js";
-import { actions, tableElement } from "/play/seat.js";
+import { protectSeat, protectionEvent, renderProtection, rewordCheck, tickSession, wireProtection } from "/play/protection.js";
+import { actions, standing, tableElement } from "/play/seat.js";
 import { parsePasted, showVerification } from "/play/verify.js";
 import { EventLog, learnNames, resultWords } from "/play/words.js";
 
@@ -63,6 +65,7 @@ function received(version, event) {
   page.last = version;
   if (event.type === "hand_dealt") page.shown = null;
   log.add(version, event);
+  if (page.seat !== null) protectionEvent(event);
   if (event.type === "hand_resolved") showResult(event.data);
   refreshSoon();
 }
@@ -136,8 +139,9 @@ function offerHand(number) {
 function renderSeat(view) {
   const mine = view.seats.find((s) => s.seat === page.seat);
   $("you").textContent = mine
-    ? t("play.you", { seat: mine.seat, name: mine.player_id, chips: mine.stack, status: t(`common.status.${mine.status}`) })
+    ? t("play.you", { seat: mine.seat, name: mine.player_id, chips: mine.stack, status: standing(mine) })
     : t("common.seat_n", { seat: page.seat });
+  renderProtection(mine && mine.status !== "left" ? mine : null);
   const controls = actions(view, page.seat, post);
   const focused = document.activeElement && $("act").contains(document.activeElement);
   $("act").replaceChildren(...controls);
@@ -147,6 +151,7 @@ function renderSeat(view) {
 
 /** The countdown ring and seconds, by the server's clock. */
 function tick() {
+  if (page.seat !== null) tickSession();
   const node = $("countdown");
   const ring = $("ring").firstChild;
   if (!page.deadline) {
@@ -170,6 +175,7 @@ async function openTable(tableId) {
   page.result = null;
   page.shown = null;
   log.clear();
+  if (page.seat !== null) protectSeat(tableId, page.seat);
   await refresh();
   page.last = page.view.version; // the feed sends what comes after the view just rendered
   page.stop = follow(tableId, page.last, received, feedState);
@@ -256,6 +262,7 @@ function rerender() {
   if (page.view) render(page.view);
   if (page.table && page.seat === null) renderLinks();
   renderResult();
+  rewordCheck();
   feedState(page.feed, 0);
 }
 
@@ -275,6 +282,7 @@ async function start() {
     page.seat = Number(fragment.get("seat"));
     $("operator").hidden = true;
     $("player").hidden = false;
+    wireProtection(post);
     await openTable(fragment.get("table")).catch((error) => say(error.message));
   } else {
     await buildRuleForm($("rule-options"), $("preset"));

@@ -29,6 +29,10 @@ function potsElement(view) {
   return pots;
 }
 
+/** A seat's status in words: "away" (dealt out until back, as everyone may see), else its
+ * status at the table. */
+export const standing = (seat) => (seat.away ? t("common.status.away") : t(`common.status.${seat.status}`));
+
 /** What a seat is doing in the hand, in words. */
 function seatState(view, seat) {
   const hand = view.hand;
@@ -66,7 +70,7 @@ export function tableElement(view, mySeat, shown) {
     head.append(element("strong", s.player_id));
     if (s.seat === view.button) head.append(" ", element("span", t("play.button_mark"), { class: "dealer", title: t("play.button") }));
     node.append(head, element("p", t("play.stack", { chips: s.stack }), { class: "stack" }));
-    const status = [t(`common.status.${s.status}`), seatState(view, s.seat)].filter(Boolean).join(" · ");
+    const status = [standing(s), seatState(view, s.seat)].filter(Boolean).join(" · ");
     node.append(element("p", status, { class: "seat-status" }));
     const show = shown && shown.cards[String(s.seat)];
     if (show) {

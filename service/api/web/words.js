@@ -2,7 +2,7 @@
 // with a pair of sevens; alice matches 12"), by the players' names, in the page's language.
 
 import { handWords } from "/play/cards.js";
-import { t } from "/play/i18n.js";
+import { language, t } from "/play/i18n.js";
 
 /** Seat -> player id, learnt from the views and the events. */
 export const names = new Map();
@@ -27,11 +27,59 @@ const SIMPLE = {
   table_ended: "play.log.table_ended",
 };
 
+/** A session's net result in chips, in words: "up 12 chips", "down 1 chip", "even". */
+export function netWords(chips) {
+  if (chips === 0) return t("play.net.even");
+  const count = Math.abs(chips);
+  const plural = new Intl.PluralRules(language()).select(count) === "one" ? "one" : "other";
+  return t(`play.net.${chips > 0 ? "up" : "down"}.${plural}`, { chips: count });
+}
+
+/** A moment (ISO 8601) as the page's language writes a date and time. */
+export function momentWords(iso) {
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return String(iso);
+  return at.toLocaleString(language(), { dateStyle: "medium", timeStyle: "short" });
+}
+
+/** A limit in minutes, or "none". */
+const minutesOrNone = (key, minutes) => (minutes ? t(key, { minutes }) : t("play.log.no_limit"));
+
+/** Player protection's events (API.md, "Player protection"): limits, reality checks and
+ * their answers, away and back, a session's end (and until when the player may not sit). */
+function protectionWords(event, name) {
+  const d = event.data || {};
+  switch (event.type) {
+    case "protection_set":
+      return t("play.log.protection_set", {
+        name,
+        check: minutesOrNone("play.log.every_minutes", d.reality_check_minutes),
+        limit: minutesOrNone("play.log.minutes", d.session_limit_minutes),
+      });
+    case "reality_check":
+      return t("play.log.reality_check", { name, minutes: d.minutes_played, net: netWords(d.net_result) });
+    case "reality_check_answered":
+      return t(`play.log.reality_check_answered.${d.answer}`, { name });
+    case "player_away":
+      return t(`play.log.player_away.${d.reason}`, { name });
+    case "player_back":
+      return t("play.log.player_back", { name });
+    case "session_ended": {
+      const ended = t(`play.log.session_ended.${d.reason}`, { name });
+      return d.until ? `${ended} ${t("play.log.until", { until: momentWords(d.until) })}` : ended;
+    }
+    default:
+      return null;
+  }
+}
+
 /** One event of the log in words. */
 export function eventWords(event) {
   const d = event.data || {};
   const name = "seat" in d ? nameOf(d.seat) : "";
   if (event.type in SIMPLE) return t(SIMPLE[event.type], { name });
+  const protection = protectionWords(event, name);
+  if (protection !== null) return protection;
   switch (event.type) {
     case "player_seated":
       names.set(d.seat, d.player_id);
