@@ -96,6 +96,8 @@ function renderLimits() {
   const list = element("ul", undefined, { id: "limits-pending" });
   list.append(...items);
   if (!items.length) list.append(element("li", t("admin.limits.nothing_pending")));
+  // Only an operator changes limits: an auditor's key sees the values and no form.
+  $("limits-set").hidden = document.body.dataset.role !== "operator";
   $("limits-view").replaceChildren(
     element("h3", t("admin.limits.of", { player: limits.player_id })), definitions(pairs),
     element("h4", t("admin.limits.pending")), list);
@@ -108,8 +110,6 @@ function fillForm(limits) {
     $(input).dataset.loaded = $(input).value;
   }
   clearRefusals();
-  // Only an operator changes limits: an auditor's key sees the values and no form.
-  $("limits-set").hidden = document.body.dataset.role !== "operator";
 }
 
 function showLimits(limits) {
@@ -192,7 +192,7 @@ export async function saveProfile() {
   if (shown.limits) await loadLimits(shown.limits.player_id); // their defaults may change with it
 }
 
-/** Say it all again in the language now chosen. */
+/** Say it all again (in the language now chosen, for the role the key now has). */
 export function rerenderProtection() {
   renderLimits();
   renderProfile();

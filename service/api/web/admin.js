@@ -44,6 +44,7 @@ async function findRole() {
   }
   document.body.dataset.role = office.role || "none";
   $("role").textContent = office.role ? t(`admin.role.${office.role}`) : t("admin.role.none");
+  rerenderProtection();
   if (office.role) {
     await loadProfile().catch((error) => say(t("common.failed", { what: t("admin.profile.title"), why: error.message })));
   }
