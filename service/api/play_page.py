@@ -30,6 +30,7 @@ ASSETS = {
     "admin.js": "text/javascript",
     "admin-panels.js": "text/javascript",
     "admin-audits.js": "text/javascript",
+    "admin-limits.js": "text/javascript",
     "api.js": "text/javascript",
     "feed.js": "text/javascript",
     "i18n.js": "text/javascript",

@@ -75,6 +75,14 @@ def post(served: Served, path: str, token: str, body: Any = None) -> dict[str, A
     return dict(response.json())
 
 
+def put(served: Served, path: str, token: str, body: Any) -> dict[str, Any]:
+    response = requests.put(
+        served.base + path, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=10
+    )
+    assert response.status_code < 300, response.text
+    return dict(response.json())
+
+
 def axe_violations(page: Any) -> list[dict[str, Any]]:
     """axe-core's violations on the page as it is now: axe.min.js (from the
     axe-playwright-python package) is evaluated in the page through the DevTools protocol,

@@ -1,8 +1,9 @@
 """Both pages as people meet them, in English and in Spanish (the browser's language picks
 it): axe-core, run inside each page, reports no violation on /play (the operator's view and a
-player's seat, a hand in play) or /admin (tables and a live table loaded); the switch changes
-the language and keeps it; and screenshots of those screens at 1280x800 and 390x844 are
-written where `screenshots_dir()` says (printed), for a person to look at."""
+player's seat, a hand in play) or /admin (tables, a live table, a player's limits with a change
+waiting and a refusal beside its field, the protection profile); the switch changes the
+language and keeps it; and screenshots of those screens at 1280x800 and 390x844 are written
+where `screenshots_dir()` says (printed), for a person to look at."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.browser.pages import (
     axe_violations,
     playwright_expect,
     post,
+    put,
     screenshot,
     screenshots_dir,
 )
@@ -42,6 +44,27 @@ def dealt(served: Served) -> dict[str, Any]:
     return {"table": table["table_id"], "tokens": [s["token"] for s in seated]}
 
 
+@pytest.fixture(scope="module")
+def limited(served: Served) -> str:
+    """A player with a reality check and a raise of it waiting out its 24 h."""
+    for minutes in (30, 90):
+        body = {"loss_limit_24h": 500, "excluded_until": None, "reality_check_minutes": minutes}
+        put(served, "/v1/players/zoe/limits", OPERATOR, body)
+    return "zoe"
+
+
+def _fill_the_limits_panel(page: Any, player: str) -> None:
+    """The player's limits loaded, and a refusal (an exclusion in the past) beside its field."""
+    expect = playwright_expect()
+    page.locator("#limits-player").fill(player)
+    page.locator("#limits-form button[type=submit]").click()
+    expect(page.locator("#limits-pending li")).to_contain_text("90")
+    page.locator("#excluded-until").fill("2020-01-01T00:00")
+    page.locator("#limits-set button[type=submit]").click()
+    expect(page.locator("#excluded-until-error")).not_to_be_empty()
+    expect(page.locator("#profile-view dl")).to_be_visible()
+
+
 def _check(person: Person, name: str) -> None:
     violations = axe_violations(person.page)
     summary = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in violations]
@@ -50,7 +73,7 @@ def _check(person: Person, name: str) -> None:
 
 @pytest.mark.parametrize("language", ["en", "es"])
 def test_the_pages_have_no_accessibility_violation(
-    browser, contexts, served: Served, dealt: dict[str, Any], language: str
+    browser, contexts, served: Served, dealt: dict[str, Any], limited: str, language: str
 ):
     expect = playwright_expect()
     print(f"screenshots in {screenshots_dir()}")
@@ -91,6 +114,7 @@ def test_the_pages_have_no_accessibility_violation(
         admin.page.locator("#webhooks-load").click()
         admin.page.locator("#quarantine-load").click()
         expect(admin.page.locator("#quarantine-list table")).to_be_visible()
+        _fill_the_limits_panel(admin.page, limited)
         _check(admin, f"/admin, {language}, {size}")
         screenshot(admin.page, f"admin-{language}-{size}")
         for person in (player, operator, admin):

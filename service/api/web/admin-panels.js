@@ -1,5 +1,6 @@
 // The back office's panels over the read models: hands (with the in-browser verifier), the
-// ledger, wallet transactions, a player's limits and protection, webhooks and their deliveries.
+// ledger, wallet transactions, webhooks and their deliveries (a player's limits and protection:
+// admin-limits.js).
 // Also the small helpers every panel uses: a table of rows and a pager.
 
 import { $, api, button, element, withQuery } from "/play/api.js";
@@ -115,36 +116,6 @@ export async function loadWallet(after = "") {
     if (error.status !== 404) throw error;
     $("wallet-list").replaceChildren(element("p", t("admin.wallet.unavailable"), { class: "hint" }));
   }
-}
-
-// --- limits and protection -----------------------------------------------------------------
-
-const limitsPath = () => `/v1/players/${encodeURIComponent($("limits-player").value.trim())}/limits`;
-
-function showLimits(limits) {
-  const list = element("dl");
-  const item = (key, value) => list.append(element("dt", t(key)), element("dd", value));
-  item("admin.limits.loss_limit", limits.loss_limit_24h === null ? t("admin.limits.no_limit") : String(limits.loss_limit_24h));
-  item("admin.limits.net_loss", String(limits.net_loss_24h));
-  item("admin.limits.excluded_until", limits.excluded_until || t("admin.limits.not_excluded"));
-  item("admin.limits.cool_down_until", limits.cool_down_until || t("admin.limits.no_cool_down"));
-  $("limits-view").replaceChildren(list);
-  $("loss-limit").value = limits.loss_limit_24h === null ? "" : String(limits.loss_limit_24h);
-  $("excluded-until").value = limits.excluded_until ? limits.excluded_until.slice(0, 16) : "";
-  $("limits-set").hidden = false;
-}
-
-export async function loadLimits() {
-  showLimits(await api("GET", limitsPath()));
-}
-
-export async function saveLimits() {
-  const loss = $("loss-limit").value;
-  const until = $("excluded-until").value;
-  showLimits(await api("PUT", limitsPath(), {
-    loss_limit_24h: loss === "" ? null : Number(loss),
-    excluded_until: until ? new Date(until).toISOString() : null,
-  }));
 }
 
 // --- webhooks ------------------------------------------------------------------------------

@@ -1,17 +1,19 @@
 // The back office of guts (served at /admin): a tenant's operator (or auditor, read-only)
 // over the public API alone. This module: the key and the role it has, the tables (list,
 // filter by status, open one live with deal, resolve and end), and the wiring of the panels
-// in admin-panels.js (hands, ledger, wallet, limits, webhooks) and admin-audits.js (audits,
-// collusion reports, quarantine). Strings come from i18n.js; nothing from another host.
+// in admin-panels.js (hands, ledger, wallet, webhooks), admin-limits.js (a player's limits,
+// the protection profile) and admin-audits.js (audits, collusion reports, quarantine). Strings
+// come from i18n.js; nothing from another host.
 
 import { $, actWith, api, button, element, forgetKey, keepKey, storedKey, tablePath, withQuery } from "/play/api.js";
 import { follow } from "/play/feed.js";
 import { startI18n, t } from "/play/i18n.js";
 import { EventLog, learnNames } from "/play/words.js";
 import {
-  dataTable, loadHands, loadLedger, loadLimits, loadWallet, loadWebhooks, pager,
-  registerWebhook, renderWebhookEvents, reportErrorsWith, saveLimits,
+  dataTable, loadHands, loadLedger, loadWallet, loadWebhooks, pager,
+  registerWebhook, renderWebhookEvents, reportErrorsWith,
 } from "/play/admin-panels.js";
+import { loadLimits, loadProfile, rerenderProtection, saveLimits, saveProfile } from "/play/admin-limits.js";
 import { loadQuarantine, readAudit, readReport, startAudit, startReport } from "/play/admin-audits.js";
 
 const office = { role: null, table: null, view: null, stop: null, feed: "closed", links: [] };
@@ -42,6 +44,10 @@ async function findRole() {
   }
   document.body.dataset.role = office.role || "none";
   $("role").textContent = office.role ? t(`admin.role.${office.role}`) : t("admin.role.none");
+  rerenderProtection();
+  if (office.role) {
+    await loadProfile().catch((error) => say(t("common.failed", { what: t("admin.profile.title"), why: error.message })));
+  }
 }
 
 // --- tables --------------------------------------------------------------------------------
@@ -143,6 +149,7 @@ function wirePanels() {
   $("wallet-form").addEventListener("submit", act(t("admin.wallet.title"), () => loadWallet()));
   $("limits-form").addEventListener("submit", act(t("admin.limits.title"), () => loadLimits()));
   $("limits-set").addEventListener("submit", act(t("admin.limits.set"), () => saveLimits()));
+  $("profile-form").addEventListener("submit", act(t("admin.profile.save"), () => saveProfile()));
   $("webhook-form").addEventListener("submit", act(t("admin.webhooks.register"), () => registerWebhook()));
   $("webhooks-load").addEventListener("click", act(t("admin.webhooks.title"), () => loadWebhooks()));
   $("audit-form").addEventListener("submit", act(t("admin.audits.start"), () => startAudit()));
@@ -180,6 +187,7 @@ function rerender() {
   renderLinks();
   feedState(office.feed, 0);
   $("role").textContent = office.role ? t(`admin.role.${office.role}`) : t("admin.role.none");
+  rerenderProtection();
   if (office.view) refreshLive().catch((e) => say(e.message));
 }
 
