@@ -73,6 +73,9 @@ class Submission:
     idempotency_key: str | None
     request_hash: str
     guard: Guard | None
+    fresh_key: bool = False
+    """The idempotency key was made for this request and never used before (so no answer can
+    be kept under it: no look-up before deciding; the append still checks it atomically)."""
 
 
 @dataclass

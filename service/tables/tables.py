@@ -30,6 +30,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 import orjson
 
@@ -53,6 +54,7 @@ from service.eventlog.store import (
 from service.eventlog.table_list import TableList
 from service.rules.clock import next_due
 from service.rules.decide import Command, decide
+from service.rules.errors import GutsError
 from service.rules.events import Event
 from service.rules.state import TableState, evolve
 from service.tables.state_cache import Known, StateCache
@@ -85,6 +87,8 @@ from .steps import (
 from .upkeep import Upkeep
 
 log = logging.getLogger("guts.tables")
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -176,6 +180,23 @@ class Tables(Upkeep):
         except (CorruptLog, LogUnreadable) as error:
             raise self._set_aside(table_id, error) from error
 
+    def look(self, table_id: str, see: Callable[[TableState], T]) -> T:
+        """What `see` makes of the table, before a command on it: of the state this process
+        keeps of it (no round trip) when it keeps one, else of the stored state. The kept state
+        may be behind the store, so a refusal (`see` raising a GutsError) is believed only of
+        the stored state, which `see` is then shown. `see` must not change the state."""
+        self._refuse_held(table_id)
+        known = self.cache.take(table_id)
+        if known is not None:
+            try:
+                if known.state is not None:
+                    return see(known.state)
+            except GutsError:
+                pass  # (perhaps only behind: see the stored state)
+            finally:
+                self.cache.put(table_id, known)
+        return see(self.load(table_id))
+
     def events(
         self, table_id: str, after: int = 0, limit: int | None = None
     ) -> list[tuple[int, Event]]:
@@ -203,16 +224,26 @@ class Tables(Upkeep):
         idempotency_key: str | None = None,
         request_hash: str = "",
         guard: Guard | None = None,
+        fresh_key: bool = False,
     ) -> Result:
         """Decide and append `command` (a game command, or the application's `Prepare` of one
         on the loaded state), answered as `tell` says; see the module docstring. `guard` (not
         for a create) is checked on the table first: a replay or a precondition answers only
-        callers it lets through. A quarantined table, or one found unreadable now, is refused
-        (TableQuarantined)."""
+        callers it lets through (`fresh_key`: the idempotency key was made for this request,
+        so no answer is looked up under it first). A quarantined table, or one found unreadable
+        now, is refused (TableQuarantined)."""
         if not create:
             self._refuse_held(table_id)
         submitted = Submission(
-            table_id, command, tell, create, if_match, idempotency_key, request_hash, guard
+            table_id,
+            command,
+            tell,
+            create,
+            if_match,
+            idempotency_key,
+            request_hash,
+            guard,
+            fresh_key,
         )
         try:
             return self._run(submitted)
@@ -267,7 +298,7 @@ class Tables(Upkeep):
         state, head = readable(sub.table_id, current.working_state)
         if sub.guard is not None:
             sub.guard(state)
-            if first and sub.idempotency_key is not None:
+            if first and sub.idempotency_key is not None and not sub.fresh_key:
                 seen = self.store.find_idempotent(sub.table_id, sub.idempotency_key)
                 if seen is not None:
                     return self._replay(sub.table_id, seen, sub.request_hash)
