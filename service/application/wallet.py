@@ -1,7 +1,7 @@
 """The casino wallet's use cases: a casino's operator sets its wallet (url, currency, the value
 of a chip in minor units; a signing secret is made with the first settings), seats or tops up
 a player with money debited from it, and reads its transactions for reconciliation (operators
-and auditors of the tenant).
+and auditors of the tenant; a regulator names the tenant).
 
 A wallet-funded seat (or top-up), as docs/wallet.md draws it:
 1. the table is checked first (the seat free, the player not excluded): a seat the rules would
@@ -39,6 +39,7 @@ from service.tables import IdempotencyReused, TableQuarantined, Tables, Tell
 from . import facts
 from .access import DEFAULT_TENANT, Caller, hide_quarantined, require, require_tenant
 from .errors import Forbidden, WalletNotSet, WalletOutcomeUnknown, WalletRefused
+from .money import ledger_tenant
 from .ports import WalletBook
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, checked_table_id
 
@@ -86,11 +87,17 @@ class WalletUses:
         return Outcome("removed", None)
 
     def wallet_transactions(
-        self, caller: Caller, after: int, limit: int, match: dict[str, str]
+        self,
+        caller: Caller,
+        after: int,
+        limit: int,
+        match: dict[str, str],
+        tenant: str | None = None,
     ) -> Outcome:
         """A page of the tenant's wallet transactions, oldest first, filtered by `match`
-        (status, player_id, table_id)."""
-        wallet, tenant = self._wallet(caller, OPERATOR, AUDITOR)
+        (status, player_id, table_id); a regulator names the tenant (as for the ledger)."""
+        wallet, _ = self._wallet(caller, OPERATOR, AUDITOR)
+        tenant = ledger_tenant(caller, tenant)
         found, cursor = wallet.page(tenant, after, limit, match)
         shown = [_transaction(t) for t in found]
         return Outcome("found", {"transactions": shown, "next_after": cursor})

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from service.projections.ledger import LedgerStore
-from tests.apiclient import SERVED, Api
+from tests.apiclient import AUDITOR_A, REGULATOR, SERVED, Api, As
 from tests.openapi_helpers import SpecValidator
 from tests.wallet.conftest import PLAYERS, connect, transactions
 from tests.wallet_server import TestWallet
@@ -191,6 +191,25 @@ def test_the_wallets_answers_are_the_documented_ones(wallet_api: Api, wallet: Te
     ledger = wallet_api.get("/v1/ledger", params={"table_id": table})
     spec("GET", "/v1/ledger", ledger)
     spec("POST", "/v1/wallet/secret", wallet_api.post("/v1/wallet/secret", {}))
+
+
+def test_a_regulator_reads_a_tenants_transactions_naming_it(
+    casino_a: As, casino_b: As, tenants_url: str, wallet: TestWallet
+):
+    connect(casino_a, wallet)
+    assert _seat(casino_a, casino_a.table("three-card"), "ann", 10).status_code == 201
+    mine = transactions(casino_a)
+    assert [(t["kind"], t["player_id"]) for t in mine] == [("debit", "ann")]
+    regulator = As(tenants_url, REGULATOR)
+    assert transactions(regulator, tenant="casino-a") == mine
+    assert transactions(regulator, tenant="casino-b") == []
+    refused = regulator.get("/v1/wallet/transactions")  # whose? (as for the ledger)
+    assert refused.status_code == 422 and "tenant" in refused.json()["errors"]
+    assert transactions(As(tenants_url, AUDITOR_A), tenant="casino-a") == mine
+    assert transactions(casino_b) == []
+    others = casino_b.get("/v1/wallet/transactions", params={"tenant": "casino-a"})
+    assert others.status_code == 403, others.text
+    assert transactions(casino_a, tenant="casino-a") == mine
 
 
 def _soon(**later: float) -> str:
