@@ -83,6 +83,28 @@ def test_a_seat_is_paid_by_one_confirmed_debit(wallet_api: Api, wallet: TestWall
     assert _seated(wallet_api, table) == ["ann"]
 
 
+def test_a_seat_after_the_settings_changed_is_made_with_the_new_ones(
+    wallet_api: Api, wallet: TestWallet
+):
+    """The API process keeps the settings it used last; the debit's script checks them, so a
+    new secret or chip value is used from the next seat on, and no wallet is used after its
+    settings are deleted."""
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    assert _seat(wallet_api, table, "ann", 30).status_code == 201
+    wallet.secret = wallet_api.post("/v1/wallet/secret", {}).json()["secret"]
+    body = {"url": wallet.url, "currency": "EUR", "chip_value_minor": 5}
+    assert wallet_api.call("PUT", "/v1/wallet", body).status_code == 200
+    seated = _seat(wallet_api, table, "bob", 30)
+    assert seated.status_code == 201, seated.text  # signed with the new secret
+    assert wallet.balances["bob"] == PLAYERS["bob"] - 150
+    assert [t["amount"] for t in transactions(wallet_api)] == [3000, 150]
+    assert wallet_api.delete("/v1/wallet").status_code == 204
+    refused = _seat(wallet_api, table, "cat", 30)
+    assert refused.status_code == 409 and refused.json()["title"] == "No Wallet"
+    assert wallet.count("debit") == 2 and len(transactions(wallet_api)) == 2
+
+
 def test_a_retried_request_is_the_same_transaction(wallet_api: Api, wallet: TestWallet):
     connect(wallet_api, wallet)
     table = wallet_api.table("three-card")
