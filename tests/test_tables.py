@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from service.eventlog.codec import decode_event
 from service.eventlog.memory import InMemoryEventStore
-from service.rules.decide import CreateTable, Deal, Declare, SeatPlayer, TopUp
+from service.rules.decide import CreateTable, Deal, Declare, Leave, SeatPlayer, TopUp
+from service.rules.errors import RuleViolation
 from service.rules.ruleset import resolve_ruleset
-from service.rules.state import replay
+from service.rules.seating import verify_seat_player
+from service.rules.state import TableState, replay
 from service.rules.times import parse_iso
 from service.tables import Tables
 
@@ -54,6 +58,29 @@ def test_a_refusal_is_decided_on_the_current_snapshot():
     # The first process's snapshot has one player and would refuse to deal; the table has two.
     dealt = first.execute("t", Deal(b"x" * 32))
     assert dealt.state.hand is not None
+
+
+def test_a_look_before_a_command_believes_a_refusal_only_of_the_stored_state():
+    store = InMemoryEventStore()
+    first, second = Tables(store), Tables(store)
+    first.execute("t", CreateTable("t", resolve_ruleset("three-card")), create=True)
+    first.execute("t", SeatPlayer("p0", 10, 0))
+    second.execute("t", Leave(0))  # the first process still sees p0 at seat 0
+    seen: list[int] = []
+
+    def seat_0_free(state: TableState) -> int:
+        seen.append(state.version)
+        verify_seat_player(state, "p1", 10, 0)
+        return state.version
+
+    stored = store.load("t").version
+    assert first.look("t", seat_0_free) == stored and seen == [stored - 1, stored]
+    second.look("t", seat_0_free)  # its own state is current: looked at once, as it is
+    assert seen == [stored - 1, stored, stored]
+    second.execute("t", SeatPlayer("p1", 10, 0))
+    with pytest.raises(RuleViolation):  # refused of the stored state too
+        first.look("t", seat_0_free)
+    assert first.execute("t", SeatPlayer("p2", 10, 1)).state.version == stored + 2
 
 
 def test_the_application_s_part_of_a_command_is_made_on_the_state_each_attempt_decides_on():

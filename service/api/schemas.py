@@ -236,7 +236,8 @@ class WalletSettings(Strict):
 
 
 class WalletTransactionsQuery(Strict):
-    """A page of the tenant's wallet transactions: filters, the cursor, its size."""
+    """A page of the tenant's wallet transactions: filters, the cursor, its size, and (a
+    regulator's) the tenant."""
 
     status = fields.String(
         load_default=None,
@@ -246,6 +247,7 @@ class WalletTransactionsQuery(Strict):
     table_id = fields.String(load_default=None, validate=ID)
     after = fields.Integer(load_default=0, validate=validate.Range(min=0))
     limit = fields.Integer(load_default=100, validate=validate.Range(min=1, max=1000))
+    tenant = fields.String(load_default=None, validate=TENANT)
 
 
 class DeliveriesQuery(Strict):

@@ -17,7 +17,7 @@ stores that implement these.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -173,7 +173,9 @@ class WalletBook(Protocol):
 
     def seat_key(self, transaction_id: str) -> str: ...
 
-    def open_debit(self, tenant: str, record: dict[str, Any]) -> dict[str, Any]: ...
+    def begin_debit(
+        self, tenant: str, make: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> tuple[dict[str, Any], dict[str, Any], bool] | None: ...
 
     def debit(
         self, tenant: str, record: dict[str, Any], settings: dict[str, Any] | None = None

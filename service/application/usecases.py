@@ -104,9 +104,11 @@ class TableService(TableReads, MoneyUses, WebhookUses, WalletUses, ProtectionUse
         conditions: Conditions,
         *,
         create: bool = False,
+        fresh_key: bool = False,
     ) -> Outcome:
         """Run a game command for `caller`: another tenant's table is not found for them,
-        before anything else is looked at (an idempotent replay, If-Match)."""
+        before anything else is looked at (an idempotent replay, If-Match). `fresh_key`: the
+        conditions' idempotency key was made for this request (see `Tables.execute`)."""
         try:
             result = self.tables.execute(
                 table_id,
@@ -118,6 +120,7 @@ class TableService(TableReads, MoneyUses, WebhookUses, WalletUses, ProtectionUse
                 request_hash=conditions.request_hash,
                 guard=None if create else partial(require_tenant, caller),
                 quota=conditions.quota,
+                fresh_key=fresh_key,
             )
         except TableQuarantined as error:
             hide_quarantined(caller, error)

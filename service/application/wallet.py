@@ -1,7 +1,7 @@
 """The casino wallet's use cases: a casino's operator sets its wallet (url, currency, the value
 of a chip in minor units; a signing secret is made with the first settings), seats or tops up
 a player with money debited from it, and reads its transactions for reconciliation (operators
-and auditors of the tenant).
+and auditors of the tenant; a regulator names the tenant).
 
 A wallet-funded seat (or top-up), as docs/wallet.md draws it:
 1. the table is checked first (the seat free, the player not excluded): a seat the rules would
@@ -39,6 +39,7 @@ from service.tables import IdempotencyReused, TableQuarantined, Tables, Tell
 from . import facts
 from .access import DEFAULT_TENANT, Caller, hide_quarantined, require, require_tenant
 from .errors import Forbidden, WalletNotSet, WalletOutcomeUnknown, WalletRefused
+from .money import ledger_tenant
 from .ports import WalletBook
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, checked_table_id
 
@@ -86,11 +87,17 @@ class WalletUses:
         return Outcome("removed", None)
 
     def wallet_transactions(
-        self, caller: Caller, after: int, limit: int, match: dict[str, str]
+        self,
+        caller: Caller,
+        after: int,
+        limit: int,
+        match: dict[str, str],
+        tenant: str | None = None,
     ) -> Outcome:
         """A page of the tenant's wallet transactions, oldest first, filtered by `match`
-        (status, player_id, table_id)."""
-        wallet, tenant = self._wallet(caller, OPERATOR, AUDITOR)
+        (status, player_id, table_id); a regulator names the tenant (as for the ledger)."""
+        wallet, _ = self._wallet(caller, OPERATOR, AUDITOR)
+        tenant = ledger_tenant(caller, tenant)
         found, cursor = wallet.page(tenant, after, limit, match)
         shown = [_transaction(t) for t in found]
         return Outcome("found", {"transactions": shown, "next_after": cursor})
@@ -115,19 +122,19 @@ class WalletUses:
         conditions: Conditions = NO_CONDITIONS,
     ) -> Outcome:
         """Seat `player_id` with `buy_in` chips debited from the tenant's wallet."""
-        till = self._till(caller)
         if self.issue_token is None:
             raise Forbidden("players cannot be seated here (no tokens can be issued)")
-        state = self._table(caller, table_id)
-        excluded, limits = self.seating_limits(state, player_id)
-        record = self._kept_debit(till, conditions)
-        if record is None:  # (a retry of a request that debited goes on where it was)
-            now = self.tables.now()
-            verify_seat_player(state, player_id, buy_in, seat, excluded_until=excluded, now=now)
-            record = self._open_debit(till, conditions, w.BUY_IN, state, player_id, buy_in)
-        command = SeatPlayer(player_id, buy_in, seat, excluded, record["transaction_id"], limits)
+
+        def seating(state: TableState, verify: bool) -> tuple[Command, str, int]:
+            require_tenant(caller, state)
+            excluded, limits = self.seating_limits(state, player_id)
+            if verify:
+                now = self.tables.now()
+                verify_seat_player(state, player_id, buy_in, seat, excluded_until=excluded, now=now)
+            return SeatPlayer(player_id, buy_in, seat, excluded, "", limits), player_id, buy_in
+
         tell = facts.seated(self.issue_token)
-        return self._debit_then_append(caller, till, record, command, tell, conditions)
+        return self._funded(caller, table_id, w.BUY_IN, seating, tell, conditions)
 
     def wallet_top_up(
         self,
@@ -139,25 +146,65 @@ class WalletUses:
         conditions: Conditions = NO_CONDITIONS,
     ) -> Outcome:
         """Add `amount` chips, debited from the wallet, to the wallet-funded seat `seat`."""
-        till = self._till(caller)
-        state = self._table(caller, table_id)
-        record = self._kept_debit(till, conditions)
-        if record is None:
-            verify_top_up(state, seat, amount, "pending")
-            player_id = seat_holder(state, seat).player_id
-            record = self._open_debit(till, conditions, w.TOP_UP, state, player_id, amount)
-        command = TopUp(seat, amount, record["transaction_id"])
-        tell = facts.seat_changed
-        return self._debit_then_append(caller, till, record, command, tell, conditions)
 
-    def _till(self, caller: Caller) -> _Till:
+        def topping_up(state: TableState, verify: bool) -> tuple[Command, str, int]:
+            require_tenant(caller, state)
+            if not verify:
+                return TopUp(seat, amount), "", amount
+            verify_top_up(state, seat, amount, "pending")
+            return TopUp(seat, amount), seat_holder(state, seat).player_id, amount
+
+        return self._funded(caller, table_id, w.TOP_UP, topping_up, facts.seat_changed, conditions)
+
+    def _funded(
+        self,
+        caller: Caller,
+        table_id: str,
+        reason: str,
+        checked: Callable[[TableState, bool], tuple[Command, str, int]],
+        tell: Tell,
+        conditions: Conditions,
+    ) -> Outcome:
+        """A command paid by a debit of the tenant's wallet: `checked` says, of the table, the
+        command (when asked to verify, refused as the rules would refuse it, before any money
+        moves), who pays and how many chips. A retry of a request that debited goes on where
+        it was; a new debit is recorded with the settings it is made with (one round trip when
+        this process knows them)."""
         wallet, tenant = self._wallet(caller)
-        return _Till(wallet, tenant, self._settings(wallet, tenant))
+        table_id = checked_table_id(table_id)
+        kept = self._kept_debit(wallet, tenant, conditions)
+        if kept is not None:
+            command, _, _ = checked(self._table(caller, table_id), False)
+            till = _Till(wallet, tenant, self._settings(wallet, tenant))
+            return self._debit_then_append(caller, till, kept, command, tell, conditions)
+        try:
+            command, player_id, chips = self.tables.look(table_id, lambda s: checked(s, True))
+        except TableQuarantined as error:
+            hide_quarantined(caller, error)
+
+        def debit(settings: dict[str, Any]) -> dict[str, Any]:
+            return w.new_debit(
+                reason,
+                self.tables.now(),
+                transaction_id=self._debit_id(tenant, conditions),
+                player_id=player_id,
+                table_id=table_id,
+                chips=chips,
+                currency=settings["currency"],
+                chip_value_minor=settings["chip_value_minor"],
+            )
+
+        begun = wallet.begin_debit(tenant, debit)
+        if begun is None:
+            raise WalletNotSet("this tenant has no wallet (PUT /v1/wallet)")
+        record, settings, new = begun
+        till = _Till(wallet, tenant, settings)
+        return self._debit_then_append(caller, till, record, command, tell, conditions, new=new)
 
     def _table(self, caller: Caller, table_id: str) -> TableState:
         """The table as stored (another tenant's is not found, quarantined or not)."""
         try:
-            state = self.tables.load(checked_table_id(table_id))
+            state = self.tables.load(table_id)
         except TableQuarantined as error:
             hide_quarantined(caller, error)
         require_tenant(caller, state)
@@ -171,34 +218,13 @@ class WalletUses:
         scope = f"{conditions.sender}\0{key}" if key is not None else secrets.token_hex(16)
         return w.debit_id(tenant, scope)
 
-    def _kept_debit(self, till: _Till, conditions: Conditions) -> dict[str, Any] | None:
+    def _kept_debit(
+        self, wallet: WalletBook, tenant: str, conditions: Conditions
+    ) -> dict[str, Any] | None:
         """The debit an earlier request with the same Idempotency-Key recorded, if any."""
         if conditions.idempotency_key is None:
             return None
-        return till.wallet.transaction(till.tenant, self._debit_id(till.tenant, conditions))
-
-    def _open_debit(
-        self,
-        till: _Till,
-        conditions: Conditions,
-        reason: str,
-        state: TableState,
-        player_id: str,
-        chips: int,
-    ) -> dict[str, Any]:
-        """The debit's record, pending and durable before it is sent (or the one kept for the
-        same request before)."""
-        record = w.new_debit(
-            reason,
-            self.tables.now(),
-            transaction_id=self._debit_id(till.tenant, conditions),
-            player_id=player_id,
-            table_id=state.table_id,
-            chips=chips,
-            currency=till.settings["currency"],
-            chip_value_minor=till.settings["chip_value_minor"],
-        )
-        return till.wallet.open_debit(till.tenant, record)
+        return wallet.transaction(tenant, self._debit_id(tenant, conditions))
 
     def _debit_then_append(
         self,
@@ -208,11 +234,15 @@ class WalletUses:
         command: Command,
         tell: Tell,
         conditions: Conditions,
+        *,
+        new: bool = False,
     ) -> Outcome:
         """Send the debit (unless a request before settled it), then append `command` under
-        the debit's key; roll the debit back on anything but a confirmation."""
+        the debit's key; roll the debit back on anything but a confirmation. `new`: this
+        request recorded the debit, so nothing can be kept under its key yet."""
         wallet, tenant = till.wallet, till.tenant
         txid, table_id = record["transaction_id"], record["table_id"]
+        command = replace(command, transaction_id=txid)
         keyed = replace(conditions, idempotency_key=wallet.seat_key(txid))
         keyed = replace(keyed, request_hash=f"{wallet.seat_request}:{conditions.request_hash}")
         status = record["status"]
@@ -221,7 +251,7 @@ class WalletUses:
         if status in (w.ROLLED_BACK, w.REFUSED):
             raise _refusal(wallet.transaction(tenant, txid) or record)
         try:
-            outcome = self._command(caller, table_id, command, tell, keyed)
+            outcome = self._command(caller, table_id, command, tell, keyed, fresh_key=new)
         except IdempotencyReused as reused:  # a rollback claimed the debit first, or the
             settled = wallet.transaction(tenant, txid) or record  # key came with another body
             if settled["status"] == w.ROLLED_BACK:

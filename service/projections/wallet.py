@@ -50,6 +50,12 @@ CLAIM_TTL_S = 7 * 24 * 3600
 """How long a rollback's claim is kept (a sender stalled longer than this could still seat)."""
 
 _OPEN = """
+if #KEYS > 5 then
+  local set = redis.call('HMGET', KEYS[6], 'url', 'currency', 'chip_value_minor', 'secret')
+  for i = 1, 4 do
+    if set[i] ~= ARGV[3 + i] then return redis.call('HGETALL', KEYS[6]) end
+  end
+end
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then
   return redis.call('HGET', KEYS[1], ARGV[1])
 end
@@ -59,8 +65,11 @@ redis.call('ZADD', KEYS[5], seq, ARGV[1])
 if ARGV[3] ~= '' then redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1]) end
 return false
 """
-"""KEYS tx, order, seq, due, the table's index; ARGV key, record, due ('' when not pending):
-the record kept before (nothing when this one is new)."""
+"""KEYS tx, order, seq, due, the table's index (and the settings); ARGV key, record, due (''
+when not pending) (and the url, currency, chip_value_minor and secret the record was made
+with): the record kept before (nothing when this one is new); when the settings are given and
+are not the stored ones, nothing is written and the stored settings are returned (a list of
+fields and values, empty when there are none)."""
 
 _SETTLE = """
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
@@ -141,11 +150,9 @@ class WalletStore:
 
     def settings(self, tenant: str) -> dict[str, Any] | None:
         """The tenant's wallet settings, secret included (never answer them as they are)."""
-        raw = cast(dict[bytes, bytes], self.client.hgetall(self.key(tenant, "settings")))
-        if not raw:
-            return None
-        found = {k.decode(): v.decode() for k, v in raw.items()}
-        return {**found, "chip_value_minor": int(found["chip_value_minor"])}
+        return _settings(
+            cast(dict[bytes, bytes], self.client.hgetall(self.key(tenant, "settings")))
+        )
 
     def put_settings(
         self, tenant: str, url: str, currency: str, chip_value_minor: int
@@ -189,6 +196,22 @@ class WalletStore:
         keys = [self.key(tenant, n) for n in names]
         kept = self._open(keys=keys, args=[key, orjson.dumps(record), _score(due)])
         return record if kept is None else cast(dict[str, Any], orjson.loads(kept))
+
+    def open_as_set(
+        self, tenant: str, record: dict[str, Any], due: float, settings: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Record a pending transaction made with the tenant's `settings`, if they are still
+        its settings (one round trip): the record kept before under its key (None: `record`
+        is new). SettingsChanged, and nothing written, when they are not."""
+        names = ("tx", "order", "seq", "due", f"of:{record['table_id']}", "settings")
+        keys = [self.key(tenant, n) for n in names]
+        made_with = [str(settings[k]) for k in ("url", "currency", "chip_value_minor", "secret")]
+        args: list[str | bytes] = [record_key(record), orjson.dumps(record), _score(due)]
+        args += made_with
+        kept = self._open(keys=keys, args=args)
+        if isinstance(kept, list):
+            raise SettingsChanged(_settings(dict(zip(kept[::2], kept[1::2], strict=True))))
+        return None if kept is None else cast(dict[str, Any], orjson.loads(kept))
 
     def transaction(self, tenant: str, key: str) -> dict[str, Any] | None:
         raw = self.client.hget(self.key(tenant, "tx"), key)
@@ -264,6 +287,23 @@ class WalletStore:
 
     def _now(self) -> float:
         return self.clock()
+
+
+class SettingsChanged(Exception):
+    """The tenant's wallet settings are not the ones a transaction was made with: `settings`
+    are the stored ones (None: the tenant has none now)."""
+
+    def __init__(self, settings: dict[str, Any] | None) -> None:
+        super().__init__("the wallet's settings changed")
+        self.settings = settings
+
+
+def _settings(raw: dict[bytes, bytes]) -> dict[str, Any] | None:
+    """Wallet settings as stored (a hash's fields), decoded; None for none."""
+    if not raw:
+        return None
+    found = {k.decode(): v.decode() for k, v in raw.items()}
+    return {**found, "chip_value_minor": int(found["chip_value_minor"])}
 
 
 def record_key(record: dict[str, Any]) -> str:

@@ -22,12 +22,22 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from service.projections.wallet import KEEP, SEAT_REQUEST, Due, WalletStore, record_key, seat_key
+from service.projections.wallet import (
+    KEEP,
+    SEAT_REQUEST,
+    Due,
+    SettingsChanged,
+    WalletStore,
+    record_key,
+    seat_key,
+)
 from service.projections.wallet_messages import Answer, WalletSchedule, call
 from service.rules import wallet as w
 
 log = logging.getLogger("guts.wallet")
 
+Make = Callable[[dict[str, Any]], dict[str, Any]]
+"""A debit's record made of the tenant's wallet settings."""
 Send = Callable[[str, str, str, dict[str, Any], float], Answer]
 Change = Callable[[dict[str, Any]], "tuple[dict[str, Any], Due] | None"]
 """A change of a record: the changes and when it is due next, or None: leave it as it is."""
@@ -54,6 +64,7 @@ class Wallet:
         self.delete_settings = store.delete_settings
         self.page = store.page
         self.transaction = store.transaction
+        self._settings: dict[str, dict[str, Any]] = {}  # each tenant's, as last used here
 
     @staticmethod
     def seat_key(transaction_id: str) -> str:
@@ -65,6 +76,36 @@ class Wallet:
         """Record the debit, pending; the duty finishes it if its sender has not within the
         grace. The record kept for the same transaction before, if any."""
         return self.store.open(tenant, record, self._now() + self.schedule.debit_grace_s)
+
+    def begin_debit(
+        self, tenant: str, make: Make
+    ) -> tuple[dict[str, Any], dict[str, Any], bool] | None:
+        """Record the debit `make` makes of the tenant's wallet settings, pending (as
+        `open_debit`), in one round trip when this process knows the settings: they are
+        checked in the same step, and read again when they changed. The record (the one kept
+        for the same transaction before, if any), the settings it was made with, and whether
+        it is new; None: the tenant has no wallet."""
+        settings = self._settings.get(tenant) or self.store.settings(tenant)
+        for _ in range(3):
+            if settings is None:
+                self._settings.pop(tenant, None)
+                return None
+            record = make(settings)
+            due = self._now() + self.schedule.debit_grace_s
+            try:
+                kept = self.store.open_as_set(tenant, record, due, settings)
+            except SettingsChanged as changed:
+                settings = changed.settings
+                continue
+            self._settings[tenant] = settings
+            return (record, settings, True) if kept is None else (kept, settings, False)
+        self._settings.pop(tenant, None)  # (changed on every try: as read, unchecked)
+        settings = self.store.settings(tenant)
+        if settings is None:
+            return None
+        record = make(settings)
+        opened = self.open_debit(tenant, record)
+        return opened, settings, opened is record
 
     def debit(
         self, tenant: str, record: dict[str, Any], settings: dict[str, Any] | None = None

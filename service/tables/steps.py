@@ -75,6 +75,9 @@ class Submission:
     request_hash: str
     guard: Guard | None
     quota: Quota | None = None
+    fresh_key: bool = False
+    """The idempotency key was made for this request and never used before (so no answer can
+    be kept under it: no look-up before deciding; the append still checks it atomically)."""
 
 
 @dataclass

@@ -30,6 +30,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 import orjson
 
@@ -54,6 +55,7 @@ from service.eventlog.store import (
 from service.eventlog.table_list import TableList
 from service.rules.clock import next_due
 from service.rules.decide import Command, decide
+from service.rules.errors import GutsError
 from service.rules.events import Event
 from service.rules.state import TableState, evolve
 from service.tables.state_cache import Known, StateCache
@@ -66,8 +68,8 @@ from .errors import (
     PreconditionFailed,
     TableExists,
     TableNotFound,
-    TableQuarantined,
 )
+from .held import Held
 from .reading import chained, readable
 from .steps import (
     Answer,
@@ -87,9 +89,11 @@ from .upkeep import Upkeep
 
 log = logging.getLogger("guts.tables")
 
+T = TypeVar("T")
+
 
 @dataclass
-class Tables(Upkeep):
+class Tables(Upkeep, Held):
     """Tables kept in an event store; see the module docstring."""
 
     store: EventStore
@@ -113,35 +117,6 @@ class Tables(Upkeep):
     refused, as in the dispatchers, which retry quarantined tables)."""
     quarantine_retry_s: float = 300.0
     """How long a table found unreadable here is left alone by the dispatchers."""
-
-    def _refuse_held(self, table_id: str) -> None:
-        """TableQuarantined when the table is quarantined (as `held` last saw)."""
-        if self.held is None:
-            return
-        entry = self.held.entry(table_id)
-        if entry is not None:
-            what = str(entry.get("what", "log"))
-            raise TableQuarantined(table_id, what, self._tenant_if_known(table_id))
-
-    def _set_aside(self, table_id: str, error: Exception) -> TableQuarantined:
-        """Quarantine a table found unreadable (CorruptLog, LogUnreadable, CodecError):
-        listed in /healthz, its reads and commands refused; the error to raise."""
-        what = decoding.what_failed(error)
-        if self.index is not None:
-            try:
-                self.index.quarantine_corrupt(error, table_id, self.quarantine_retry_s)
-            except Exception:  # noqa: BLE001 - refused all the same; the dispatchers find it
-                log.exception("table %s not quarantined", table_id, extra={"table_id": table_id})
-        if self.held is not None:
-            self.held.add(table_id, {"reason": str(error), "what": what})
-        return TableQuarantined(table_id, what, self._tenant_if_known(table_id))
-
-    def _tenant_if_known(self, table_id: str) -> str | None:
-        """The table's tenant from its first event, or None when that does not say."""
-        try:
-            return self.tenant_of(table_id)
-        except Exception:  # noqa: BLE001 - a log damaged from its first event: nobody knows
-            return None
 
     def check_exists(self, table_id: str) -> None:
         """TableNotFound unless the table exists. Nothing is decoded or checked, so that an
@@ -177,6 +152,23 @@ class Tables(Upkeep):
         except (CorruptLog, LogUnreadable) as error:
             raise self._set_aside(table_id, error) from error
 
+    def look(self, table_id: str, see: Callable[[TableState], T]) -> T:
+        """What `see` makes of the table, before a command on it: of the state this process
+        keeps of it (no round trip) when it keeps one, else of the stored state. The kept state
+        may be behind the store, so a refusal (`see` raising a GutsError) is believed only of
+        the stored state, which `see` is then shown. `see` must not change the state."""
+        self._refuse_held(table_id)
+        known = self.cache.take(table_id)
+        if known is not None:
+            try:
+                if known.state is not None:
+                    return see(known.state)
+            except GutsError:
+                pass  # (perhaps only behind: see the stored state)
+            finally:
+                self.cache.put(table_id, known)
+        return see(self.load(table_id))
+
     def events(
         self, table_id: str, after: int = 0, limit: int | None = None
     ) -> list[tuple[int, Event]]:
@@ -205,12 +197,14 @@ class Tables(Upkeep):
         request_hash: str = "",
         guard: Guard | None = None,
         quota: Quota | None = None,
+        fresh_key: bool = False,
     ) -> Result:
         """Decide and append `command` (a game command, or the application's `Prepare` of one
         on the loaded state), answered as `tell` says; see the module docstring. `guard` (not
         for a create) is checked on the table first: a replay or a precondition answers only
-        callers it lets through. A quarantined table, or one found unreadable now, is refused
-        (TableQuarantined). An `quota` not counted yet is counted by the append
+        callers it lets through (`fresh_key`: the idempotency key was made for this request,
+        so no answer is looked up under it first). A quarantined table, or one found unreadable
+        now, is refused (TableQuarantined). A `quota` not counted yet is counted by the append
         (OverLimit, nothing written, when its counter is full); one that appends nothing is
         left for the caller to count (`count_request`)."""
         if not create:
@@ -227,6 +221,7 @@ class Tables(Upkeep):
             request_hash,
             guard,
             quota,
+            fresh_key,
         )
         try:
             return self._run(submitted)
@@ -281,7 +276,7 @@ class Tables(Upkeep):
         state, head = readable(sub.table_id, current.working_state)
         if sub.guard is not None:
             sub.guard(state)
-            if first and sub.idempotency_key is not None:
+            if first and sub.idempotency_key is not None and not sub.fresh_key:
                 seen = self.store.find_idempotent(sub.table_id, sub.idempotency_key)
                 if seen is not None:
                     return self._replay(sub.table_id, seen, sub.request_hash)

@@ -513,6 +513,7 @@ TENANT_CALLERS = {  # the scene is casino-b's
 }
 REGULATOR_NAMES_THE_TENANT = (
     "ledger",
+    "wallet_transactions",
     "get_limits",
     "get_protection_profile",
 )  # else 422: the regulator must say whose

@@ -5,12 +5,15 @@ seat; a retried request is the same transaction."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from tests.apiclient import Api
+from service.projections.ledger import LedgerStore
+from tests.apiclient import AUDITOR_A, REGULATOR, SERVED, Api, As
 from tests.openapi_helpers import SpecValidator
 from tests.wallet.conftest import PLAYERS, connect, transactions
 from tests.wallet_server import TestWallet
@@ -78,6 +81,28 @@ def test_a_seat_is_paid_by_one_confirmed_debit(wallet_api: Api, wallet: TestWall
     (entry,) = wallet_api.get("/v1/ledger", params={"table_id": table}).json()["entries"]
     assert entry["kind"] == "buy_in" and entry["transaction_id"] == txid
     assert _seated(wallet_api, table) == ["ann"]
+
+
+def test_a_seat_after_the_settings_changed_is_made_with_the_new_ones(
+    wallet_api: Api, wallet: TestWallet
+):
+    """The API process keeps the settings it used last; the debit's script checks them, so a
+    new secret or chip value is used from the next seat on, and no wallet is used after its
+    settings are deleted."""
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    assert _seat(wallet_api, table, "ann", 30).status_code == 201
+    wallet.secret = wallet_api.post("/v1/wallet/secret", {}).json()["secret"]
+    body = {"url": wallet.url, "currency": "EUR", "chip_value_minor": 5}
+    assert wallet_api.call("PUT", "/v1/wallet", body).status_code == 200
+    seated = _seat(wallet_api, table, "bob", 30)
+    assert seated.status_code == 201, seated.text  # signed with the new secret
+    assert wallet.balances["bob"] == PLAYERS["bob"] - 150
+    assert [t["amount"] for t in transactions(wallet_api)] == [3000, 150]
+    assert wallet_api.delete("/v1/wallet").status_code == 204
+    refused = _seat(wallet_api, table, "cat", 30)
+    assert refused.status_code == 409 and refused.json()["title"] == "No Wallet"
+    assert wallet.count("debit") == 2 and len(transactions(wallet_api)) == 2
 
 
 def test_a_retried_request_is_the_same_transaction(wallet_api: Api, wallet: TestWallet):
@@ -188,3 +213,97 @@ def test_the_wallets_answers_are_the_documented_ones(wallet_api: Api, wallet: Te
     ledger = wallet_api.get("/v1/ledger", params={"table_id": table})
     spec("GET", "/v1/ledger", ledger)
     spec("POST", "/v1/wallet/secret", wallet_api.post("/v1/wallet/secret", {}))
+
+
+def test_a_regulator_reads_a_tenants_transactions_naming_it(
+    casino_a: As, casino_b: As, tenants_url: str, wallet: TestWallet
+):
+    connect(casino_a, wallet)
+    assert _seat(casino_a, casino_a.table("three-card"), "ann", 10).status_code == 201
+    mine = transactions(casino_a)
+    assert [(t["kind"], t["player_id"]) for t in mine] == [("debit", "ann")]
+    regulator = As(tenants_url, REGULATOR)
+    assert transactions(regulator, tenant="casino-a") == mine
+    assert transactions(regulator, tenant="casino-b") == []
+    refused = regulator.get("/v1/wallet/transactions")  # whose? (as for the ledger)
+    assert refused.status_code == 422 and "tenant" in refused.json()["errors"]
+    assert transactions(As(tenants_url, AUDITOR_A), tenant="casino-a") == mine
+    assert transactions(casino_b) == []
+    others = casino_b.get("/v1/wallet/transactions", params={"tenant": "casino-a"})
+    assert others.status_code == 403, others.text
+    assert transactions(casino_a, tenant="casino-a") == mine
+
+
+def _soon(**later: float) -> str:
+    return (datetime.now(UTC) + timedelta(**later)).isoformat().replace("+00:00", "Z")
+
+
+def _protect(api: Api, player: str, **limits: Any) -> None:
+    body = {"loss_limit_24h": None, "excluded_until": None, **limits}
+    answer = api.call("PUT", f"/v1/players/{player}/limits", body)
+    assert answer.status_code == 200, answer.text
+
+
+REFUSED_SEATS = {  # what makes the rules or the protections refuse ann a seat: the answer
+    "seat_taken": (409, "seat 0 is taken"),
+    "table_full": (409, "the table is full"),
+    "already_seated": (409, "is already seated"),
+    "table_ended": (409, "ended"),
+    "no_such_seat": (422, "seat must be from 0 to 1"),
+    "buy_in_out_of_range": (422, "buy_in"),
+    "excluded": (409, "is excluded from play"),
+    "timed_out": (409, "is excluded from play (or on a time-out)"),
+    "cooling_down": (409, "reached their session limit"),
+}
+
+
+@pytest.mark.parametrize("refusal", REFUSED_SEATS)
+def test_a_seat_refused_by_the_rules_or_protections_sends_the_wallet_nothing(
+    wallet_api: Api, wallet: TestWallet, refusal: str
+):
+    """Refused before any money moves: no debit sent, so no rollback, and no transaction."""
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card", seats=2)
+    body: dict[str, Any] = {"player_id": "ann", "buy_in": 30, "funding": "wallet"}
+    if refusal == "seat_taken":
+        wallet_api.seat(table, "bob", 30)
+        body["seat"] = 0
+    elif refusal == "table_full":
+        wallet_api.seat(table, "bob", 30)
+        wallet_api.seat(table, "cat", 30)
+    elif refusal == "already_seated":
+        wallet_api.seat(table, "ann", 30)  # (with the casino's chips)
+    elif refusal == "table_ended":
+        assert wallet_api.post(f"/v1/tables/{table}/end").status_code == 200
+    elif refusal == "no_such_seat":
+        body["seat"] = 2
+    elif refusal == "buy_in_out_of_range":
+        body["buy_in"] = 10**12 + 1
+    elif refusal == "excluded":
+        _protect(wallet_api, "ann", excluded_until=_soon(days=30))
+    elif refusal == "timed_out":
+        _protect(wallet_api, "ann", timeout_until=_soon(days=2))
+    else:  # a session limit ann reached elsewhere keeps her from every seat for a while
+        client = SERVED[wallet_api.base].extensions["guts"].redis
+        LedgerStore(client).cool_down("default", "ann", _soon(hours=1))
+    answer = wallet_api.post(f"/v1/tables/{table}/players", body)
+    status, saying = REFUSED_SEATS[refusal]
+    assert answer.status_code == status and saying in answer.text, answer.text
+    assert wallet.calls == [] and transactions(wallet_api) == []
+    assert "ann" not in _seated(wallet_api, table) or refusal == "already_seated"
+
+
+def test_a_top_up_refused_by_the_rules_sends_the_wallet_nothing(
+    wallet_api: Api, wallet: TestWallet
+):
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card", ante=1)
+    for player in ("ann", "bob"):
+        assert _seat(wallet_api, table, player, 30).status_code == 201
+    assert wallet_api.post(f"/v1/tables/{table}/deal").status_code == 201
+    before = list(wallet.calls), transactions(wallet_api)
+    chips = f"/v1/tables/{table}/players"
+    for seat, amount in ((0, 5), (5, 5), (1, 0)):  # in a live hand; no such seat; no chips
+        answer = wallet_api.post(f"{chips}/{seat}/chips", {"amount": amount, "funding": "wallet"})
+        assert 400 <= answer.status_code < 500, answer.text
+    assert (wallet.calls, transactions(wallet_api)) == before

@@ -159,7 +159,10 @@ def wallet_transactions() -> Response:
     require(who, OPERATOR, AUDITOR)
     query = schemas.WALLET_TRANSACTIONS_QUERY.load(request.args.to_dict())
     match = {k: query[k] for k in ("status", "player_id", "table_id") if query[k] is not None}
-    return render(_tables().wallet_transactions(who, query["after"], query["limit"], match))
+    page = _tables().wallet_transactions(
+        who, query["after"], query["limit"], match, query["tenant"]
+    )
+    return render(page)
 
 
 def _player_id(player_id: str) -> str:
