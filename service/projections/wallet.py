@@ -112,6 +112,12 @@ def seat_key(transaction_id: str) -> str:
     return f"wallet:{transaction_id}"
 
 
+def _retried(raw: bytes) -> bool:
+    """Whether a transaction's record is a credit or rollback still pending."""
+    record = orjson.loads(raw)
+    return bool(record["kind"] != w.DEBIT and record["status"] == w.PENDING)
+
+
 def rollback_key(transaction_id: str) -> str:
     return f"rollback:{transaction_id}"
 
@@ -258,6 +264,27 @@ class WalletStore:
             return []
         raws = cast(list[bytes | None], self.client.hmget(self.key(tenant, "tx"), keys))
         return [orjson.loads(raw) for raw in raws if raw is not None]
+
+    def hasten(self, tenant: str, batch: int = 1000) -> int:
+        """Bring the tenant's pending credits and rollbacks whose next attempt waits past now
+        forward to now (the wallet answers again: their backoff, grown while it was away,
+        would hold them up to `max_wait_s` more); debits keep their grace. How many."""
+        now = self._now()
+        due_key, tx_key = self.key(tenant, "due"), self.key(tenant, "tx")
+        moved = kept = 0
+        while True:
+            chunk = cast(
+                list[bytes], self.client.zrangebyscore(due_key, f"({now}", "+inf", kept, batch)
+            )
+            if not chunk:
+                return moved
+            raws = cast(list[bytes | None], self.client.hmget(tx_key, chunk))
+            waiting = {k: now for k, r in zip(chunk, raws, strict=True) if r and _retried(r)}
+            if waiting:  # (only ever sooner, and only while still listed: XX LT)
+                moved += cast(int, self.client.zadd(due_key, waiting, xx=True, lt=True, ch=True))
+            kept += len(chunk) - len(waiting)
+            if len(chunk) < batch:
+                return moved
 
     def page(
         self, tenant: str, after: int, limit: int, match: dict[str, str]

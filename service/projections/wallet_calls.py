@@ -65,6 +65,7 @@ class Wallet:
         self.page = store.page
         self.transaction = store.transaction
         self._settings: dict[str, dict[str, Any]] = {}  # each tenant's, as last used here
+        self._hastened: dict[str, float] = {}  # when each tenant's retries were last hastened
 
     @staticmethod
     def seat_key(transaction_id: str) -> str:
@@ -159,6 +160,8 @@ class Wallet:
         key = record_key(record)
         if answer.status == "ok":
             self._change(tenant, key, _attempted({"status": w.CONFIRMED}, None))
+            if record["attempts"]:  # it failed before: the wallet is back
+                self._back(tenant)
             return
         problem = answer.problem or f"the wallet answered {answer.status}"
         self._change(tenant, key, self._retry(problem))
@@ -184,6 +187,20 @@ class Wallet:
             return base, now + schedule.wait_after(attempts)
 
         return change
+
+    HASTEN_EVERY_S = 5.0
+    """How often (at most) this process brings a tenant's waiting retries forward."""
+
+    def _back(self, tenant: str) -> None:
+        """The tenant's wallet answered a retried call: its other retries need not wait out
+        their backoff (`WalletStore.hasten`; once per `HASTEN_EVERY_S` here)."""
+        now = self._now()
+        if now - self._hastened.get(tenant, float("-inf")) < self.HASTEN_EVERY_S:
+            return
+        self._hastened[tenant] = now
+        moved = self.store.hasten(tenant)
+        if moved:
+            log.info("wallet of %s answers again: %d retries brought forward", tenant, moved)
 
     # --- the records ----------------------------------------------------------------------------
 

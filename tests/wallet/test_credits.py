@@ -221,3 +221,34 @@ def test_a_wallet_funded_seat_timed_out_is_credited(wallet_api: Api, wallet: Tes
     (credit,) = _credits(wallet_api)
     assert credit["amount"] == 3000 and credit["player_id"] == "ann"
     assert wallet.balances["ann"] == PLAYERS["ann"] and wallet.effects["credit"] == 1
+
+
+def test_a_wallet_that_answers_again_has_its_waiting_credits_retried_at_once(
+    wallet_api: Api, wallet: TestWallet
+):
+    """Credits that failed while the wallet was away wait out a backoff that grew meanwhile;
+    the first of them it takes again brings the others forward, so all are paid within
+    moments of its return rather than at the end of their own waits (here 10 minutes)."""
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    for player in ("ann", "bob", "cat"):
+        _funded(wallet_api, table, player, 30)
+    wallet.always["credit"] = "down"
+    assert wallet_api.post(f"/v1/tables/{table}/end").status_code == 200
+    duty = wallet_of(wallet_api, replace(FAST, first_retry_s=600.0, max_wait_s=3600.0))
+    tried = lambda: (
+        len(_credits(wallet_api)) == 3
+        and all(  # noqa: E731
+            c["attempts"] >= 1 for c in _credits(wallet_api)
+        )
+    )
+    settle(wallet_api, duty, tried)
+    del wallet.always["credit"]  # the wallet is back; one credit's wait runs out
+    client = SERVED[wallet_api.base].extensions["guts"].redis
+    due = "guts:{%wallet:default}:due"
+    first = _credits(wallet_api)[0]["transaction_id"]
+    (key,) = [k for k in client.zrange(due, 0, -1) if k.decode().endswith(first)]
+    client.zadd(due, {key: 0}, xx=True)
+    settle(wallet_api, duty, _all_confirmed(wallet_api, 3), within_s=20)
+    assert wallet.effects["credit"] == 3
+    assert all(wallet.balances[p] == PLAYERS[p] for p in ("ann", "bob", "cat"))
