@@ -230,9 +230,13 @@ def _wait(condition: Callable[[], Any], within_s: float, what: str) -> Any:
 
 
 def _closed_at(api: Any, table: str) -> float | None:
-    """When the dispatcher made seat 0's decision for it (epoch s), if it has."""
-    events = api.get(f"/v1/tables/{table}/events?limit=1000").json()["events"]
-    for event in events:
+    """When the dispatcher made seat 0's decision for it (epoch s), if it has (None also
+    while the API still refuses the table: its view of the quarantine is refreshed apart from
+    /healthz's)."""
+    answer = api.get(f"/v1/tables/{table}/events?limit=1000")
+    if answer.status_code == 409:
+        return None
+    for event in answer.json()["events"]:
         if event["type"] == "decision_made" and event["data"]["seat"] == 0:
             return parse_iso(event["data"]["at"]).timestamp()
     return None
