@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import cast
 
 import redis
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import RedisCluster
+from redis.retry import Retry
 
 from service.application import TableService
 from service.application.values import IssueToken
@@ -39,16 +41,31 @@ from service.tables.state_cache import StateCache, inherited
 
 CONNECTIONS = 32
 """Connections a process opens to Redis at most (per node of a cluster)."""
+CLUSTER_RETRIES, CLUSTER_RETRY_CAP_S = 10, 0.25
+"""How redis-py's cluster client retries a command whose node went away (reading the map of
+the slots again each time): 10 times (its default), waiting at most 250 ms between two (its
+default, 1 s, made a command notice a replica's promotion up to a second late: a second of
+unavailability added to each failover)."""
 
 
 def store_client(
     settings: Settings, *, connections: int = CONNECTIONS, wait_s: float = 10.0
 ) -> redis.Redis:
     """A client of the store's Redis (a cluster client with ``GUTS_REDIS_CLUSTER``); at most
-    `connections` connections (per node), a caller waiting up to `wait_s` for a free one."""
+    `connections` connections (per node), a caller waiting up to `wait_s` for a free one. On a
+    cluster a command unanswered for ``GUTS_REDIS_TIMEOUT_S`` fails: its node is away (a
+    stalled master), and the client reads the map of the slots again and goes to the slot's
+    master as it is then (once a replica has taken over), rather than waiting on that node."""
     url = _required(settings.redis_url)
     if settings.redis_cluster:
-        return cast(redis.Redis, RedisCluster.from_url(url, max_connections=connections))
+        cluster = RedisCluster.from_url(
+            url,
+            max_connections=connections,
+            socket_timeout=settings.redis_timeout_s,
+            socket_connect_timeout=settings.redis_timeout_s,
+            retry=Retry(ExponentialWithJitterBackoff(cap=CLUSTER_RETRY_CAP_S), CLUSTER_RETRIES),
+        )
+        return cast(redis.Redis, cluster)
     pool = redis.BlockingConnectionPool.from_url(url, max_connections=connections, timeout=wait_s)
     return redis.Redis(connection_pool=pool)
 

@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 import redis
 from redis.cluster import RedisCluster
+from redis.crc import key_slot
 
 from service.config import Settings
 from service.eventlog.codec import decode_event
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.replication import replicated_log
 from service.eventlog.store import StoreError, StoreUnavailable
+from service.infrastructure import store_client
 from service.processes.redis_server import RedisServer
 from service.projections.follower import Followed, Follower
 from service.rules.decide import CreateTable, Deal, SeatPlayer, VoidHand
@@ -183,6 +185,54 @@ def test_a_forced_failover_while_commands_run_loses_no_acknowledged_command():
         client.close()
 
 
+@pytest.mark.parametrize("bypass", [True, False], ids=["shortcut", "redis-py"])
+def test_a_command_to_a_stopped_master_is_answered_by_its_promoted_replica(bypass):
+    """A master stopped (SIGSTOP: a frozen machine) holds a command only for
+    GUTS_REDIS_TIMEOUT_S at a time: once its replica has taken over, the command is answered
+    there while the old master is still stopped (without a timeout it waited for SIGCONT)."""
+    with LocalCluster(replicas=1, node_timeout_ms=1000) as cluster:
+        settings = Settings(
+            redis_url=cluster.url,
+            redis_cluster=True,
+            queue_redis_url="redis://unused",
+            redis_timeout_s=0.5,
+        )
+        client = store_client(settings)
+        store = RedisEventStore(client, prefix="stopped", bypass_redis_py=bypass)
+        table_id = "stopped-1"
+        confirmed = RedisEventStore(
+            client, prefix="stopped", min_replicas=1, replica_timeout_ms=5000
+        )
+        Tables(confirmed).execute(  # (held by the replica too)
+            table_id,
+            CreateTable(table_id, resolve_ruleset("three-card"), b"s" * 32, "c"),
+            create=True,
+        )
+        master = client.get_node_from_key(store.meta_key(table_id)).port
+        slot = key_slot(store.meta_key(table_id))
+        answered: list[int] = []
+
+        def seat() -> None:  # retried on 503 (a store error) as a client would
+            while True:
+                try:
+                    Tables(store).execute(table_id, SeatPlayer("p0", 1000))
+                    answered.append(store.load(table_id).version)
+                    return
+                except StoreError:
+                    time.sleep(0.05)
+
+        cluster.pause(master)
+        try:
+            seating = threading.Thread(target=seat, daemon=True)
+            seating.start()
+            _until(lambda: cluster.slot_owner().get(slot, master) != master, "a replica promoted")
+            _until(lambda: bool(answered), "the seat answered while the master is stopped", 10)
+        finally:
+            cluster.resume(master)
+        assert answered == [2]
+        client.close()
+
+
 @pytest.mark.parametrize(
     ("bypass", "key"),
     [(True, None), (False, "k")],
@@ -302,3 +352,11 @@ def test_followers_apply_only_what_a_replica_holds_so_a_lost_suffix_forks_nothin
     _until(lambda: follower.catch_up(table_id) > 0, "the follower applied the confirmed seat")
     assert recorded.events[table_id] == [stored.data for stored in store.read(table_id)]
     client.close()
+
+
+def test_the_redis_timeout_is_longer_than_the_wait_for_replicas():
+    """A WAIT may take GUTS_REDIS_REPLICA_TIMEOUT_MS: a shorter GUTS_REDIS_TIMEOUT_S would take
+    every unconfirmed command for a node gone away."""
+    with pytest.raises(ValueError, match="GUTS_REDIS_TIMEOUT_S"):
+        Settings(redis_timeout_s=0.2, redis_replica_timeout_ms=200)
+    assert Settings(redis_timeout_s=0.5, redis_replica_timeout_ms=200).redis_timeout_s == 0.5
