@@ -12,6 +12,7 @@ commands): the composition of the infrastructure from the settings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -28,6 +29,7 @@ from service.audit.jobs import QueuedJobs
 from service.config import Settings
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.redis_store import RedisEventStore
+from service.eventlog.replication import replicated_upto
 from service.eventlog.table_list import TableList
 from service.eventlog.vitals import Vitals
 from service.projections.follower import Follower
@@ -126,6 +128,12 @@ def wallet_of(settings: Settings, client: redis.Redis) -> Wallet:
     keys = RedisEventStore(client, prefix=settings.key_prefix)  # (its keys' names only)
     store = WalletStore(client, keys.idempotency_key, prefix=settings.key_prefix)
     return Wallet(store, schedule)
+
+
+def feed_confirmation(store: RedisEventStore) -> Callable[[str, int], bool] | None:
+    """For the live feed: whether the replicas hold a table's log up to a version (None
+    without ``GUTS_REDIS_MIN_REPLICAS``), so that it sends only what a failover keeps."""
+    return replicated_upto(store)
 
 
 def archiver(store: RedisEventStore, archive: Archive) -> Archive:

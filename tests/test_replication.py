@@ -32,6 +32,7 @@ from service.tables import OutcomeUnknown, Tables
 from tests.apiclient import AUDITOR, OPERATOR, Api, _serve
 from tests.cluster import LocalCluster
 from tests.failover import Unreplicated
+from tests.sse import Stream
 
 
 def _until(done: Callable[[], bool], what: str, within_s: float = 30) -> None:
@@ -360,3 +361,28 @@ def test_the_redis_timeout_is_longer_than_the_wait_for_replicas():
     with pytest.raises(ValueError, match="GUTS_REDIS_TIMEOUT_S"):
         Settings(redis_timeout_s=0.2, redis_replica_timeout_ms=200)
     assert Settings(redis_timeout_s=0.5, redis_replica_timeout_ms=200).redis_timeout_s == 0.5
+
+
+def test_a_subscriber_never_sees_an_event_that_a_failover_lost(replicated_api):
+    """The live feed sends only what a replica holds: a seat answered 503 outcome-unknown,
+    then lost (the replica promoted in the master's place never had it), never reaches a
+    subscriber, who gets the seat made at that version afterwards."""
+    api, master, replica = replicated_api
+    table = api.table()
+    assert _seat(api, table, "p0", "k0").status_code == 201
+    client = redis.Redis.from_url(master.url)
+    path = f"/v1/tables/{table}/stream"
+    with Stream.open(api.base, path, token=OPERATOR, after=0) as stream:
+        assert [m.id for m in stream.events_until(2)] == [1, 2]
+        kept = Unreplicated(client, RedisEventStore(client), table)
+        os.kill(replica.pid, signal.SIGSTOP)
+        try:
+            # (the feed hears of it at once, while the append waits for the replica)
+            assert _seat(api, table, "lost", "k1").status_code == 503
+            kept.lose()
+        finally:
+            os.kill(replica.pid, signal.SIGCONT)
+        assert _seat(api, table, "p1", "k2").status_code == 201
+        (third,) = stream.events_until(3)
+    assert third.data["data"]["player_id"] == "p1", third.data
+    client.close()
