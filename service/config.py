@@ -131,7 +131,7 @@ class Settings:
             raise ValueError(
                 "GUTS_WORKER_CONNECTIONS must be at least 2 and GUTS_STREAM_CAPACITY at least 0"
             )
-        if self.redis_timeout_s * 1000 <= self.redis_replica_timeout_ms:
+        if self.redis_cluster and self.redis_timeout_s * 1000 <= self.redis_replica_timeout_ms:
             raise ValueError(
                 "GUTS_REDIS_TIMEOUT_S must be longer than GUTS_REDIS_REPLICA_TIMEOUT_MS (a WAIT "
                 "that may take that long would be taken for an unanswered command)"

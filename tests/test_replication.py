@@ -358,9 +358,12 @@ def test_followers_apply_only_what_a_replica_holds_so_a_lost_suffix_forks_nothin
 def test_the_redis_timeout_is_longer_than_the_wait_for_replicas():
     """A WAIT may take GUTS_REDIS_REPLICA_TIMEOUT_MS: a shorter GUTS_REDIS_TIMEOUT_S would take
     every unconfirmed command for a node gone away."""
+    cluster = {"redis_cluster": True, "queue_redis_url": "redis://queues"}
     with pytest.raises(ValueError, match="GUTS_REDIS_TIMEOUT_S"):
-        Settings(redis_timeout_s=0.2, redis_replica_timeout_ms=200)
-    assert Settings(redis_timeout_s=0.5, redis_replica_timeout_ms=200).redis_timeout_s == 0.5
+        Settings(redis_timeout_s=0.2, redis_replica_timeout_ms=200, **cluster)
+    assert Settings(redis_timeout_s=0.5, redis_replica_timeout_ms=200, **cluster)
+    # (one Redis: the timeout is not used, nothing to agree with)
+    assert Settings(redis_timeout_s=1, redis_replica_timeout_ms=5000)
 
 
 def test_a_subscriber_never_sees_an_event_that_a_failover_lost(replicated_api):
