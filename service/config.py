@@ -65,6 +65,10 @@ class Settings:
     # its events (WAIT, within redis_replica_timeout_ms; else 503 outcome-unknown).
     redis_min_replicas: int = 0
     redis_replica_timeout_ms: int = 200
+    # On a Redis Cluster, a command unanswered this long is taken for its node being away (a
+    # stalled master: SIGSTOP, a frozen machine, a partition), so the client goes to whoever
+    # holds the slot once a replica has taken over, instead of waiting on the node.
+    redis_timeout_s: float = 1.0
     queue_redis_url: str | None = None
     operator_keys: tuple[str, ...] = ()
     auditor_keys: tuple[str, ...] = ()
@@ -127,6 +131,11 @@ class Settings:
             raise ValueError(
                 "GUTS_WORKER_CONNECTIONS must be at least 2 and GUTS_STREAM_CAPACITY at least 0"
             )
+        if self.redis_cluster and self.redis_timeout_s * 1000 <= self.redis_replica_timeout_ms:
+            raise ValueError(
+                "GUTS_REDIS_TIMEOUT_S must be longer than GUTS_REDIS_REPLICA_TIMEOUT_MS (a WAIT "
+                "that may take that long would be taken for an unanswered command)"
+            )
         if self.redis_cluster and not self.queue_redis_url:
             raise ValueError(
                 "GUTS_REDIS_CLUSTER is set: RQ needs a plain Redis for its queues "
@@ -142,6 +151,7 @@ class Settings:
             redis_cluster=_flag(env.get("GUTS_REDIS_CLUSTER", "")),
             redis_min_replicas=int(env.get("GUTS_REDIS_MIN_REPLICAS", 0)),
             redis_replica_timeout_ms=int(env.get("GUTS_REDIS_REPLICA_TIMEOUT_MS", 200)),
+            redis_timeout_s=float(env.get("GUTS_REDIS_TIMEOUT_S", 1)),
             queue_redis_url=env.get("GUTS_QUEUE_REDIS_URL") or None,
             operator_keys=_keys(env.get("GUTS_OPERATOR_KEYS", "")),
             auditor_keys=_keys(env.get("GUTS_AUDITOR_KEYS", "")),

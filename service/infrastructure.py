@@ -12,11 +12,14 @@ commands): the composition of the infrastructure from the settings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
 import redis
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import RedisCluster
+from redis.retry import Retry
 
 from service.application import TableService
 from service.application.values import IssueToken
@@ -26,6 +29,7 @@ from service.audit.jobs import QueuedJobs
 from service.config import Settings
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.redis_store import RedisEventStore
+from service.eventlog.replication import replicated_upto
 from service.eventlog.table_list import TableList
 from service.eventlog.vitals import Vitals
 from service.projections.follower import Follower
@@ -39,16 +43,31 @@ from service.tables.state_cache import StateCache, inherited
 
 CONNECTIONS = 32
 """Connections a process opens to Redis at most (per node of a cluster)."""
+CLUSTER_RETRIES, CLUSTER_RETRY_CAP_S = 10, 0.25
+"""How redis-py's cluster client retries a command whose node went away (reading the map of
+the slots again each time): 10 times (its default), waiting at most 250 ms between two (its
+default, 1 s, made a command notice a replica's promotion up to a second late: a second of
+unavailability added to each failover)."""
 
 
 def store_client(
     settings: Settings, *, connections: int = CONNECTIONS, wait_s: float = 10.0
 ) -> redis.Redis:
     """A client of the store's Redis (a cluster client with ``GUTS_REDIS_CLUSTER``); at most
-    `connections` connections (per node), a caller waiting up to `wait_s` for a free one."""
+    `connections` connections (per node), a caller waiting up to `wait_s` for a free one. On a
+    cluster a command unanswered for ``GUTS_REDIS_TIMEOUT_S`` fails: its node is away (a
+    stalled master), and the client reads the map of the slots again and goes to the slot's
+    master as it is then (once a replica has taken over), rather than waiting on that node."""
     url = _required(settings.redis_url)
     if settings.redis_cluster:
-        return cast(redis.Redis, RedisCluster.from_url(url, max_connections=connections))
+        cluster = RedisCluster.from_url(
+            url,
+            max_connections=connections,
+            socket_timeout=settings.redis_timeout_s,
+            socket_connect_timeout=settings.redis_timeout_s,
+            retry=Retry(ExponentialWithJitterBackoff(cap=CLUSTER_RETRY_CAP_S), CLUSTER_RETRIES),
+        )
+        return cast(redis.Redis, cluster)
     pool = redis.BlockingConnectionPool.from_url(url, max_connections=connections, timeout=wait_s)
     return redis.Redis(connection_pool=pool)
 
@@ -109,6 +128,12 @@ def wallet_of(settings: Settings, client: redis.Redis) -> Wallet:
     keys = RedisEventStore(client, prefix=settings.key_prefix)  # (its keys' names only)
     store = WalletStore(client, keys.idempotency_key, prefix=settings.key_prefix)
     return Wallet(store, schedule)
+
+
+def feed_confirmation(store: RedisEventStore) -> Callable[[str, int], bool] | None:
+    """For the live feed: whether the replicas hold a table's log up to a version (None
+    without ``GUTS_REDIS_MIN_REPLICAS``), so that it sends only what a failover keeps."""
+    return replicated_upto(store)
 
 
 def archiver(store: RedisEventStore, archive: Archive) -> Archive:

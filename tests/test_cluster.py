@@ -153,3 +153,72 @@ def test_guts_serve_on_a_cluster_with_rq_on_a_plain_redis(
         assert redis.Redis.from_url(redis_url).keys("guts:{*") == []  # no table on the queues'
     finally:
         served.kill()
+
+
+def test_a_worker_makes_the_store_client_once_for_the_webhook_jobs_it_forks(
+    cluster_client, redis_url
+):
+    """`guts worker` runs each webhook attempt as a job in a process of its own; it makes the
+    store's cluster client before it forks them, so the jobs do not each make one (reading
+    Redis's command table and the map of the slots: most of what held a worker to 3-5
+    attempts a second on a loaded machine). Every delivery arrives all the same."""
+    import os
+    import subprocess
+    import sys
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import redis
+    from redis.cluster import RedisCluster
+
+    from service.projections.follower import Followed
+    from service.projections.webhooks import Schedule
+    from service.rules.events import PlayerSeated
+
+    arrived: list[str] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            arrived.append(self.headers["webhook-id"])
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    queues = redis.Redis.from_url(redis_url)
+    queues.flushall()
+    hooks = WebhookStore(cluster_client, prefix="forked")
+    hooks.register("default", f"http://127.0.0.1:{server.server_port}/hook", ["player_seated"])
+    at = "2026-11-26T00:00:00Z"
+    seated = tuple((v, PlayerSeated(v, f"p{v}", 100, at)) for v in range(1, 7))
+    hooks.apply(Followed("forked-1", "default", 0, seated))
+    assert hooks.queue_due(Schedule(), queues=queues) == 6
+    cluster_client.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
+    node = cluster_client.get_default_node()
+    env = {
+        **os.environ,
+        "REDIS_URL": f"redis://127.0.0.1:{node.port}/0",
+        "GUTS_REDIS_CLUSTER": "1",
+        "GUTS_QUEUE_REDIS_URL": redis_url,
+        "GUTS_LOG_LEVEL": "warning",
+    }
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "service.cli", "worker", "--burst"],
+            env=env,
+            check=True,
+            timeout=120,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+        queues.close()
+    assert len(set(arrived)) == 6
+    stats = cluster_client.info("commandstats", target_nodes=RedisCluster.PRIMARIES)
+    made = sum(int(s.get("cmdstat_command", {}).get("calls", 0)) for s in stats.values())
+    assert made == 1  # the worker's one client, not one a job

@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 import redis
 from redis.cluster import RedisCluster
+from redis.crc import key_slot
 
 from service.config import Settings
 from service.eventlog.codec import decode_event
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.replication import replicated_log
 from service.eventlog.store import StoreError, StoreUnavailable
+from service.infrastructure import store_client
 from service.processes.redis_server import RedisServer
 from service.projections.follower import Followed, Follower
 from service.rules.decide import CreateTable, Deal, SeatPlayer, VoidHand
@@ -30,6 +32,7 @@ from service.tables import OutcomeUnknown, Tables
 from tests.apiclient import AUDITOR, OPERATOR, Api, _serve
 from tests.cluster import LocalCluster
 from tests.failover import Unreplicated
+from tests.sse import Stream
 
 
 def _until(done: Callable[[], bool], what: str, within_s: float = 30) -> None:
@@ -183,6 +186,54 @@ def test_a_forced_failover_while_commands_run_loses_no_acknowledged_command():
         client.close()
 
 
+@pytest.mark.parametrize("bypass", [True, False], ids=["shortcut", "redis-py"])
+def test_a_command_to_a_stopped_master_is_answered_by_its_promoted_replica(bypass):
+    """A master stopped (SIGSTOP: a frozen machine) holds a command only for
+    GUTS_REDIS_TIMEOUT_S at a time: once its replica has taken over, the command is answered
+    there while the old master is still stopped (without a timeout it waited for SIGCONT)."""
+    with LocalCluster(replicas=1, node_timeout_ms=1000) as cluster:
+        settings = Settings(
+            redis_url=cluster.url,
+            redis_cluster=True,
+            queue_redis_url="redis://unused",
+            redis_timeout_s=0.5,
+        )
+        client = store_client(settings)
+        store = RedisEventStore(client, prefix="stopped", bypass_redis_py=bypass)
+        table_id = "stopped-1"
+        confirmed = RedisEventStore(
+            client, prefix="stopped", min_replicas=1, replica_timeout_ms=5000
+        )
+        Tables(confirmed).execute(  # (held by the replica too)
+            table_id,
+            CreateTable(table_id, resolve_ruleset("three-card"), b"s" * 32, "c"),
+            create=True,
+        )
+        master = client.get_node_from_key(store.meta_key(table_id)).port
+        slot = key_slot(store.meta_key(table_id))
+        answered: list[int] = []
+
+        def seat() -> None:  # retried on 503 (a store error) as a client would
+            while True:
+                try:
+                    Tables(store).execute(table_id, SeatPlayer("p0", 1000))
+                    answered.append(store.load(table_id).version)
+                    return
+                except StoreError:
+                    time.sleep(0.05)
+
+        cluster.pause(master)
+        try:
+            seating = threading.Thread(target=seat, daemon=True)
+            seating.start()
+            _until(lambda: cluster.slot_owner().get(slot, master) != master, "a replica promoted")
+            _until(lambda: bool(answered), "the seat answered while the master is stopped", 10)
+        finally:
+            cluster.resume(master)
+        assert answered == [2]
+        client.close()
+
+
 @pytest.mark.parametrize(
     ("bypass", "key"),
     [(True, None), (False, "k")],
@@ -302,3 +353,56 @@ def test_followers_apply_only_what_a_replica_holds_so_a_lost_suffix_forks_nothin
     _until(lambda: follower.catch_up(table_id) > 0, "the follower applied the confirmed seat")
     assert recorded.events[table_id] == [stored.data for stored in store.read(table_id)]
     client.close()
+
+
+def test_the_redis_timeout_is_longer_than_the_wait_for_replicas():
+    """A WAIT may take GUTS_REDIS_REPLICA_TIMEOUT_MS: a shorter GUTS_REDIS_TIMEOUT_S would take
+    every unconfirmed command for a node gone away."""
+    cluster = {"redis_cluster": True, "queue_redis_url": "redis://queues"}
+    with pytest.raises(ValueError, match="GUTS_REDIS_TIMEOUT_S"):
+        Settings(redis_timeout_s=0.2, redis_replica_timeout_ms=200, **cluster)
+    assert Settings(redis_timeout_s=0.5, redis_replica_timeout_ms=200, **cluster)
+    # (one Redis: the timeout is not used, nothing to agree with)
+    assert Settings(redis_timeout_s=1, redis_replica_timeout_ms=5000)
+
+
+def test_a_subscriber_never_sees_an_event_that_a_failover_lost(replicated_api):
+    """The live feed sends only what a replica holds: a seat answered 503 outcome-unknown,
+    then lost (the replica promoted in the master's place never had it), never reaches a
+    subscriber, who gets the seat made at that version afterwards."""
+    api, master, replica = replicated_api
+    created = _confirmed(
+        lambda: api.post("/v1/tables", {"preset": "three-card"}, headers=_key("t"))
+    )
+    table = created.json()["table_id"]
+    _confirmed(lambda: _seat(api, table, "p0", "k0"))
+    client = redis.Redis.from_url(master.url)
+    path = f"/v1/tables/{table}/stream"
+    with Stream.open(api.base, path, token=OPERATOR, after=0) as stream:
+        assert [m.id for m in stream.events_until(2)] == [1, 2]
+        kept = Unreplicated(client, RedisEventStore(client), table)
+        os.kill(replica.pid, signal.SIGSTOP)
+        try:
+            # (the feed hears of it at once, while the append waits for the replica)
+            assert _seat(api, table, "lost", "k1").status_code == 503
+            kept.lose()
+        finally:
+            os.kill(replica.pid, signal.SIGCONT)
+        _confirmed(lambda: _seat(api, table, "p1", "k2"))
+        (third,) = stream.events_until(3)
+    assert third.data["data"]["player_id"] == "p1", third.data
+    client.close()
+
+
+def _key(key: str) -> dict[str, str]:
+    return {"Idempotency-Key": key}
+
+
+def _confirmed(send: Callable[[], Any], within_s: float = 10) -> Any:
+    """`send`'s 2xx answer, repeated (with its idempotency key) while it answers 503 as a
+    client does: on a loaded machine the replica may take longer than the 200 ms allowed."""
+    deadline = time.monotonic() + within_s
+    while (answer := send()).status_code == 503 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert 200 <= answer.status_code < 300, answer.text
+    return answer

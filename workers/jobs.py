@@ -6,6 +6,7 @@ Deadlines are not jobs: the dispatcher (``workers.dispatcher``) enforces them.
 
 from __future__ import annotations
 
+import logging
 import time
 import urllib.error
 import urllib.request
@@ -13,7 +14,8 @@ from dataclasses import replace
 from typing import Any
 
 import orjson
-from redis import Redis
+from redis import Redis, RedisError
+from redis.exceptions import RedisClusterException
 from rq import get_current_job
 
 from service.archive import collusion
@@ -24,6 +26,8 @@ from service.infrastructure import event_store, ledger_of, open_archive, store_c
 from service.projections.webhooks import Schedule, WebhookStore, sign
 from service.rules.errors import GutsError
 from service.rules.times import parse_iso
+
+log = logging.getLogger("guts.worker")
 
 
 def audit_job(audit_id: str, table_id: str, key_prefix: str) -> dict[str, Any]:
@@ -72,15 +76,52 @@ def collusion_job(report_id: str, key_prefix: str) -> dict[str, Any]:
     return result
 
 
+STORE_CLIENT_FOR_S = 10.0
+"""How long the worker keeps one client of the store before it makes another (`store_ready`)."""
+_store: tuple[float, tuple[str, bool], Redis] | None = None
+"""The store's client made by this worker process: when, for which Redis, and the client."""
+
+
+def store_ready(settings: Settings | None = None, now: float | None = None) -> None:
+    """Make the store's client (``REDIS_URL``) in the worker, before it forks a job's process,
+    so that each job starts with it rather than a client of its own: a cluster client starts
+    by reading Redis's command table and the map of the slots (~200 ms of CPU a job on a
+    loaded machine, two thirds of a webhook attempt's cost). The job's process opens its own
+    connections (redis-py's pools do so in a forked process); a client older than
+    `STORE_CLIENT_FOR_S` is made again, so the map a job starts from is recent (a job that
+    meets a failover reads it again itself). A Redis that cannot be reached leaves the jobs
+    to make their own client (and meet the error there, as a job's failure)."""
+    global _store
+    settings = settings or Settings.from_env()
+    now = time.monotonic() if now is None else now
+    if not settings.redis_url:
+        return
+    which = (settings.redis_url, settings.redis_cluster)
+    if _store is not None and _store[1] == which and now - _store[0] < STORE_CLIENT_FOR_S:
+        return
+    if _store is not None:
+        _store[2].close()
+        _store = None
+    try:
+        _store = (now, which, store_client(settings, connections=4))
+    except (RedisError, RedisClusterException, OSError) as error:
+        log.warning("the store's Redis cannot be reached: %s", type(error).__name__)
+
+
 def _job_stores(key_prefix: str) -> tuple[Settings, Redis]:
     """The running job's settings (its keys under `key_prefix`) and the store's Redis
-    (``REDIS_URL``, a cluster with ``GUTS_REDIS_CLUSTER``), which may not be where the job was
+    (``REDIS_URL``, a cluster with ``GUTS_REDIS_CLUSTER``: the client the worker made before it
+    forked this job, `store_ready`, else one of its own), which may not be where the job was
     queued; without ``REDIS_URL`` (a worker run in-process), the queues'."""
     job = get_current_job()
     if job is None:
         raise RuntimeError("not running inside an RQ job")
     settings = replace(Settings.from_env(), key_prefix=key_prefix)
-    return settings, store_client(settings, connections=4) if settings.redis_url else job.connection
+    if not settings.redis_url:
+        return settings, job.connection
+    if _store is not None and _store[1] == (settings.redis_url, settings.redis_cluster):
+        return settings, _store[2]
+    return settings, store_client(settings, connections=4)
 
 
 def deliver_webhook(

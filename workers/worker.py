@@ -12,10 +12,12 @@ import uuid
 
 from redis import Redis
 from redis.client import Pipeline
-from rq import Worker
+from rq import Queue, Worker
+from rq.job import Job
 
 from service.pacing import Heartbeat
 
+from .jobs import store_ready
 from .queues import QUEUES, SERIALIZER
 
 
@@ -34,6 +36,12 @@ class BeatingWorker(Worker):
     loop) also beats the supervisor's (``service.processes.supervisor.Heartbeat``)."""
 
     beats: Heartbeat | None = None
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        """Run `job` in a process of its own, as RQ does, forked from a worker that holds
+        the store's client (`workers.jobs.store_ready`)."""
+        store_ready()
+        super().execute_job(job, queue)
 
     def heartbeat(self, timeout: int | None = None, pipeline: Pipeline | None = None) -> None:
         if self.beats is not None:

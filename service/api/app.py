@@ -20,6 +20,7 @@ from service.application.errors import StoreUnavailable
 from service.config import Settings
 from service.infrastructure import (
     build_table_service,
+    feed_confirmation,
     quarantine_list,
     store_client,
     vitals_of,
@@ -131,7 +132,13 @@ def create_app(
         settings.stream_capacity
         or default_capacity(settings.worker_connections, settings.web_workers)
     )
-    feed = Feed(redis_client, usecases, built.store.notices, slots=slots)
+    feed = Feed(
+        redis_client,
+        usecases,
+        built.store.notices,
+        slots=slots,
+        confirm=feed_confirmation(built.store),
+    )
     limits = RateLimits(settings)
     services = Services(settings, redis_client, auth, usecases, feed, limits)
     app.extensions["guts"] = services

@@ -18,6 +18,14 @@ at or below what it has sent; a message that skips versions makes it read the ga
 One that wants nothing the feed delivered before (registered while the feed was not
 delivering its table) reads no backlog (10,000 streams opened made 10,000 empty reads).
 
+**Only what the replicas hold.** With ``GUTS_REDIS_MIN_REPLICAS`` (`confirm`), the feed sends
+a table's events only once the replicas hold its log up to them (the followers' round trip:
+`service.eventlog.replication.replicated_upto`), asked before the events are read: an append
+publishes its notice before its ``WAIT``, and an event a failover then loses (its command
+answered 503 outcome-unknown) must never reach a subscriber. Events not held yet are looked
+at again every `CONFIRM_AGAIN_S`; a backlog read stops at what the replicas hold (waiting up
+to `CONFIRM_FOR_S` for them), the rest coming live.
+
 **Slow subscribers.** Each subscriber has a bounded queue (`buffer` messages). When it is
 full, the feed skips that subscriber, which later reads what it missed from the log itself
 (a burst costs a short catch-up, not the stream). One whose queue stays full for `lag_limit_s`
@@ -67,6 +75,10 @@ LAG_LIMIT_S = 30.0
 """How long a subscriber's queue may stay full before the subscriber is dropped."""
 PAGE = 500
 """Events read at a time."""
+CONFIRM_AGAIN_S = 0.2
+"""How soon events the replicas did not yet hold are looked at again."""
+CONFIRM_FOR_S = 5.0
+"""How long a backlog read waits for the replicas before it sends what they hold."""
 
 _END = object()
 _feeds: weakref.WeakSet[Feed] = weakref.WeakSet()
@@ -118,6 +130,8 @@ class _Followed:
     subscribers: set[Subscription] = field(default_factory=set)
     delivering: bool = False
     """Whether the listener is queuing events after `last` for the subscribers it found."""
+    unconfirmed: bool = False
+    """Whether events after `last` wait for the replicas to hold them (looked at again)."""
 
 
 class Feed:
@@ -133,8 +147,12 @@ class Feed:
         keep_alive_s: float = KEEP_ALIVE_S,
         lag_limit_s: float = LAG_LIMIT_S,
         slots: StreamSlots | None = None,
+        confirm: Callable[[str, int], bool] | None = None,
     ) -> None:
         self.client = client
+        self.confirm = confirm
+        """Whether the replicas hold a table's log up to a version (None: not asked, no
+        replicas wanted): with it, only events they hold are sent (see the module doc)."""
         self.reads = reads
         self.channel = channel
         self.buffer = buffer
@@ -234,6 +252,8 @@ class Feed:
             self.unsubscribe(subscription)
 
     def _backlog(self, subscription: Subscription, upto: int | None = None) -> Iterator[bytes]:
+        if upto is None and self.confirm is not None:
+            upto = self._held_backlog(subscription)
         while upto is None or subscription.sent < upto:
             body = self.reads.events(
                 subscription.caller, subscription.table_id, subscription.sent, PAGE
@@ -244,6 +264,20 @@ class Feed:
             for item in items:
                 subscription.sent = item["version"]
                 yield sse_message(item)
+
+    def _held_backlog(self, subscription: Subscription) -> int:
+        """The version up to which the replicas hold the table's log, for a backlog read to
+        stop at: the table's version once they hold it, asked again every CONFIRM_AGAIN_S
+        (the stream waits meanwhile, at most CONFIRM_FOR_S: less than a keep-alive's period),
+        else what the subscriber was sent: nothing more now; the live feed sends the rest
+        once the replicas hold it."""
+        deadline = time.monotonic() + CONFIRM_FOR_S
+        while True:
+            version = self.reads.tables.load(subscription.table_id).version
+            held = self._held(subscription.table_id, version, subscription.sent)
+            if held == version or time.monotonic() > deadline:
+                return held
+            time.sleep(CONFIRM_AGAIN_S)
 
     # --- the listener ---------------------------------------------------------------------
 
@@ -261,9 +295,12 @@ class Feed:
                 self._deliver_all()  # whatever was appended while we were not listening
                 pause = 0.1
                 while self._closed is None:
-                    notice = pubsub.get_message(timeout=1.0)
+                    waiting = self._unconfirmed()
+                    notice = pubsub.get_message(timeout=CONFIRM_AGAIN_S if waiting else 1.0)
                     if notice is not None:
                         self._notice(notice["data"])
+                    for table_id in waiting:
+                        self._deliver_safely(table_id)
             except (redis.RedisError, StoreUnavailable) as error:
                 log.warning("the live feed lost Redis; it reconnects", extra={"error": str(error)})
                 threading.Event().wait(pause)
@@ -280,6 +317,10 @@ class Feed:
             behind = followed is not None and int(version_text) > followed.last
         if behind:
             self._deliver_safely(table_id)
+
+    def _unconfirmed(self) -> list[str]:
+        with self._lock:
+            return [table_id for table_id, f in self._followed.items() if f.unconfirmed]
 
     def _deliver_all(self) -> None:
         with self._lock:
@@ -315,7 +356,9 @@ class Feed:
             if state.version < last:  # its log lost events the streams were sent
                 self._unfollow(table_id, "the table's log is behind what was sent; resume")
                 return
-            read = self.reads.tables.events(table_id, last, state.version - last)
+            held = self._held(table_id, state.version, last)
+            followed.unconfirmed = held < state.version
+            read = self.reads.tables.events(table_id, last, held - last) if held > last else []
             self._offer_all(state, read, subscribers)
         except (GutsError, CorruptLog) as unreadable:  # this table only: the others go on
             self._unfollow(table_id, f"the table cannot be read: {unreadable}")
@@ -324,6 +367,14 @@ class Feed:
                 followed.delivering = False
                 if read and followed.last < read[-1][0]:
                     followed.last = read[-1][0]
+
+    def _held(self, table_id: str, version: int, since: int) -> int:
+        """Up to which version the table's events may be sent: `version` when the replicas
+        hold the log up to it (or none are asked for), else `since` (nothing more yet: all
+        or nothing, so the state the events are rendered with is the one they lead to)."""
+        if version <= since or self.confirm is None or self.confirm(table_id, version):
+            return version
+        return since
 
     def _offer_all(
         self, state: TableState, read: list[tuple[int, Any]], subscribers: list[Subscription]

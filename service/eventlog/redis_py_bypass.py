@@ -140,7 +140,14 @@ class DirectCommands:
                     except redis.ResponseError as error:  # an error reply: read on
                         replies.append(None)
                         refused = refused or error
-            except (redis.ConnectionError, redis.TimeoutError):
+            except redis.TimeoutError:
+                # No answer in time (a stalled node): the same node would keep the next
+                # attempt waiting as long, so the caller hears of it now (on a cluster, it goes
+                # where the map says once it has been read again).
+                connection.disconnect()
+                self._dropped()
+                raise
+            except redis.ConnectionError:
                 connection.disconnect()
                 # The free ones were opened to the same server: after a restart they are all
                 # broken, so the next attempt takes a new connection.

@@ -32,7 +32,7 @@ from redis.exceptions import (
 
 from service.eventlog.store import NotReplicated, StoredEvent
 
-__all__ = ["REROUTED", "Replicated", "pipelined", "replicated_log", "rerouted"]
+__all__ = ["REROUTED", "Replicated", "pipelined", "replicated_log", "replicated_upto", "rerouted"]
 
 REROUTED = (
     redis.ConnectionError,
@@ -151,15 +151,47 @@ def replicated_log(store: Any) -> Callable[[str, StoredEvent], bool] | None:
     master failing over, an event a failover lost) is not applied: nothing unreplicated
     reaches the archive, the ledger or the webhooks, and a failover that loses a suffix
     leaves none of them ahead of the log."""
+    held = _held_by_replicas(store)
+    if held is None:
+        return None
+
+    def confirmed(table_id: str, last: StoredEvent) -> bool:
+        reply, enough = held(table_id, last.version)
+        return enough and reply == last.data
+
+    return confirmed
+
+
+def replicated_upto(store: Any) -> Callable[[str, int], bool] | None:
+    """For a reader that hands out only what the replicas hold (the live feed, with a
+    `RedisEventStore` that asks for replicas; None for one that does not): whether they hold a
+    table's log up to `version`, as its master holds it now (the same round trip as
+    `replicated_log`). Events read after it said so, up to that version, are the replicas'
+    too (a failover that promotes one of them keeps them)."""
+    held = _held_by_replicas(store)
+    if held is None:
+        return None
+
+    def confirmed(table_id: str, version: int) -> bool:
+        reply, enough = held(table_id, version)
+        return enough and bool(reply)
+
+    return confirmed
+
+
+def _held_by_replicas(store: Any) -> Callable[[str, int], tuple[Any, bool]] | None:
+    """The confirmation's round trip for `store` (None when it asks for no replicas): the
+    event at a version as its table's master holds it (None: none) and whether enough
+    replicas acknowledged the mark written after it."""
     replication: Replicated | None = getattr(store, "replication", None)
     if replication is None or not replication.min_replicas:
         return None
     script = store.client.register_script(_CONFIRM_LUA)
 
-    def confirmed(table_id: str, last: StoredEvent) -> bool:
+    def held(table_id: str, version: int) -> tuple[Any, bool]:
         events = store.events_key(table_id)
         keys = [events, events[: -len(b"events")] + b"confirmed"]
-        reply, acked = replication.run(script, keys, [last.version])
-        return reply == last.data and acked is not None and acked >= replication.min_replicas
+        reply, acked = replication.run(script, keys, [version])
+        return reply, acked is not None and acked >= replication.min_replicas
 
-    return confirmed
+    return held

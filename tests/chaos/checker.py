@@ -45,6 +45,7 @@ class Observed:
     audits: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     behind: dict[str, str] = field(default_factory=dict)  # tables the archive did not catch up
     undelivered: dict[str, int] = field(default_factory=dict)  # what the store holds of them
+    drained_s: float | None = None  # how long the webhooks due took to arrive, once read back
 
     def log(self, table: str) -> dict[int, dict[str, Any]]:
         """The table's log, decoded: Redis's, after the archive's events of the versions

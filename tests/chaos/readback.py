@@ -121,14 +121,38 @@ def read_back(
         observed.ledgers[table] = _ledger(topology, table)
         observed.audits[table] = _audit(topology, table)
 
-    def delivered() -> bool:
+    def undelivered() -> int:
         observed.webhooks = receiver.snapshot()
         missing = checker.webhooks(observed, tables)
-        return not any("not delivered" in detail for _, detail in missing)
+        return sum(1 for _, detail in missing if "not delivered" in detail)
 
-    if not _poll(delivered, every=1.0):
+    started = time.monotonic()
+    if _drained(undelivered):
+        observed.drained_s = time.monotonic() - started
+    else:
         observed.undelivered = _undelivered(topology, observed, tables)
     return observed
+
+
+DRAIN_S, STALLED_S = 600.0, 60.0
+"""How long the webhooks due are waited for at most (the queue draining), and how long without
+one more of them delivered before they are judged."""
+
+
+def _drained(undelivered: Callable[[], int]) -> bool:
+    """Whether `undelivered()` reached 0: polled each second while it goes down, for at most
+    DRAIN_S, or until it has not gone down for STALLED_S."""
+    deadline = time.monotonic() + DRAIN_S
+    fewest, since = undelivered(), time.monotonic()
+    while fewest:
+        now = time.monotonic()
+        if now > deadline or now - since > STALLED_S:
+            return False
+        time.sleep(1.0)
+        left = undelivered()
+        if left < fewest:
+            fewest, since = left, time.monotonic()
+    return True
 
 
 def _undelivered(

@@ -160,6 +160,7 @@ def _report(
         "audits": len(observed.audits),
         "webhooks_received": len(observed.webhooks),
         "webhooks_undelivered": observed.undelivered,
+        "webhooks_drained_s": None if observed.drained_s is None else round(observed.drained_s, 1),
         "violations": [{"kind": k, "detail": d} for k, d in violations],
     }
 
@@ -181,7 +182,8 @@ def text(report: dict[str, Any]) -> str:
         f"audits ok: {report['audits_ok']} of {report['audits']}; webhooks received: "
         f"{report['webhooks_received']}; dispatcher exits: {report['dispatcher_exits']}; "
         f"uncaught exceptions: {report['uncaught']}",
-        f"webhooks not delivered, as the store holds them: {report['webhooks_undelivered']}",
+        f"webhooks not delivered, as the store holds them: {report['webhooks_undelivered']}; "
+        f"the last due arrived {report['webhooks_drained_s']} s after the rest was read back",
         f"unavailability per failover (s): {report['unavailability_s']}",
         f"deadlines acted on by the dispatchers: {report['deadlines_acted_on']}",
     ]

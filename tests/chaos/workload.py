@@ -22,6 +22,11 @@ from tests.chaos.topology import OPERATOR_KEY
 RETRY_FOR_S = 90.0
 """How long one command is retried before the client gives up on it (its outcome unknown)."""
 TIMEOUT_S = 10.0
+RETRY_S = (0.05, 0.25)
+"""A command's retries: the first 50 ms after a failed attempt, the wait doubling up to 250 ms
+(not the 503's `Retry-After`, whole seconds): the unavailability measured is the service's,
+give or take a quarter of a second, not the client's own waits (a cap of 1 s made up to a
+second of each failover's figure)."""
 DEADLINE_RULES = {"decision_timeout_s": 1, "auto_resolve": True}
 """Deadline tables: a seat that does not declare is out after 1 s, and the table resolves by
 itself: the dispatchers act there."""
@@ -85,7 +90,7 @@ class Client:
         headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": record.key}
         record.sent = record.sent or time.monotonic()
         self.history.add(record)
-        wait = 0.05
+        wait = RETRY_S[0]
         while time.monotonic() - record.sent < RETRY_FOR_S:
             record.attempts += 1
             began = time.monotonic()
@@ -111,7 +116,7 @@ class Client:
                 with self.history.lock:
                     self.history.server_errors += 1
             time.sleep(wait)
-            wait = min(wait * 2, 1.0)
+            wait = min(wait * 2, RETRY_S[1])
         return record
 
     def read(self, path: str) -> dict[str, Any] | None:
