@@ -236,6 +236,7 @@ def test_a_wallet_that_answers_again_has_its_waiting_credits_retried_at_once(
     wallet.always["credit"] = "down"
     assert wallet_api.post(f"/v1/tables/{table}/end").status_code == 200
     duty = wallet_of(wallet_api, replace(FAST, first_retry_s=600.0, max_wait_s=3600.0))
+
     def tried() -> bool:
         credits = _credits(wallet_api)
         return len(credits) == 3 and all(c["attempts"] >= 1 for c in credits)
