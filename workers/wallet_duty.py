@@ -29,6 +29,7 @@ CALLERS = 16
 
 def finish_due(wallet: Wallet, pool: ThreadPoolExecutor, batch: int = 500) -> int:
     """Claim and finish every tenant's due transactions (up to `batch` each); how many."""
+    wallet.hasten_again()
     done = 0
     for tenant in wallet.store.tenants():
         due = wallet.store.due(tenant, LEASE_S, batch)

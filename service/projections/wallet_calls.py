@@ -66,6 +66,7 @@ class Wallet:
         self.transaction = store.transaction
         self._settings: dict[str, dict[str, Any]] = {}  # each tenant's, as last used here
         self._hastened: dict[str, float] = {}  # when each tenant's retries were last hastened
+        self._again: dict[str, float] = {}  # when to hasten each tenant's once more
 
     @staticmethod
     def seat_key(transaction_id: str) -> str:
@@ -193,11 +194,26 @@ class Wallet:
 
     def _back(self, tenant: str) -> None:
         """The tenant's wallet answered a retried call: its other retries need not wait out
-        their backoff (`WalletStore.hasten`; once per `HASTEN_EVERY_S` here)."""
+        their backoff (`WalletStore.hasten`; once per `HASTEN_EVERY_S` here), nor those whose
+        calls were under way as it came back, which fail and wait after this pass: once more
+        when a call's timeout has passed (`hasten_again`)."""
         now = self._now()
         if now - self._hastened.get(tenant, float("-inf")) < self.HASTEN_EVERY_S:
             return
         self._hastened[tenant] = now
+        self._again[tenant] = now + self.schedule.timeout_s + 1.0
+        self._hasten(tenant)
+
+    def hasten_again(self) -> None:
+        """The second pass of `_back` for each tenant whose moment came (the wallet duty
+        calls this on each round)."""
+        now = self._now()
+        for tenant, at in list(self._again.items()):
+            if now >= at:
+                self._again.pop(tenant, None)
+                self._hasten(tenant)
+
+    def _hasten(self, tenant: str) -> None:
         moved = self.store.hasten(tenant)
         if moved:
             log.info("wallet of %s answers again: %d retries brought forward", tenant, moved)

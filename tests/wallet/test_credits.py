@@ -8,6 +8,8 @@ rolled back otherwise; a seat and a rollback racing on one debit: exactly one wi
 from __future__ import annotations
 
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
@@ -19,6 +21,7 @@ from service.tables import IdempotencyReused
 from tests.apiclient import SERVED, Api
 from tests.wallet.conftest import FAST, PLAYERS, connect, follow, settle, transactions, wallet_of
 from tests.wallet_server import TestWallet
+from workers.wallet_duty import finish_due
 
 
 def _funded(api: Api, table: str, player: str, chips: int) -> dict:
@@ -228,7 +231,9 @@ def test_a_wallet_that_answers_again_has_its_waiting_credits_retried_at_once(
 ):
     """Credits that failed while the wallet was away wait out a backoff that grew meanwhile;
     the first of them it takes again brings the others forward, so all are paid within
-    moments of its return rather than at the end of their own waits (here 10 minutes)."""
+    moments of its return rather than at the end of their own waits (here 10 minutes); and
+    one whose call was under way as it came back (its failure recorded after that) is brought
+    forward once more a call's timeout later."""
     connect(wallet_api, wallet)
     table = wallet_api.table("three-card")
     for player in ("ann", "bob", "cat"):
@@ -245,9 +250,13 @@ def test_a_wallet_that_answers_again_has_its_waiting_credits_retried_at_once(
     del wallet.always["credit"]  # the wallet is back; one credit's wait runs out
     client = SERVED[wallet_api.base].extensions["guts"].redis
     due = "guts:{%wallet:default}:due"
-    first = _credits(wallet_api)[0]["transaction_id"]
-    (key,) = [k for k in client.zrange(due, 0, -1) if k.decode().endswith(first)]
-    client.zadd(due, {key: 0}, xx=True)
+    keys = {k.decode().rpartition(":")[2]: k for k in client.zrange(due, 0, -1)}
+    first, _, late = (keys[c["transaction_id"]] for c in _credits(wallet_api))
+    client.zadd(due, {first: 0}, xx=True)
+    with ThreadPoolExecutor(4) as pool:
+        assert finish_due(duty, pool) == 1  # the first, paid: the others brought forward
+    assert client.zscore(due, late) <= time.time()
+    client.zadd(due, {late: time.time() + 600}, xx=True)  # as if its call failed just now
     settle(wallet_api, duty, _all_confirmed(wallet_api, 3), within_s=20)
     assert wallet.effects["credit"] == 3
     assert all(wallet.balances[p] == PLAYERS[p] for p in ("ann", "bob", "cat"))
