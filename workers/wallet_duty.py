@@ -16,13 +16,11 @@ import redis
 
 from service.eventlog.redis_errors import redis_away
 from service.pacing import Backoff
-from service.projections.wallet_calls import Wallet
+from service.projections.wallet_calls import CLAIM_LEASE_S, Wallet
 
 log = logging.getLogger("guts.wallet")
 REDIS_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
-LEASE_S = 30.0
-"""How long a claimed transaction is its claimant's before it comes due again (longer than a
-call's timeout and its recording)."""
+LEASE_S = CLAIM_LEASE_S
 CALLERS = 16
 """Calls made at once (a slow wallet holds a caller for its timeout)."""
 

@@ -265,22 +265,27 @@ class WalletStore:
         raws = cast(list[bytes | None], self.client.hmget(self.key(tenant, "tx"), keys))
         return [orjson.loads(raw) for raw in raws if raw is not None]
 
-    def hasten(self, tenant: str, batch: int = 1000) -> int:
-        """Bring the tenant's pending credits and rollbacks whose next attempt waits past now
-        forward to now (the wallet answers again: their backoff, grown while it was away,
-        would hold them up to `max_wait_s` more); debits keep their grace. How many."""
+    def hasten(self, tenant: str, lease_s: float, batch: int = 1000) -> int:
+        """Bring the tenant's pending credits and rollbacks whose next attempt waits more
+        than `lease_s` forward to now (the wallet answers again: their backoff, grown while
+        it was away, would hold them up to `max_wait_s` more); how many. One due within
+        `lease_s` is left alone: it may be claimed (a claim moves it that far: its call may
+        be under way, and must not be sent twice at once) or comes due soon anyway; debits
+        keep their grace."""
         now = self._now()
         due_key, tx_key = self.key(tenant, "due"), self.key(tenant, "tx")
         moved = kept = 0
         while True:
             chunk = cast(
-                list[bytes], self.client.zrangebyscore(due_key, f"({now}", "+inf", kept, batch)
+                list[bytes],
+                self.client.zrangebyscore(due_key, f"({now + lease_s}", "+inf", kept, batch),
             )
             if not chunk:
                 return moved
             raws = cast(list[bytes | None], self.client.hmget(tx_key, chunk))
             waiting = {k: now for k, r in zip(chunk, raws, strict=True) if r and _retried(r)}
-            if waiting:  # (only ever sooner, and only while still listed: XX LT)
+            if waiting:  # (only ever sooner, only while listed: XX LT; none can be claimed
+                # meanwhile: a claim takes only what is due now)
                 moved += cast(int, self.client.zadd(due_key, waiting, xx=True, lt=True, ch=True))
             kept += len(chunk) - len(waiting)
             if len(chunk) < batch:

@@ -35,6 +35,9 @@ from service.projections.wallet_messages import Answer, WalletSchedule, call
 from service.rules import wallet as w
 
 log = logging.getLogger("guts.wallet")
+CLAIM_LEASE_S = 30.0
+"""How long a transaction the wallet duty claimed is its claimant's before it comes due again
+(longer than a call's timeout and its recording)."""
 
 Make = Callable[[dict[str, Any]], dict[str, Any]]
 """A debit's record made of the tenant's wallet settings."""
@@ -214,7 +217,7 @@ class Wallet:
                 self._hasten(tenant)
 
     def _hasten(self, tenant: str) -> None:
-        moved = self.store.hasten(tenant)
+        moved = self.store.hasten(tenant, CLAIM_LEASE_S)
         if moved:
             log.info("wallet of %s answers again: %d retries brought forward", tenant, moved)
 

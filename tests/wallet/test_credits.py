@@ -251,12 +251,15 @@ def test_a_wallet_that_answers_again_has_its_waiting_credits_retried_at_once(
     client = SERVED[wallet_api.base].extensions["guts"].redis
     due = "guts:{%wallet:default}:due"
     keys = {k.decode().rpartition(":")[2]: k for k in client.zrange(due, 0, -1)}
-    first, _, late = (keys[c["transaction_id"]] for c in _credits(wallet_api))
-    client.zadd(due, {first: 0}, xx=True)
+    first, busy, late = (keys[c["transaction_id"]] for c in _credits(wallet_api))
+    claimed = time.time() + 29  # claimed by another dispatcher: its call may be under way
+    client.zadd(due, {first: 0, busy: claimed}, xx=True)
     with ThreadPoolExecutor(4) as pool:
-        assert finish_due(duty, pool) == 1  # the first, paid: the others brought forward
+        assert finish_due(duty, pool) == 1  # the first, paid: the waiting one brought forward
     assert client.zscore(due, late) <= time.time()
-    client.zadd(due, {late: time.time() + 600}, xx=True)  # as if its call failed just now
+    assert client.zscore(due, busy) == pytest.approx(claimed, abs=0.01)  # never sent twice
+    client.zadd(due, {late: time.time() + 600, busy: 0}, xx=True)  # late: as if its call
+    # failed just now; busy: its claimant gone
     settle(wallet_api, duty, _all_confirmed(wallet_api, 3), within_s=20)
     assert wallet.effects["credit"] == 3
     assert all(wallet.balances[p] == PLAYERS[p] for p in ("ann", "bob", "cat"))
