@@ -14,6 +14,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil  # type: ignore[import-untyped]
 import psycopg
 
 from service.eventlog.store import ArchiveUnavailable
@@ -108,18 +109,35 @@ class EmbeddedPostgres:
 
     @property
     def running(self) -> bool:
-        """Whether its postmaster is running (True before `start` and after `stop`)."""
+        """Whether its postmaster is running (True before `start` and after `stop`). One
+        killed but not reaped yet (a zombie: its adopter, often pid 1, reaps when it will)
+        is not running, though its pid exists."""
         server = self._server
-        return server is None or bool(server.get_postmaster_info().is_running())  # type: ignore[attr-defined]
+        if server is None:
+            return True
+        info = server.get_postmaster_info()  # type: ignore[attr-defined]
+        return bool(info.is_running()) and not _zombie(info.pid)
 
     def restart(self) -> None:
         """Start it again on its data (after it died: PostgreSQL recovers from its WAL); at
-        the same URL (its socket is in its data directory's)."""
+        the same URL (its socket is in its data directory's). The lock file of a postmaster
+        left a zombie is removed first: pgserver and PostgreSQL would both take its pid,
+        which exists until reaped, for a server still running, and start none."""
         server = self._server
         if server is not None:
+            if _zombie(server.get_postmaster_info().pid):  # type: ignore[attr-defined]
+                (self.directory / "postmaster.pid").unlink(missing_ok=True)
             server.ensure_postgres_running()  # type: ignore[attr-defined]
 
     def stop(self) -> None:
         server, self._server = self._server, None
         if server is not None:
             server.cleanup()  # type: ignore[attr-defined]
+
+
+def _zombie(pid: int) -> bool:
+    """Whether process `pid` has exited and waits to be reaped."""
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 import pytest
 import redis
@@ -163,6 +164,19 @@ def test_an_archiver_killed_mid_batch_loses_nothing_and_archives_nothing_twice(
     _audit_all(redis_client, empty_archive, sorted(logs))
 
 
+def _gone(pid: int, data: Path) -> bool:
+    """Whether the killed postmaster `pid` is gone. One left a zombie by whoever adopted it
+    counts, and its lock file is removed: pgserver and PostgreSQL would both take its pid,
+    which exists until reaped, for a server still running, and start none."""
+    try:
+        if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            return False
+    except psutil.NoSuchProcess:
+        return True
+    (data / "postmaster.pid").unlink(missing_ok=True)
+    return True
+
+
 def _outages(log: Path) -> int:
     """How often the dispatcher's archiver has said it cannot reach PostgreSQL."""
     return log.read_text(errors="replace").count("cannot reach its stores")
@@ -222,6 +236,7 @@ def test_postgres_killed_while_hands_are_played_loses_nothing(
             _eventually(lambda: _outages(log) >= 3, 30, "the archiver tried again")
             _eventually(lambda: _played_on(store, versions, 20), 30, "hands went on")
             assert {t: store.trimmed(t) for t in held} == held
+            _eventually(lambda: _gone(postmaster, data), 30, "the killed postmaster gone")
             server.ensure_postgres_running()  # started again, on the same data
             url = str(server.get_uri())
             versions = {t: store.load(t).version for t in held}
