@@ -46,6 +46,13 @@ function say(text, result) {
   page.said = made ?? (page.view ? page.view.version : 0);
 }
 
+/** A status line about the page, not the table (a link copied, the key kept): it stays until
+ * the next message, whatever the table does meanwhile. */
+function note(text) {
+  $("status").textContent = text;
+  page.said = null;
+}
+
 const act = actWith(say, t);
 const log = new EventLog($("events"));
 
@@ -192,9 +199,9 @@ function renderLinks() {
     const copy = button(t("play.copy_link"), async () => {
       try {
         await navigator.clipboard.writeText(url);
-        say(t("play.copied", { name: player }));
+        note(t("play.copied", { name: player }));
       } catch {
-        say(t("play.copy_failed"));
+        note(t("play.copy_failed"));
       }
     }, { "aria-label": t("play.copy_link_for", { name: player }) });
     item.append(element("a", t("play.seat_link", { seat, name: player }), { href: url, target: "_blank", rel: "noopener" }), " ", copy);
@@ -212,12 +219,12 @@ function wireOperator() {
   $("key-form").addEventListener("submit", (event) => {
     event.preventDefault();
     keepKey($("key").value);
-    say(t("common.key_kept"));
+    note(t("common.key_kept"));
   });
   $("forget-key").addEventListener("click", () => {
     forgetKey();
     $("key").value = "";
-    say(t("common.key_forgotten"));
+    note(t("common.key_forgotten"));
   });
   $("create-form").addEventListener("submit", act(t("play.create.action"), async () => {
     const created = await api("POST", "/v1/tables", {
