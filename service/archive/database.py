@@ -120,13 +120,17 @@ class EmbeddedPostgres:
 
     def restart(self) -> None:
         """Start it again on its data (after it died: PostgreSQL recovers from its WAL); at
-        the same URL (its socket is in its data directory's). The lock file of a postmaster
-        left a zombie is removed first: pgserver and PostgreSQL would both take its pid,
-        which exists until reaped, for a server still running, and start none."""
+        the same URL (its socket is in its data directory's). The lock files of a postmaster
+        left a zombie (its data's and its socket's) are removed first: pgserver and
+        PostgreSQL would both take its pid, which exists until reaped, for a server still
+        running, and start none."""
         server = self._server
         if server is not None:
-            if _zombie(server.get_postmaster_info().pid):  # type: ignore[attr-defined]
-                (self.directory / "postmaster.pid").unlink(missing_ok=True)
+            info = server.get_postmaster_info()  # type: ignore[attr-defined]
+            if _zombie(info.pid):  # (its socket's lock file names it too)
+                sockets = info.socket_dir or self.directory
+                for lock in [self.directory / "postmaster.pid", *sockets.glob(".s.PGSQL.*.lock")]:
+                    lock.unlink(missing_ok=True)
             server.ensure_postgres_running()  # type: ignore[attr-defined]
 
     def stop(self) -> None:

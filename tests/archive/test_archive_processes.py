@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import psycopg
 import pytest
 import redis
@@ -164,19 +163,6 @@ def test_an_archiver_killed_mid_batch_loses_nothing_and_archives_nothing_twice(
     _audit_all(redis_client, empty_archive, sorted(logs))
 
 
-def _gone(pid: int, data: Path) -> bool:
-    """Whether the killed postmaster `pid` is gone. One left a zombie by whoever adopted it
-    counts, and its lock file is removed: pgserver and PostgreSQL would both take its pid,
-    which exists until reaped, for a server still running, and start none."""
-    try:
-        if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-            return False
-    except psutil.NoSuchProcess:
-        return True
-    (data / "postmaster.pid").unlink(missing_ok=True)
-    return True
-
-
 def _outages(log: Path) -> int:
     """How often the dispatcher's archiver has said it cannot reach PostgreSQL."""
     return log.read_text(errors="replace").count("cannot reach its stores")
@@ -190,13 +176,11 @@ def _played_on(store: RedisEventStore, versions: dict[str, int], events: int) ->
 def test_postgres_killed_while_hands_are_played_loses_nothing(
     redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
-    from pgserver.postgres_server import get_server
-
-    from service.archive.database import connect, migrate
+    from service.archive.database import EmbeddedPostgres, connect, migrate
 
     data = tmp_path / "pg"
-    server = get_server(data, cleanup_mode="stop")
-    url = str(server.get_uri())
+    server = EmbeddedPostgres(data)  # what guts serve runs without GUTS_DATABASE_URL
+    url = server.start()
     with connect(url) as conn:
         migrate(conn)
     tables = Tables(RedisEventStore(redis_client))
@@ -236,9 +220,8 @@ def test_postgres_killed_while_hands_are_played_loses_nothing(
             _eventually(lambda: _outages(log) >= 3, 30, "the archiver tried again")
             _eventually(lambda: _played_on(store, versions, 20), 30, "hands went on")
             assert {t: store.trimmed(t) for t in held} == held
-            _eventually(lambda: _gone(postmaster, data), 30, "the killed postmaster gone")
-            server.ensure_postgres_running()  # started again, on the same data
-            url = str(server.get_uri())
+            _eventually(lambda: not server.running, 30, "the killed postmaster gone")
+            server.restart()  # started again, on the same data, at the same URL
             versions = {t: store.load(t).version for t in held}
             _eventually(lambda: _played_on(store, versions, 20), 30, "hands went on after")
         finally:
@@ -256,4 +239,4 @@ def test_postgres_killed_while_hands_are_played_loses_nothing(
         dispatcher.kill()
         dispatcher.wait()
     _audit_all(redis_client, url, sorted(versions))
-    server.cleanup()
+    server.stop()
