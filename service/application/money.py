@@ -105,10 +105,17 @@ class MoneyUses:
         """Each player's limits in effect now: their own, else the tenant profile's defaults."""
         if self.ledger is None:
             return {}
+        return self._limits_and_profile(tenant, player_ids)[0]
+
+    def _limits_and_profile(
+        self, tenant: str, player_ids: Sequence[str]
+    ) -> tuple[dict[str, Limits], Profile]:
+        """`_limits_of` and the tenant's profile, read together (one round trip)."""
         now = self.tables.now()
-        stored, chosen = self.ledger.limits(tenant, list(player_ids))
-        defaults = profile(chosen).defaults
-        return {pid: effective(stored.get(pid, defaults), now) for pid in player_ids}
+        stored, chosen = self._ledger().limits(tenant, list(player_ids))
+        found = profile(chosen)
+        limits = {pid: effective(stored.get(pid, found.defaults), now) for pid in player_ids}
+        return limits, found
 
     def player_limits(self, caller: Caller, player_id: str, tenant: str | None = None) -> Outcome:
         """A player's limits in the tenant as in effect now (with the changes that wait out
@@ -119,12 +126,12 @@ class MoneyUses:
         store = self._ledger()
         tenant = ledger_tenant(caller, tenant)
         now = self.tables.now()
-        limits = self._limits_of(tenant, [player_id])[player_id]
+        found, chosen = self._limits_and_profile(tenant, [player_id])
         loss = store.net_loss(tenant, player_id, _ms(now))
         cool_down = cooling_down_until(store.cool_down_until(tenant, player_id), now)
-        body = {"player_id": player_id, **asdict(limits), "net_loss_24h": loss}
+        body = {"player_id": player_id, **asdict(found[player_id]), "net_loss_24h": loss}
         body["cool_down_until"] = cool_down
-        return Outcome("found", {**body, "profile": store.profile(tenant)})
+        return Outcome("found", {**body, "profile": chosen.name})
 
     def set_player_limits(
         self, caller: Caller, player_id: str, asked: Mapping[str, Any]
@@ -138,8 +145,9 @@ class MoneyUses:
         store = self._ledger()
         tenant = caller.tenant or DEFAULT_TENANT
         now = self.tables.now()
-        before = self._limits_of(tenant, [player_id])[player_id]
-        after = change_limits(before, asked, now, self._profile(tenant))
+        found, chosen = self._limits_and_profile(tenant, [player_id])
+        before = found[player_id]
+        after = change_limits(before, asked, now, chosen)
         entry = outbox_entry(before, after, now)
         store.set_limits(tenant, player_id, after, entry)
         if entry is not None:
