@@ -126,53 +126,69 @@ def make_int_evaluator(
     _check_options(n_cards, straights_and_flushes)
     # Options that cannot change the result share one table.
     ace_low = ace_low_straight and straights_and_flushes
-
     if n_cards == 5:
-        flushes, others = five_tables(ace_low)
-        suit_bits, shift = SUIT_BITS, PRIME_SHIFT
-
-        def five(cards: Sequence[int]) -> int:
-            try:
-                a, b, c, d, e = cards
-                product = (a >> shift) * (b >> shift) * (c >> shift) * (d >> shift) * (e >> shift)
-                if a & b & c & d & e & suit_bits:
-                    return flushes[product]
-                return others[product]
-            except (KeyError, TypeError, ValueError):
-                _bad_codes(cards, 5)
-
-        if not suit_tiebreak:
-            return five
-
-        def five_tiebreak(cards: Sequence[int]) -> int:
-            return five(cards) << 10 | suit_key(cards)
-
-        return five_tiebreak
-
+        return _five_from_codes(ace_low, suit_tiebreak)
     if suit_tiebreak:
-        by_bits = small_tiebreak_table(n_cards, straights_and_flushes, ace_low)
-        bit = BIT_OF_CODE
-        if n_cards == 3:
+        table = small_tiebreak_table(n_cards, straights_and_flushes, ace_low)
+        return _small_tiebreak_from_codes(n_cards, table)
+    return _small_from_codes(n_cards, small_table(n_cards, straights_and_flushes, ace_low))
 
-            def three_tiebreak(cards: Sequence[int]) -> int:
-                try:
-                    a, b, c = cards
-                    return by_bits[bit[a] | bit[b] | bit[c]]
-                except (KeyError, TypeError, ValueError):
-                    _bad_codes(cards, 3)
 
-            return three_tiebreak
+# Each builder below returns one closure per hand size, its loop-free body written out in full:
+# these are the hot paths, and a shared helper or a loop over the cards would cost a call each.
 
-        def two_tiebreak(cards: Sequence[int]) -> int:
+
+def _five_from_codes(ace_low: bool, suit_tiebreak: bool) -> IntEvaluator:
+    """Five encoded cards: the product of the cards' primes keys the flush or the other table."""
+    flushes, others = five_tables(ace_low)
+    suit_bits, shift = SUIT_BITS, PRIME_SHIFT
+
+    def five(cards: Sequence[int]) -> int:
+        try:
+            a, b, c, d, e = cards
+            product = (a >> shift) * (b >> shift) * (c >> shift) * (d >> shift) * (e >> shift)
+            if a & b & c & d & e & suit_bits:
+                return flushes[product]
+            return others[product]
+        except (KeyError, TypeError, ValueError):
+            _bad_codes(cards, 5)
+
+    if not suit_tiebreak:
+        return five
+
+    def five_tiebreak(cards: Sequence[int]) -> int:
+        return five(cards) << 10 | suit_key(cards)
+
+    return five_tiebreak
+
+
+def _small_tiebreak_from_codes(n_cards: int, by_bits: dict[int, int]) -> IntEvaluator:
+    """Two or three encoded cards, suits breaking ties: the OR of the cards' bits keys the
+    table of every hand."""
+    bit = BIT_OF_CODE
+    if n_cards == 3:
+
+        def three_tiebreak(cards: Sequence[int]) -> int:
             try:
-                a, b = cards
-                return by_bits[bit[a] | bit[b]]
+                a, b, c = cards
+                return by_bits[bit[a] | bit[b] | bit[c]]
             except (KeyError, TypeError, ValueError):
-                _bad_codes(cards, 2)
+                _bad_codes(cards, 3)
 
-        return two_tiebreak
+        return three_tiebreak
 
-    table = small_table(n_cards, straights_and_flushes, ace_low)
+    def two_tiebreak(cards: Sequence[int]) -> int:
+        try:
+            a, b = cards
+            return by_bits[bit[a] | bit[b]]
+        except (KeyError, TypeError, ValueError):
+            _bad_codes(cards, 2)
+
+    return two_tiebreak
+
+
+def _small_from_codes(n_cards: int, table: list[int]) -> IntEvaluator:
+    """Two or three encoded cards: the sum of the cards' small fields indexes the table."""
     mask = SMALL_MASK
     if n_cards == 3:
 
@@ -220,64 +236,83 @@ def make_evaluator(
     straights_and_flushes = _resolved(n_cards, straights_and_flushes)
     _check_options(n_cards, straights_and_flushes)
     ace_low = ace_low_straight and straights_and_flushes
-    enc = ENCODED
-
     if n_cards == 5:
         if suit_tiebreak:
             ints = make_int_evaluator(5, ace_low_straight=ace_low, suit_tiebreak=True)
-
-            def five_tiebreak(cards: Sequence[str]) -> int:
-                try:
-                    codes = [enc[card] for card in cards]
-                except (KeyError, TypeError):
-                    raise invalid_hand(cards, 5) from None
-                try:
-                    return ints(codes)
-                except InvalidCard:
-                    raise invalid_hand(cards, 5) from None
-
-            return five_tiebreak
-
-        flushes, others = five_tables(ace_low)
-        suit_bits, shift = SUIT_BITS, PRIME_SHIFT
-
-        def five(cards: Sequence[str]) -> int:
-            try:
-                s1, s2, s3, s4, s5 = cards
-                a, b, c, d, e = enc[s1], enc[s2], enc[s3], enc[s4], enc[s5]
-                product = (a >> shift) * (b >> shift) * (c >> shift) * (d >> shift) * (e >> shift)
-                if a & b & c & d & e & suit_bits:
-                    return flushes[product]
-                return others[product]
-            except (KeyError, TypeError, ValueError):
-                raise invalid_hand(cards, 5) from None
-
-        return five
-
+            return _five_tiebreak_from_strings(ints)
+        return _five_from_strings(ace_low)
     if suit_tiebreak:
-        by_bits = small_tiebreak_table(n_cards, straights_and_flushes, ace_low)
-        bit = BIT_OF_CARD
-        if n_cards == 3:
+        table = small_tiebreak_table(n_cards, straights_and_flushes, ace_low)
+        return _small_tiebreak_from_strings(n_cards, table)
+    return _small_from_strings(n_cards, small_table(n_cards, straights_and_flushes, ace_low))
 
-            def three_tiebreak(cards: Sequence[str]) -> int:
-                try:
-                    a, b, c = cards
-                    return by_bits[bit[a] | bit[b] | bit[c]]
-                except (KeyError, TypeError, ValueError):
-                    raise invalid_hand(cards, 3) from None
 
-            return three_tiebreak
+# The string evaluators: the same arithmetic as the int ones, each card's int looked up first.
 
-        def two_tiebreak(cards: Sequence[str]) -> int:
+
+def _five_tiebreak_from_strings(ints: IntEvaluator) -> Evaluator:
+    """Five card strings, suits breaking ties: encoded, then the int evaluator's answer."""
+    enc = ENCODED
+
+    def five_tiebreak(cards: Sequence[str]) -> int:
+        try:
+            codes = [enc[card] for card in cards]
+        except (KeyError, TypeError):
+            raise invalid_hand(cards, 5) from None
+        try:
+            return ints(codes)
+        except InvalidCard:
+            raise invalid_hand(cards, 5) from None
+
+    return five_tiebreak
+
+
+def _five_from_strings(ace_low: bool) -> Evaluator:
+    """Five card strings: as ``_five_from_codes``, each card encoded on the way."""
+    flushes, others = five_tables(ace_low)
+    suit_bits, shift = SUIT_BITS, PRIME_SHIFT
+    enc = ENCODED
+
+    def five(cards: Sequence[str]) -> int:
+        try:
+            s1, s2, s3, s4, s5 = cards
+            a, b, c, d, e = enc[s1], enc[s2], enc[s3], enc[s4], enc[s5]
+            product = (a >> shift) * (b >> shift) * (c >> shift) * (d >> shift) * (e >> shift)
+            if a & b & c & d & e & suit_bits:
+                return flushes[product]
+            return others[product]
+        except (KeyError, TypeError, ValueError):
+            raise invalid_hand(cards, 5) from None
+
+    return five
+
+
+def _small_tiebreak_from_strings(n_cards: int, by_bits: dict[int, int]) -> Evaluator:
+    """Two or three card strings, suits breaking ties: as ``_small_tiebreak_from_codes``."""
+    bit = BIT_OF_CARD
+    if n_cards == 3:
+
+        def three_tiebreak(cards: Sequence[str]) -> int:
             try:
-                a, b = cards
-                return by_bits[bit[a] | bit[b]]
+                a, b, c = cards
+                return by_bits[bit[a] | bit[b] | bit[c]]
             except (KeyError, TypeError, ValueError):
-                raise invalid_hand(cards, 2) from None
+                raise invalid_hand(cards, 3) from None
 
-        return two_tiebreak
+        return three_tiebreak
 
-    table = small_table(n_cards, straights_and_flushes, ace_low)
+    def two_tiebreak(cards: Sequence[str]) -> int:
+        try:
+            a, b = cards
+            return by_bits[bit[a] | bit[b]]
+        except (KeyError, TypeError, ValueError):
+            raise invalid_hand(cards, 2) from None
+
+    return two_tiebreak
+
+
+def _small_from_strings(n_cards: int, table: list[int]) -> Evaluator:
+    """Two or three card strings: as ``_small_from_codes``."""
     small = SMALL_OF_CARD  # the low 18 bits only: their sum needs no mask
     if n_cards == 3:
 
