@@ -189,6 +189,44 @@ def deal_from(
     return {p: tuple(hand) for p, hand in dealt.items()}, tuple(deck[top:])
 
 
+def _hand_seeds(
+    state: TableState, hand_no: int, players: Sequence[int], client_seed: str, seed: bytes
+) -> tuple[bytes, dict[int, str], bytes]:
+    """The seeds of hand `hand_no`: its server seed (the one committed before; `seed` only when
+    none was), the client seeds its `players` chose, and the deck context that mixes those and
+    the operator's `client_seed` in."""
+    player_seeds = seeds_for_deal(state, players)
+    context = hand_context(state.table_id, hand_no, client_seed, player_seeds)
+    return bytes.fromhex(state.next_seed) if state.next_seed else seed, player_seeds, context
+
+
+def _deal_cards(
+    state: TableState,
+    order: Sequence[int],
+    seed: bytes,
+    context: bytes,
+    fixed: Mapping[str, Sequence[str]],
+) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...], bool]:
+    """Deal the hand (`deal_from`): each hand by position, the rest of the deck, and whether
+    the deck was shuffled for this hand. With `deck: carry_over` the hand is dealt from what is
+    left of the last deck while that holds enough for it, else from the deck `seed` and
+    `context` shuffle. Stacked cards (`fixed`) are taken out of the deck, and the stacked
+    "next" cards put on top of its rest."""
+    rules = state.rules
+    needed = (len(order) + (1 if rules.kitty else 0)) * rules.cards
+    needed += rules.community_cards + rules.draw
+    if rules.deck == "carry_over" and len(state.deck) >= needed and not fixed:
+        deck, reshuffled = list(state.deck), False
+    else:
+        deck = shuffled_deck(seed, context)
+        reshuffled = True
+    if fixed:
+        taken = {card for cards in fixed.values() for card in cards}
+        deck = [c for c in deck if c not in taken]
+    dealt, rest = deal_from(deck, order, rules.cards, rules.kitty, fixed)
+    return dealt, (*fixed.get("next", ()), *rest), reshuffled
+
+
 def deal(
     state: TableState,
     seed: bytes,
@@ -217,23 +255,9 @@ def deal(
     button = state.button if state.button is not None else players[0]
     order = _clockwise(players, button, rules.seats)
     hand_no = state.hands_dealt + 1
-    player_seeds = seeds_for_deal(state, players)
-    context = hand_context(state.table_id, hand_no, client_seed, player_seeds)
-    if state.next_seed:
-        seed = bytes.fromhex(state.next_seed)
+    seed, player_seeds, context = _hand_seeds(state, hand_no, players, client_seed, seed)
     fixed = _check_stacked(rules, stacked or {}, players)
-    needed = (len(order) + (1 if rules.kitty else 0)) * rules.cards
-    needed += rules.community_cards + rules.draw
-    if rules.deck == "carry_over" and len(state.deck) >= needed and not fixed:
-        deck, reshuffled = list(state.deck), False
-    else:
-        deck = shuffled_deck(seed, context)
-        reshuffled = True
-    if fixed:
-        taken = {card for cards in fixed.values() for card in cards}
-        deck = [c for c in deck if c not in taken]
-    dealt, rest = deal_from(deck, order, rules.cards, rules.kitty, fixed)
-    rest = (*fixed.get("next", ()), *rest)  # the stacked "next" cards come off the deck next
+    dealt, rest, reshuffled = _deal_cards(state, order, seed, context, fixed)
     new_game = lineup.new_game
     return [
         ev.HandDealt(

@@ -177,15 +177,7 @@ def settle(state: TableState, now: datetime) -> ev.HandResolved:
         hand.folded,
         rules,
     )
-    wimp: dict[int, int] = {}
-    shown = contest.shown
-    if contest.outcome == NOBODY_IN and rules.wimp_penalty:
-        shown = {s: hand.cards[s] for s in hand.order}
-        scores = {s: score(hand.cards[s]) for s in hand.order}
-        best = max(scores.values())
-        for s in hand.order:
-            if scores[s] == best:
-                wimp[s] = ledger.pay(s, rules.wimp_penalty * rules.ante)
+    shown, wimp = _wimp_penalties(state, contest, score, ledger)
     matched = {s: ledger.pay(s, owed) for s in contest.losers}
     won: dict[int, int] = {}
     taken = side_taken = rake = 0
@@ -193,18 +185,9 @@ def settle(state: TableState, now: datetime) -> ev.HandResolved:
         taken, side_taken = take_limit, state.side_pot
         rake = rake_of(rules, contest.outcome, taken + side_taken)
         won = split(taken + side_taken - rake, contest.winners)
-
-    pot = pot_in_play - taken + sum(matched.values())
-    side_pot = state.side_pot - side_taken
-    if rules.wimp_into == "side_pot":
-        side_pot += sum(wimp.values())
-    else:
-        pot += sum(wimp.values())
-    reserve = state.reserve
-    if rules.cap_mode == "reserve":
-        total = pot + reserve
-        pot = min(total, rules.cap_amount)
-        reserve = total - pot
+    pot, reserve, side_pot = _pots_after(
+        state, pot_in_play - taken + sum(matched.values()), side_taken, sum(wimp.values())
+    )
     game_over = pot + state.low_pot + reserve + side_pot == 0
     for s, amount in won.items():
         ledger.stacks[s] += amount
@@ -233,6 +216,45 @@ def settle(state: TableState, now: datetime) -> ev.HandResolved:
         folded=tuple(hand.folded),
         rake=rake,
     )
+
+
+def _wimp_penalties(
+    state: TableState, contest: _Contest, score: Score, ledger: _Ledger
+) -> tuple[dict[int, tuple[str, ...]], dict[int, int]]:
+    """(the hands shown, the wimp penalty each seat paid): when nobody went in and the rules
+    have a wimp penalty, every hand is shown and the best hand(s) pay it."""
+    hand = state.hand
+    assert hand is not None
+    rules = state.rules
+    if contest.outcome != NOBODY_IN or not rules.wimp_penalty:
+        return contest.shown, {}
+    scores = {s: score(hand.cards[s]) for s in hand.order}
+    best = max(scores.values())
+    wimp = {
+        s: ledger.pay(s, rules.wimp_penalty * rules.ante) for s in hand.order if scores[s] == best
+    }
+    return {s: hand.cards[s] for s in hand.order}, wimp
+
+
+def _pots_after(
+    state: TableState, pot: int, side_taken: int, wimp_paid: int
+) -> tuple[int, int, int]:
+    """(pot, reserve, side pot) once the hand is settled: `pot` is the pot less what the
+    winners took plus what the losers matched, `side_taken` what the winners took of the side
+    pot; the wimp penalties go where the rules say, and with a reserve the pot above the cap
+    goes into it."""
+    rules = state.rules
+    side_pot = state.side_pot - side_taken
+    if rules.wimp_into == "side_pot":
+        side_pot += wimp_paid
+    else:
+        pot += wimp_paid
+    reserve = state.reserve
+    if rules.cap_mode == "reserve":
+        total = pot + reserve
+        pot = min(total, rules.cap_amount)
+        reserve = total - pot
+    return pot, reserve, side_pot
 
 
 def _with_folds(contest: _Contest, folded: Sequence[int], rules: Ruleset) -> _Contest:
