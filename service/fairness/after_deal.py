@@ -150,12 +150,7 @@ class AfterDeal:
             ]
         if not community:
             return deck
-        expected = deck[: len(community)]
-        same = list(community) == expected
-        detail = describe(community)
-        if not same:
-            detail = f"history has {describe(community)}, the seed deals {describe(expected)}"
-        self.checks.append(Check("community cards", same, detail))
+        self.checks.append(_as_dealt("community cards", list(community), deck[: len(community)]))
         return deck[len(community) :]
 
     def _draw_entries(self) -> list[tuple[str, dict[str, Any], str]]:
@@ -170,60 +165,23 @@ class AfterDeal:
         return [(str(s), d, "") for s, d in self._history["draws"].items() if isinstance(d, dict)]
 
     def _draws(self, deck: list[str]) -> None:
-        known_deck: list[str] | None = deck
-        pile: list[str] | None = []
+        stock = _Stock(deck, self._seed, self._draw_context)
         unchecked: list[str] = []
         for k, (seat, data, label) in enumerate(self._draw_entries()):
-            discarded, drawn = data.get("discarded"), data.get("drawn")
-            discards = discarded if isinstance(discarded, list) else None
-            shown_drawn = drawn if isinstance(drawn, list) else None
-            count = len(drawn) if isinstance(drawn, list) else drawn if is_int(drawn) else None
-            if count is None and discards is not None:
-                count = len(discards)
-            expected: list[str] | None = None
-            reshuffled = False
-            if known_deck is not None and count is not None:
-                if len(known_deck) < count:
-                    reshuffled = True
-                    if pile is None:
-                        known_deck = None
-                    else:
-                        context = self._draw_context(k)
-                        rank = {card: i for i, card in enumerate(derive_deck(self._seed, context))}
-                        known_deck = known_deck + sorted(pile, key=rank.__getitem__)
-                if known_deck is not None:
-                    expected, known_deck = known_deck[:count], known_deck[count:]
-            elif count is None:
-                known_deck = None
-            if shown_drawn is not None:
+            discards, drawn, count = _draw_counts(data)
+            expected, reshuffled = stock.take(count, k)
+            if drawn is not None:
                 if expected is None:
                     unchecked.append(f"seat {seat}")
                 else:
-                    same = shown_drawn == expected
-                    detail = describe(shown_drawn)
-                    if not same:
-                        detail = f"history has {detail}, the seed deals {describe(expected)}"
-                    self.checks.append(Check(f"drawn by seat {seat}", same, detail))
-            if isinstance(data.get("deck"), list) and known_deck is not None:
-                same = data["deck"] == known_deck
+                    self.checks.append(_as_dealt(f"drawn by seat {seat}", drawn, expected))
+            if isinstance(data.get("deck"), list) and stock.cards is not None:
+                same = data["deck"] == stock.cards
                 name = f"{label} cards_drawn: deck".strip()
-                detail = f"{len(known_deck)} cards" if same else "differs from the derived deck"
+                detail = f"{len(stock.cards)} cards" if same else "differs from the derived deck"
                 self.checks.append(Check(name, same, detail))
-            if reshuffled:
-                pile = list(discards) if discards is not None else None
-            elif pile is not None:
-                pile = pile + discards if discards is not None else None
-            held = self.held.get(seat)
-            if held is not None:
-                if not held.remove(discards, count or 0):
-                    self.checks.append(
-                        Check(
-                            f"discarded by seat {seat}",
-                            False,
-                            f"{describe(discards or [])} were not all in the seat's hand",
-                        )
-                    )
-                held.add(shown_drawn if shown_drawn is not None else expected)
+            stock.discard(discards, reshuffled)
+            self._exchange(seat, discards, count, drawn if drawn is not None else expected)
         if unchecked:
             self.checks.append(
                 Check(
@@ -233,3 +191,79 @@ class AfterDeal:
                     "reshuffled from discards this history does not show",
                 )
             )
+
+    def _exchange(
+        self, seat: str, discards: list[str] | None, count: int | None, got: list[str] | None
+    ) -> None:
+        """The seat's draw: `discards` (or `count` cards not shown) out, `got` in."""
+        held = self.held.get(seat)
+        if held is None:
+            return
+        if not held.remove(discards, count or 0):
+            self.checks.append(
+                Check(
+                    f"discarded by seat {seat}",
+                    False,
+                    f"{describe(discards or [])} were not all in the seat's hand",
+                )
+            )
+        held.add(got)
+
+
+def _as_dealt(name: str, shown: list[str], expected: list[str]) -> Check:
+    """Whether the cards the history shows are those the seed deals."""
+    same = shown == expected
+    detail = describe(shown)
+    if not same:
+        detail = f"history has {detail}, the seed deals {describe(expected)}"
+    return Check(name, same, detail)
+
+
+def _draw_counts(data: dict[str, Any]) -> tuple[list[str] | None, list[str] | None, int | None]:
+    """(the cards discarded, the cards drawn, how many were drawn) as one draw's record shows
+    them: None for what it does not show."""
+    discarded, drawn = data.get("discarded"), data.get("drawn")
+    discards = discarded if isinstance(discarded, list) else None
+    shown_drawn = drawn if isinstance(drawn, list) else None
+    count = len(drawn) if isinstance(drawn, list) else drawn if is_int(drawn) else None
+    if count is None and discards is not None:
+        count = len(discards)
+    return discards, shown_drawn, count
+
+
+class _Stock:
+    """The undealt deck through the draws, as far as the history lets it be known: `cards`
+    (None once a draw's count is unknown), and `discards`, the discards since the last
+    reshuffle (None once one of them is unknown), which go under the deck when it runs short."""
+
+    def __init__(self, cards: list[str], seed: bytes, draw_context: Callable[[int], bytes]) -> None:
+        self.cards: list[str] | None = cards
+        self.discards: list[str] | None = []
+        self._seed = seed
+        self._draw_context = draw_context
+
+    def take(self, count: int | None, k: int) -> tuple[list[str] | None, bool]:
+        """(the cards draw `k` takes off the top, when known; whether the deck ran short and
+        the discards were put under it first)."""
+        if count is None:
+            self.cards = None
+            return None, False
+        if self.cards is None:
+            return None, False
+        reshuffled = len(self.cards) < count
+        if reshuffled:
+            if self.discards is None:
+                self.cards = None
+                return None, True
+            deck = derive_deck(self._seed, self._draw_context(k))
+            rank = {card: i for i, card in enumerate(deck)}
+            self.cards = self.cards + sorted(self.discards, key=rank.__getitem__)
+        taken, self.cards = self.cards[:count], self.cards[count:]
+        return taken, reshuffled
+
+    def discard(self, discards: list[str] | None, reshuffled: bool) -> None:
+        """A draw's discards join the pile (a new pile if the deck was just reshuffled)."""
+        if reshuffled:
+            self.discards = list(discards) if discards is not None else None
+        elif self.discards is not None:
+            self.discards = self.discards + discards if discards is not None else None
