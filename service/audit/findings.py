@@ -30,3 +30,12 @@ class Discrepancy(Exception):
         super().__init__(problem)
         self.version, self.event_type, self.problem = version, event_type, problem
         self.kind = kind
+
+    def as_report(self) -> dict[str, int | str]:
+        """The audit report's `first_discrepancy`."""
+        return {
+            "version": self.version,
+            "event_type": self.event_type,
+            "kind": self.kind,
+            "problem": self.problem,
+        }

@@ -184,37 +184,17 @@ def audit_table(
     transactions with it when given; returns the report."""
     started = time.perf_counter()
     replay = _Replay(TableState())
+    books = _Books(table_id, ledger, wallet)
     discrepancy: Discrepancy | None = None
     loaded: Loaded | None = None
-    books: LedgerCheck | None = None
-    money: WalletBooks | None = None
     try:
         archived = ArchivedCopies(store, table_id)  # (first: it never holds more than a load)
         with contextlib.suppress(StoreError):  # (the replay below finds what cannot be read)
             loaded = store.load(table_id)
         recorded = _recorded_version(store, table_id, loaded)
-        for entry in entries(store, table_id):
-            if loaded is not None and replay.state.version == loaded.version:
-                _check_beyond(store, table_id, loaded, entry)
-                break  # (the audit covers the table as it was loaded)
-            data = _next_entry(replay, entry)
-            version = replay.state.version + 1
-            event = _apply(replay, version, data)
-            if ledger is not None and books is None:  # the first event names the tenant
-                books = LedgerCheck(*ledger.table_entries(replay.state.tenant, table_id))
-            if books is not None:
-                books.check(replay.state, version, event)
-            if wallet is not None and money is None:
-                found = wallet.table_transactions(replay.state.tenant, table_id)
-                money = WalletBooks(table_id, *found)
-            if money is not None:
-                money.check(version, event)
-            archived.check(version, data, event.TYPE)
+        _replay_log(store, table_id, loaded, replay, books, archived)
         _check_length(replay, recorded, archived.upto)
-        if books is not None:
-            books.check_end(replay.state.version)
-        if money is not None:
-            money.check_end(replay.state.version)
+        books.check_end(replay.state.version)
         if loaded is None:
             problem = "the table's snapshot and the events after it cannot be read"
             raise Discrepancy(replay.state.version, "snapshot", problem, "snapshot")
@@ -232,26 +212,79 @@ def audit_table(
             replay.state.version + 1, "?", f"the log cannot be read: {exc}", "unreadable"
         )
     elapsed = time.perf_counter() - started
-    report: dict[str, Any] = {} if books is None else {"ledger": books.summary()}
-    if money is not None:
-        report["wallet"] = money.summary()
     return {
-        **report,
+        **books.summary(),
         "ok": discrepancy is None,
         "table_id": table_id,
         "events_checked": replay.checked,
         "version": loaded.version if loaded is not None else replay.state.version,
         "duration_ms": round(elapsed * 1000, 3),
         "events_per_second": round(replay.checked / elapsed) if elapsed else None,
-        "first_discrepancy": None
-        if discrepancy is None
-        else {
-            "version": discrepancy.version,
-            "event_type": discrepancy.event_type,
-            "kind": discrepancy.kind,
-            "problem": discrepancy.problem,
-        },
+        "first_discrepancy": None if discrepancy is None else discrepancy.as_report(),
     }
+
+
+class _Books:
+    """The table's stored books, reconciled with the log as it is replayed: its ledger and its
+    wallet transactions, each when given. Both are read at the first event, which names the
+    table's tenant."""
+
+    def __init__(
+        self, table_id: str, ledger: StoredLedger | None, wallet: StoredWallet | None
+    ) -> None:
+        self._table_id = table_id
+        self._ledger = ledger
+        self._wallet = wallet
+        self.ledger: LedgerCheck | None = None
+        self.wallet: WalletBooks | None = None
+
+    def check(self, state: TableState, version: int, event: ev.Event) -> None:
+        """The entries the event at `version` makes are those stored (`state`: after it)."""
+        if self._ledger is not None and self.ledger is None:
+            self.ledger = LedgerCheck(*self._ledger.table_entries(state.tenant, self._table_id))
+        if self.ledger is not None:
+            self.ledger.check(state, version, event)
+        if self._wallet is not None and self.wallet is None:
+            found = self._wallet.table_transactions(state.tenant, self._table_id)
+            self.wallet = WalletBooks(self._table_id, *found)
+        if self.wallet is not None:
+            self.wallet.check(version, event)
+
+    def check_end(self, version: int) -> None:
+        """Nothing is stored beyond the log's end at `version`."""
+        if self.ledger is not None:
+            self.ledger.check_end(version)
+        if self.wallet is not None:
+            self.wallet.check_end(version)
+
+    def summary(self) -> dict[str, Any]:
+        """The report's "ledger" and "wallet" parts, for the books that were read."""
+        report: dict[str, Any] = {} if self.ledger is None else {"ledger": self.ledger.summary()}
+        if self.wallet is not None:
+            report["wallet"] = self.wallet.summary()
+        return report
+
+
+def _replay_log(
+    store: EventStore,
+    table_id: str,
+    loaded: Loaded | None,
+    replay: _Replay,
+    books: _Books,
+    archived: ArchivedCopies,
+) -> None:
+    """Check and apply every event of the stored log, up to the table's version as `loaded`
+    (an entry beyond it must have been appended since), reconciling the `books` and the
+    `archived` copies event by event."""
+    for entry in entries(store, table_id):
+        if loaded is not None and replay.state.version == loaded.version:
+            _check_beyond(store, table_id, loaded, entry)
+            break  # (the audit covers the table as it was loaded)
+        data = _next_entry(replay, entry)
+        version = replay.state.version + 1
+        event = _apply(replay, version, data)
+        books.check(replay.state, version, event)
+        archived.check(version, data, event.TYPE)
 
 
 def _check_beyond(store: EventStore, table_id: str, loaded: Loaded, entry: Entry) -> None:
