@@ -40,7 +40,7 @@ from typing import Final
 
 from service.rules.cards import FULL_DECK
 from service.rules.ranking import Evaluator, invalid_hand, make_evaluator
-from service.rules.wild_search import make_solver
+from service.rules.wild_search import Solver, make_solver
 
 __all__ = ["WILD_CARDS", "make_wild_evaluator"]
 
@@ -121,31 +121,41 @@ def _make_wild(
         n_cards, straights_and_flushes, ace_low or not straights_and_flushes, suit_tiebreak
     )
     wilds = WILD_CARDS[wild]
-    is_free_of_wilds = wilds.isdisjoint
-
     if n_cards == 5:
-        search = functools.lru_cache(maxsize=_FIVE_CACHE_SIZE)(
-            make_solver(n_cards, straights_and_flushes, ace_low, suit_tiebreak, low)
-        )
-        deck = _DECK
-
-        def five(cards: Sequence[str]) -> int:
-            try:
-                if is_free_of_wilds(cards):
-                    return base(cards)
-                held = set(cards)
-                if len(held) != 5 or len(cards) != 5 or not held <= deck:
-                    raise invalid_hand(cards, 5)
-            except TypeError:
-                raise invalid_hand(cards, 5) from None
-            naturals = sorted(held - wilds)
-            return search(tuple(naturals), 5 - len(naturals))
-
-        return five
-
+        solve = make_solver(n_cards, straights_and_flushes, ace_low, suit_tiebreak, low)
+        return _five_wild(base, wilds, solve)
     table = _small_table(n_cards, wild, straights_and_flushes, ace_low, suit_tiebreak, low)
-    bit = _BIT
+    return _small_wild(n_cards, base, wilds, table)
 
+
+def _five_wild(base: Evaluator, wilds: frozenset[str], solve: Solver) -> Evaluator:
+    """Five cards: the base evaluator for a hand without wilds, else the memoised search."""
+    search = functools.lru_cache(maxsize=_FIVE_CACHE_SIZE)(solve)
+    is_free_of_wilds = wilds.isdisjoint
+    deck = _DECK
+
+    def five(cards: Sequence[str]) -> int:
+        try:
+            if is_free_of_wilds(cards):
+                return base(cards)
+            held = set(cards)
+            if len(held) != 5 or len(cards) != 5 or not held <= deck:
+                raise invalid_hand(cards, 5)
+        except TypeError:
+            raise invalid_hand(cards, 5) from None
+        naturals = sorted(held - wilds)
+        return search(tuple(naturals), 5 - len(naturals))
+
+    return five
+
+
+def _small_wild(
+    n_cards: int, base: Evaluator, wilds: frozenset[str], table: dict[int, int]
+) -> Evaluator:
+    """Two or three cards: the base evaluator for a hand without wilds, else one lookup in the
+    table of every hand holding a wild (`_small_table`)."""
+    is_free_of_wilds = wilds.isdisjoint
+    bit = _BIT
     if n_cards == 3:
 
         def three(cards: Sequence[str]) -> int:
