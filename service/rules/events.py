@@ -6,7 +6,9 @@ moved. Some fields are secret while a hand is live (cards, seed, undisclosed dec
 viewer may see is decided in `views.py`, never by leaving things out of the log.
 
 Times are ISO 8601 strings in UTC with milliseconds (`2026-11-22T15:00:00.000Z`). Player
-protection's events (reality checks, away, sessions ended) are in protection_events.py.
+protection's events (reality checks, away, sessions ended) are in protection_events.py; those of
+the steps some rulesets add to a hand (pass the trash, community cards, the draw, the betting
+round) in variant_events.py, and this module names them too (`ev.CardsDrawn`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ from .protection_events import (
     SessionEnded,
 )
 from .serial import from_data, to_data
+from .variant_events import BetMade as BetMade
+from .variant_events import CardPassed as CardPassed
+from .variant_events import CardsDrawn as CardsDrawn
+from .variant_events import CardsPassed as CardsPassed
+from .variant_events import CommunityCardDealt as CommunityCardDealt
 
 Cards = tuple[str, ...]
 
@@ -188,81 +195,6 @@ class DeclarationsRevealed(Event):
     decisions: dict[int, str]
     at: str
     deadline: str | None = None
-
-
-@dataclass(frozen=True)
-class CardPassed(Event):
-    """Pass the trash: `seat` chose `card` to pass to the next player on the left (secret:
-    the passes happen all at once, when everyone has chosen). `by` is "player" or
-    "platform" (the deadline passed: the seat's lowest card)."""
-
-    TYPE: ClassVar[str] = "card_passed"
-    hand: int
-    seat: int
-    card: str
-    by: str
-    at: str
-    to_seat: int = -1  # the receiver: the next seat on the left
-
-
-@dataclass(frozen=True)
-class CardsPassed(Event):
-    """Every chosen card moved to the next seat on the left at once; declaring starts and
-    must be done by `deadline`."""
-
-    TYPE: ClassVar[str] = "cards_passed"
-    hand: int
-    deadline: str
-    at: str
-
-
-@dataclass(frozen=True)
-class CommunityCardDealt(Event):
-    """A community card turned face up after the reveal; every in-player may use it."""
-
-    TYPE: ClassVar[str] = "community_card_dealt"
-    hand: int
-    card: str
-    at: str
-
-
-@dataclass(frozen=True)
-class CardsDrawn(Event):
-    """Draw: `seat` discarded `discarded` and drew `drawn` (secret to others; the counts are
-    public). `deck` is the deck after the draw; `reshuffled` says the discards were shuffled
-    into a new deck because the deck ran short. `deadline` is the next drawer's, if any."""
-
-    TYPE: ClassVar[str] = "cards_drawn"
-    hand: int
-    seat: int
-    discarded: Cards
-    drawn: Cards
-    deck: Cards
-    reshuffled: bool
-    by: str
-    deadline: str | None
-    at: str
-
-
-@dataclass(frozen=True)
-class BetMade(Event):
-    """The betting round (draw guts, `betting_round`): `seat` acted with `action` ("check", "bet",
-    "call", "raise", "fold") and put `amount` chips into the pot (0 for a check or a fold).
-    `bet_to` is what every player still in must have put in after this action, `raises` the
-    raises made so far. `by` is "player" or "platform" (the deadline passed: a check when
-    nothing was owed, else a fold). `deadline` is the next player's, or None when the round
-    ended with this action. Bets are public: nothing here is secret."""
-
-    TYPE: ClassVar[str] = "bet_made"
-    hand: int
-    seat: int
-    action: str
-    amount: int
-    bet_to: int
-    raises: int
-    by: str
-    deadline: str | None
-    at: str
 
 
 @dataclass(frozen=True)
