@@ -19,6 +19,7 @@ from service.application import TableService
 from service.application.errors import StoreUnavailable
 from service.config import Settings
 from service.infrastructure import (
+    TableServiceParts,
     build_table_service,
     feed_confirmation,
     quarantine_list,
@@ -128,17 +129,7 @@ def create_app(
     )
     built = build_table_service(settings, redis_client, auth.issue, shared=True)
     usecases, archive = built.usecases, built.archive
-    slots = inherited_slots() or StreamSlots(
-        settings.stream_capacity
-        or default_capacity(settings.worker_connections, settings.web_workers)
-    )
-    feed = Feed(
-        redis_client,
-        usecases,
-        built.store.notices,
-        slots=slots,
-        confirm=feed_confirmation(built.store),
-    )
+    feed, slots = _live_feed(settings, redis_client, built)
     limits = RateLimits(settings)
     services = Services(settings, redis_client, auth, usecases, feed, limits)
     app.extensions["guts"] = services
@@ -166,6 +157,27 @@ def create_app(
 
     _add_operations(app, settings, sampler, metrics, lambda: shared_metrics(built.index, shared))
     return app
+
+
+def _live_feed(
+    settings: Settings, redis_client: redis.Redis, built: TableServiceParts
+) -> tuple[Feed, StreamSlots]:
+    """The live feed of the tables' events, and the node's stream slots it holds one of per
+    open stream (made by `guts serve` before it forked the workers, or this process's own).
+    It learns of new events from the store's notices, and with GUTS_REDIS_MIN_REPLICAS sends
+    one only once the replicas hold it (`feed_confirmation`)."""
+    slots = inherited_slots() or StreamSlots(
+        settings.stream_capacity
+        or default_capacity(settings.worker_connections, settings.web_workers)
+    )
+    feed = Feed(
+        redis_client,
+        built.usecases,
+        built.store.notices,
+        slots=slots,
+        confirm=feed_confirmation(built.store),
+    )
+    return feed, slots
 
 
 def _add_routes(app: Flask, settings: Settings, usecases: TableService) -> None:
