@@ -38,6 +38,8 @@ anything else, and gives it back however it ends; past it a new one is refused
 
 **Threads.** Under gevent workers (`guts serve`) the feed's threads are greenlets: a subscriber
 costs a greenlet and a small mailbox (`mailbox.py`), not an OS thread.
+
+A subscriber's queue, and the backlog it reads from the log itself, are in `subscription.py`.
 """
 
 from __future__ import annotations
@@ -60,27 +62,26 @@ from service.rules.errors import GutsError
 from service.rules.state import TableState
 from service.rules.views import Viewer
 
-from .json import dumps
 from .mailbox import Mailbox
 from .refusal import ApiError
 from .stream_slots import StreamsFull, StreamSlots
+from .subscription import (
+    BUFFER,
+    CONFIRM_AGAIN_S,
+    END,
+    Subscription,
+    backlog,
+    held_upto,
+    sse_message,
+)
 
 log = logging.getLogger("guts.feed")
 
 KEEP_ALIVE_S = 10.0
 """A comment line at least this often on a quiet stream (the contract says 15 s at most)."""
-BUFFER = 512
-"""Messages queued for one subscriber, at most."""
 LAG_LIMIT_S = 30.0
 """How long a subscriber's queue may stay full before the subscriber is dropped."""
-PAGE = 500
-"""Events read at a time."""
-CONFIRM_AGAIN_S = 0.2
-"""How soon events the replicas did not yet hold are looked at again."""
-CONFIRM_FOR_S = 5.0
-"""How long a backlog read waits for the replicas before it sends what they hold."""
 
-_END = object()
 _feeds: weakref.WeakSet[Feed] = weakref.WeakSet()
 
 
@@ -88,40 +89,6 @@ def close_all(reason: str = "the server is shutting down; resume with Last-Event
     """End every stream of this process cleanly (a worker about to exit)."""
     for feed in list(_feeds):
         feed.close(reason)
-
-
-@dataclass(eq=False)
-class Subscription:
-    """One open stream: its caller, table and queue of rendered messages."""
-
-    caller: Caller
-    table_id: str
-    sent: int
-    queue: Mailbox = field(default_factory=lambda: Mailbox(BUFFER))
-    ended: str | None = None
-    behind_since: float | None = None
-    """Since when its queue has been full (None: it is not)."""
-    caught_up: bool = False
-    """Whether it wants nothing the feed has delivered before it subscribed."""
-    placed: bool = True
-    """Whether it still holds its place in the node's capacity."""
-
-    def offer(self, version: int, message: bytes, now: float) -> bool:
-        """Queue a message; False when the queue is full (the subscriber will read what it
-        missed from the log)."""
-        if self.queue.offer((version, message)):
-            return True
-        if self.behind_since is None:
-            self.behind_since = now
-        return False
-
-    def end(self, reason: str) -> None:
-        """End the stream after the messages it holds (at once when its queue is full)."""
-        if self.ended is None:
-            self.ended = reason
-        if self.queue.full():
-            self.queue.clear()
-        self.queue.force(_END)
 
 
 @dataclass(eq=False)
@@ -227,57 +194,29 @@ class Feed:
         try:
             yield b": connected\n\n"
             if not subscription.caught_up:
-                yield from self._backlog(subscription)
+                yield from backlog(self.reads, self.confirm, subscription)
             while True:
                 if subscription.behind_since is not None and subscription.queue.empty():
                     subscription.behind_since = None  # it missed some: read them
-                    yield from self._backlog(subscription)
+                    yield from backlog(self.reads, self.confirm, subscription)
                 came, item = subscription.queue.take(self.keep_alive_s)
                 if not came:
                     yield b": keep-alive\n\n"
                     continue
-                if item is _END:
+                if item is END:
                     yield f": end: {subscription.ended}\n\n".encode()
                     return
                 version, message = item
                 if version <= subscription.sent:
                     continue
                 if version > subscription.sent + 1:  # a gap: read it from the log
-                    yield from self._backlog(subscription, upto=version - 1)
+                    yield from backlog(self.reads, self.confirm, subscription, version - 1)
                 subscription.sent = version
                 yield message
         except (Forbidden, GutsError, CorruptLog) as refused:
             yield f": end: {refused}\n\n".encode()
         finally:
             self.unsubscribe(subscription)
-
-    def _backlog(self, subscription: Subscription, upto: int | None = None) -> Iterator[bytes]:
-        if upto is None and self.confirm is not None:
-            upto = self._held_backlog(subscription)
-        while upto is None or subscription.sent < upto:
-            body = self.reads.events(
-                subscription.caller, subscription.table_id, subscription.sent, PAGE
-            ).facts
-            items = [i for i in body["events"] if upto is None or i["version"] <= upto]
-            if not items:
-                return
-            for item in items:
-                subscription.sent = item["version"]
-                yield sse_message(item)
-
-    def _held_backlog(self, subscription: Subscription) -> int:
-        """The version up to which the replicas hold the table's log, for a backlog read to
-        stop at: the table's version once they hold it, asked again every CONFIRM_AGAIN_S
-        (the stream waits meanwhile, at most CONFIRM_FOR_S: less than a keep-alive's period),
-        else what the subscriber was sent: nothing more now; the live feed sends the rest
-        once the replicas hold it."""
-        deadline = time.monotonic() + CONFIRM_FOR_S
-        while True:
-            version = self.reads.tables.load(subscription.table_id).version
-            held = self._held(subscription.table_id, version, subscription.sent)
-            if held == version or time.monotonic() > deadline:
-                return held
-            time.sleep(CONFIRM_AGAIN_S)
 
     # --- the listener ---------------------------------------------------------------------
 
@@ -356,7 +295,7 @@ class Feed:
             if state.version < last:  # its log lost events the streams were sent
                 self._unfollow(table_id, "the table's log is behind what was sent; resume")
                 return
-            held = self._held(table_id, state.version, last)
+            held = held_upto(self.confirm, table_id, state.version, last)
             followed.unconfirmed = held < state.version
             read = self.reads.tables.events(table_id, last, held - last) if held > last else []
             self._offer_all(state, read, subscribers)
@@ -367,14 +306,6 @@ class Feed:
                 followed.delivering = False
                 if read and followed.last < read[-1][0]:
                     followed.last = read[-1][0]
-
-    def _held(self, table_id: str, version: int, since: int) -> int:
-        """Up to which version the table's events may be sent: `version` when the replicas
-        hold the log up to it (or none are asked for), else `since` (nothing more yet: all
-        or nothing, so the state the events are rendered with is the one they lead to)."""
-        if version <= since or self.confirm is None or self.confirm(table_id, version):
-            return version
-        return since
 
     def _offer_all(
         self, state: TableState, read: list[tuple[int, Any]], subscribers: list[Subscription]
@@ -437,13 +368,3 @@ class ShuttingDown(ApiError):
     """The process is closing its streams: 503, try again (another worker will answer)."""
 
     status, title = 503, "Unavailable"
-
-
-def sse_message(item: dict[str, Any]) -> bytes:
-    """One event as an SSE message: `id:` its version, `event:` its type, `data:` its JSON as
-    `/events` returns it (one line: JSON never holds a raw newline)."""
-    return b"id: %d\nevent: %s\ndata: %s\n\n" % (
-        item["version"],
-        item["type"].encode(),
-        dumps(item),
-    )
