@@ -233,8 +233,9 @@ def _draw_counts(data: dict[str, Any]) -> tuple[list[str] | None, list[str] | No
 
 class _Stock:
     """The undealt deck through the draws, as far as the history lets it be known: `cards`
-    (None once a draw's count is unknown), and `discards`, the discards since the last
-    reshuffle (None once one of them is unknown), which go under the deck when it runs short."""
+    (None once a draw's count is unknown, or the deck was reshuffled from unknown discards),
+    and `discards`, the discards since the last reshuffle (None once one of them is unknown),
+    which go under the deck when it runs short."""
 
     def __init__(self, cards: list[str], seed: bytes, draw_context: Callable[[int], bytes]) -> None:
         self.cards: list[str] | None = cards
