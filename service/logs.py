@@ -21,6 +21,7 @@ its own for each thread or greenlet), and :class:`JsonLines` adds it to each rec
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import re
 import sys
@@ -58,7 +59,13 @@ def iso_time(epoch: float) -> str:
     """`epoch` as ISO 8601 in UTC with milliseconds: ``2026-11-23T20:33:11.123Z``."""
     whole = int(epoch)
     millis = int((epoch - whole) * 1000)
-    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(whole))}.{millis:03d}Z"
+    return f"{_second(whole)}.{millis:03d}Z"
+
+
+@functools.lru_cache(maxsize=4)
+def _second(whole: int) -> str:
+    """The whole second `whole` as ISO 8601 in UTC (the lines of one second share it)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
 
 
 def json_line(

@@ -219,7 +219,7 @@ class LocalCluster:
 
     def _wait_up(self, port: int) -> redis.Redis:
         client = redis.Redis(host="127.0.0.1", port=port)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30  # (a node replaying its AOF on a loaded machine)
         while True:
             try:
                 client.ping()

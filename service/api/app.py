@@ -91,10 +91,24 @@ class _NoSessions(SessionInterface):
 
 class _Guts(Flask):
     """Flask, answering OPTIONS on a route with 204 (`service.api.edges.no_content_options`)
-    through the method Flask offers for it."""
+    through the method Flask offers for it, and deciding once per function whether it must
+    be run as async (`ensure_sync`, which Flask says to override)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sync: dict[Callable[..., Any], Callable[..., Any]] = {}
 
     def make_default_options_response(self) -> Response:
         return no_content_options(super().make_default_options_response().allow)
+
+    def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        """Flask's answer for `func`, found once per function: Flask asks for every view and
+        hook on every request, and its answer (an inspection of the function's code) never
+        changes."""
+        known = self._sync.get(func)
+        if known is None:
+            known = self._sync[func] = super().ensure_sync(func)
+        return known
 
 
 REDIS_CONNECTIONS = 32

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -155,7 +154,7 @@ def request_id_of(environ: dict[str, Any]) -> str:
     sent = environ.get("HTTP_X_REQUEST_ID")
     if sent and len(sent) <= 128 and all("!" <= c <= "~" for c in sent):
         return str(sent)
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()
 
 
 class Observed:

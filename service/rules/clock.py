@@ -60,11 +60,14 @@ class Due:
 def next_due(state: TableState) -> Due | None:
     """What falls due next on the table, if anything will without a player acting (the
     earliest of the game's and protection's)."""
-    dues = [Due(d.action, d.at, d.seat) for d in protection_dues(state)]
     game = _game_due(state)
+    duties = protection_dues(state)
+    if not duties:  # (the usual case: no moment to compare)
+        return game
+    dues = [Due(d.action, d.at, d.seat) for d in duties]
     if game is not None:
         dues.insert(0, game)
-    return min(dues, key=lambda due: parse_iso(due.at)) if dues else None
+    return min(dues, key=lambda due: parse_iso(due.at))
 
 
 def _game_due(state: TableState) -> Due | None:

@@ -307,7 +307,8 @@ def protection_dues(state: TableState) -> list[Duty]:
             if holder is not None and (holder.away or holder.leaving):
                 duties.append(Duty(FORFEIT, hand.dealt_at, holder.seat))
     for holder in state.seated():
-        duties.extend(_session_duties(state, holder))
+        if holder.leaving or holder.reality_check_minutes or holder.session_limit_minutes:
+            duties.extend(_session_duties(state, holder))
     return duties
 
 
