@@ -1,0 +1,107 @@
+"""The event store's shortcut on a Redis Cluster through a master's failover (issue 31, the
+unavailability per failover): a command for a master that is away reads the map of the slots
+again at once and goes straight to the promoted replica with its ``WAIT`` (so the first answer
+after a failover can be confirmed, not "outcome unknown"); a stalled master is sent one command
+at a time, the others failing at once rather than each waiting out the socket timeout."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis
+from redis.crc import key_slot
+
+from service.config import Settings
+from service.eventlog.redis_py_bypass import ClusterCommands
+from service.infrastructure import store_client
+from tests.cluster import LocalCluster
+
+KEY = b"failover:{t1}:meta"
+
+
+def _until(done: Callable[[], bool], what: str, within_s: float = 30) -> None:
+    deadline = time.monotonic() + within_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within_s} s: {what}")
+        time.sleep(0.02)
+
+
+def _commands(cluster: LocalCluster) -> tuple[ClusterCommands, Any]:
+    settings = Settings(
+        redis_url=cluster.url,
+        redis_cluster=True,
+        queue_redis_url="redis://unused",
+        redis_timeout_s=0.5,
+    )
+    client = store_client(settings)
+    return ClusterCommands(client), client
+
+
+def _has_replica(cluster: LocalCluster, port: int) -> bool:
+    info = cluster.client(port, 1.0).info("replication")
+    return any(isinstance(v, dict) and v.get("state") == "online" for v in info.values())
+
+
+def test_the_first_command_after_a_master_is_killed_is_confirmed_on_the_promoted_replica():
+    """Two replicas per master: once one is promoted the other follows it, and a command sent
+    with its WAIT through a map that still names the killed master is answered there with the
+    WAIT's count (before: sent again through redis-py's cluster client without it, so
+    unconfirmed and answered 503)."""
+    with LocalCluster(replicas=2, node_timeout_ms=1000) as cluster:
+        commands, client = _commands(cluster)
+        assert commands.call("SET", KEY, b"before") == b"OK"
+        master = client.get_node_from_key(KEY).port
+        cluster.kill(master)
+        slot = key_slot(KEY)
+        _until(lambda: cluster.slot_owner().get(slot, master) != master, "a replica promoted")
+        promoted = cluster.slot_owner()[slot]
+        _until(lambda: _has_replica(cluster, promoted), "the other replica following it")
+        assert client.get_node_from_key(KEY).port == master  # (the map as it was)
+        replies = commands.call_many(("SET", KEY, b"after"), ("WAIT", 1, 5000))
+        assert replies == [b"OK", 1]
+        assert client.get_node_from_key(KEY).port == promoted
+        client.close()
+
+
+def test_a_stalled_master_is_sent_one_command_at_a_time_until_a_replica_takes_over():
+    """SIGSTOP of a master: the command that met it unanswered marks it; while one command
+    waits on it to learn whether it answers again, another for its slots is refused at once
+    (not sent); once a replica is promoted a command is answered there, the old master still
+    stopped."""
+    with LocalCluster(replicas=1, node_timeout_ms=1000) as cluster:
+        commands, client = _commands(cluster)
+        commands.call("SET", KEY, b"held")
+        cluster.client(client.get_node_from_key(KEY).port).execute_command("WAIT", 1, 5000)
+        master = client.get_node_from_key(KEY).port
+        cluster.pause(master)
+        try:
+            with pytest.raises(redis.TimeoutError):
+                commands.call("GET", KEY)  # unanswered within the socket timeout
+            outcomes: list[object] = []
+
+            def probe() -> None:
+                try:
+                    outcomes.append(commands.call("GET", KEY))
+                except redis.RedisError as error:
+                    outcomes.append(error)
+
+            waiting = threading.Thread(target=probe)
+            waiting.start()
+            name = f"127.0.0.1:{master}"
+            _until(lambda: name in commands._probing or bool(outcomes), "a command sent to it")
+            if not outcomes:  # (a replica may have been promoted already: then no probe)
+                with pytest.raises(redis.TimeoutError, match="not sent"):
+                    commands.call("GET", KEY)
+            waiting.join(10)
+            slot = key_slot(KEY)
+            _until(lambda: cluster.slot_owner().get(slot, master) != master, "a replica promoted")
+            assert commands.call("GET", KEY) == b"held"  # from the promoted replica
+            assert master in cluster.stopped
+        finally:
+            cluster.resume(master)
+        client.close()
