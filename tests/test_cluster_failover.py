@@ -2,7 +2,9 @@
 unavailability per failover): a command for a master that is away reads the map of the slots
 again at once and goes straight to the promoted replica with its ``WAIT`` (so the first answer
 after a failover can be confirmed, not "outcome unknown"); a stalled master is sent one command
-at a time, the others failing at once rather than each waiting out the socket timeout."""
+at a time, the others failing at once rather than each waiting out the socket timeout; and
+the API's look at the quarantined tables, whose index may be on that master, holds up no
+request but the one that reads it."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import redis
 from redis.crc import key_slot
 
 from service.config import Settings
+from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.redis_py_bypass import ClusterCommands
 from service.infrastructure import store_client
 from tests.cluster import LocalCluster
@@ -105,3 +108,44 @@ def test_a_stalled_master_is_sent_one_command_at_a_time_until_a_replica_takes_ov
         finally:
             cluster.resume(master)
         client.close()
+
+
+class _StalledIndex(DueIndex):
+    """A due index whose quarantine list is read once, then held up (as on a master that is
+    away) until `go` is set."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        super().__init__(client, prefix="stalled")
+        self.reads = 0
+        self.go = threading.Event()
+        self.stored = {"held": {"reason": "corrupt"}}  # (as the index's hash holds them)
+
+    def quarantined(self) -> dict[str, dict[str, Any]]:
+        self.reads += 1
+        if self.reads > 1:
+            self.go.wait(30)
+        return dict(self.stored)
+
+
+def test_a_quarantine_read_held_up_by_a_master_away_holds_up_no_other_request(redis_client):
+    """While one request reads the quarantined tables again (the index's master away: until
+    a replica takes over), the others are answered from what was read last, and a table this
+    process quarantines meanwhile is refused at once (before, each waited for that read: on
+    every table, the whole failover)."""
+    index = _StalledIndex(redis_client)
+    view = QuarantineView(index, ttl_s=0.0)
+    assert view.entry("held") is not None  # the first read
+    reading = threading.Thread(target=view.entry, args=("other",))
+    reading.start()
+    _until(lambda: index.reads == 2, "the second read under way")
+    assert view.entry("held") == {"reason": "corrupt"}  # (would wait for the read)
+    assert view.entry("free") is None
+    index.stored["new"] = {"reason": "unreadable"}  # quarantined by this process
+    view.add("new", {"reason": "unreadable"})
+    assert view.entry("new") == {"reason": "unreadable"}
+    assert index.reads == 2 and reading.is_alive()
+    index.go.set()
+    reading.join(30)
+    assert view.entry("new") == {"reason": "unreadable"}  # (read back now)
+    del index.stored["new"]  # released
+    assert view.entry("new") is None
