@@ -16,11 +16,14 @@ from typing import Any
 import pytest
 import redis
 from redis.crc import key_slot
+from redis.exceptions import ClusterDownError
 
 from service.config import Settings
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.redis_py_bypass import ClusterCommands
+from service.eventlog.store import StoreUnavailable
 from service.infrastructure import store_client
+from service.projections.ledger import _reachable
 from tests.cluster import LocalCluster
 
 KEY = b"failover:{t1}:meta"
@@ -149,3 +152,20 @@ def test_a_quarantine_read_held_up_by_a_master_away_holds_up_no_other_request(re
     assert view.entry("new") == {"reason": "unreadable"}  # (read back now)
     del index.stored["new"]  # released
     assert view.entry("new") is None
+
+
+def test_the_cluster_down_during_a_failover_is_the_ledger_unavailable_not_an_error():
+    """``CLUSTERDOWN`` (nodes that have marked a master failed, before its replica takes
+    over) to the ledger's reads (a deal reads the players' limits there) is a 503, as for the
+    event store; it was a 500 (once in a chaos run). Other refusals stay errors."""
+
+    def down() -> None:
+        raise ClusterDownError("The cluster is down")
+
+    def refused() -> None:
+        raise redis.ResponseError("WRONGTYPE Operation against a key holding the wrong kind")
+
+    with pytest.raises(StoreUnavailable):
+        _reachable(down)()
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        _reachable(refused)()
