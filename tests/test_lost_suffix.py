@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from service.archive.archive import Archive
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.redis_store import RedisEventStore
+from service.infrastructure import archiver
 from service.projections.follower import Follower
 from service.projections.ledger import LedgerStore
 from service.projections.webhooks import WebhookStore
@@ -49,3 +51,45 @@ def test_projections_ahead_of_a_log_that_lost_a_suffix_quarantine_its_table(redi
     with pytest.raises(TableQuarantined):
         served.load("forked")
     assert served.load("kept").hand is not None
+
+
+def test_an_archive_holding_events_a_failover_lost_quarantines_its_table_though_the_log_regrew(
+    redis_client, empty_archive
+):
+    """The archive applied a deal a failover then lost, and the table was played on past that
+    version before the archiver looked again (so it is not ahead of the log, only different):
+    the log's next events do not chain from what the archive holds, so the table is
+    quarantined, and the archive neither takes them nor lets Redis trim them (never a silent
+    fork). (With GUTS_REDIS_MIN_REPLICAS the archiver applies only what a replica holds, so
+    this takes a failover that loses more than a replica lacked.)"""
+    redis_client.flushall()
+    archive = Archive.open(empty_archive, size=2)
+    try:
+        store = RedisEventStore(redis_client, prefix="lost", archive=archive, keep=2)
+        index = DueIndex(redis_client, prefix="lost")
+        tables = Tables(store, index=index)
+        rules = resolve_ruleset("three-card")
+        tables.execute("forked", CreateTable("forked", rules, b"s" * 32, "c"), create=True)
+        for seat in range(3):
+            tables.execute("forked", SeatPlayer(f"p{seat}", 50))
+        replica = Unreplicated(redis_client, store, "forked")
+        tables.execute("forked", Deal(b"d" * 32))  # archived below, then lost
+        follower = Follower(store, [archiver(store, archive)], index=index, chained=False)
+        follower.sweep()
+        archived = archive.positions([("default", "forked")])[0]
+        assert archived == store.load("forked").version
+        replica.lose()
+        regrown = Tables(store, index=index)  # (a process that never saw the lost deal)
+        for seat in range(3, 6):
+            regrown.execute("forked", SeatPlayer(f"p{seat}", 50))
+        assert store.load("forked").version > archived
+        follower.sweep()
+        held = index.quarantined()
+        assert list(held) == ["forked"]
+        assert "cannot be archived" in held["forked"]["reason"], held
+        assert archive.positions([("default", "forked")]) == [archived]
+        assert redis_client.hget(store.meta_key("forked"), "trimmed") is None
+        with pytest.raises(TableQuarantined):
+            Tables(store, index=index, held=QuarantineView(index)).load("forked")
+    finally:
+        archive.close()

@@ -229,31 +229,46 @@ class QuarantineView:
     """The quarantined tables as one process sees them (for the API: every read and command
     of one answers 409), read again from the index at most every `ttl_s` (one HGETALL of a
     hash that is usually empty), so a table the dispatchers set aside is refused within that
-    long, and one released is served again as soon."""
+    long, and one released is served again as soon. One request reads it; the others go on
+    with what was read last meanwhile, rather than each waiting for that read: when the
+    index's master is away (a failover) it takes until a replica has taken over, and every
+    table's requests would wait with it."""
 
     def __init__(self, index: DueIndex, ttl_s: float = 0.5) -> None:
         self.index = index
         self.ttl_s = ttl_s
         self._held: dict[str, dict[str, Any]] = {}
+        self._added: dict[str, tuple[dict[str, Any], float]] = {}  # by `add`, and when
         self._fresh_until = 0.0
         self._lock = threading.Lock()
 
     def entry(self, table_id: str) -> dict[str, Any] | None:
-        """Why the table is quarantined, or None when it is not (as of `ttl_s` ago)."""
-        if time.monotonic() >= self._fresh_until:
-            with self._lock:
+        """Why the table is quarantined, or None when it is not (as of `ttl_s` ago, or of the
+        last read while one is under way)."""
+        if time.monotonic() >= self._fresh_until and self._lock.acquire(blocking=False):
+            try:
                 if time.monotonic() >= self._fresh_until:
-                    try:
-                        self._held = self.index.quarantined()
-                    except redis.RedisError:
-                        pass  # Redis away: what this process saw last (its loads fail anyway)
-                    self._fresh_until = time.monotonic() + self.ttl_s
-        return self._held.get(table_id)
+                    self._read()
+            finally:
+                self._lock.release()
+        held = self._held.get(table_id)
+        if held is None and table_id in self._added:
+            return self._added[table_id][0]
+        return held
+
+    def _read(self) -> None:
+        started = time.monotonic()
+        try:
+            self._held = self.index.quarantined()
+            # (what `add` told of before this read began, the read holds)
+            self._added = {t: a for t, a in self._added.items() if a[1] >= started}
+        except redis.RedisError:
+            pass  # Redis away: what this process saw last (its loads fail anyway)
+        self._fresh_until = time.monotonic() + self.ttl_s
 
     def add(self, table_id: str, entry: dict[str, Any]) -> None:
         """Remember at once a table this process has just quarantined."""
-        with self._lock:
-            self._held = {**self._held, table_id: entry}
+        self._added = {**self._added, table_id: (entry, time.monotonic())}
 
 
 def _record_args(table_id: str, version: int, due: float | None) -> list[str | int]:

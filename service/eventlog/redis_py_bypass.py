@@ -31,10 +31,12 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
+from redis.exceptions import RedisClusterException
 
 from service.eventlog.replication import REROUTED as _REROUTED
 from service.eventlog.replication import rerouted
@@ -44,7 +46,11 @@ try:  # redis[hiredis] brings it; it packs a command in C
 except ImportError:  # pragma: no cover - redis-py's own packer then
     _hiredis_pack = None  # type: ignore[assignment]
 
-__all__ = ["ClusterCommands", "DirectCommands", "direct_commands"]
+__all__ = ["REREAD_S", "ClusterCommands", "DirectCommands", "direct_commands"]
+
+REREAD_S = 0.05
+"""How often at most a process reads the map of a cluster's slots again while a master is
+away (each a ``CLUSTER SLOTS``): a replica's promotion is noticed that soon after."""
 
 
 _forks = 0
@@ -181,17 +187,29 @@ class ClusterCommands:
     holds its key's slot, as redis-py's cluster client maps the slots (its public
     ``get_node_from_key`` and ``get_redis_connection``), over that node's `DirectCommands`.
     The key is the command's first (``HMGET key ...``; ``EVALSHA sha numkeys key ...``); every
-    key of one command shares its slot (one table's hash tag). A command the node redirects
-    (``MOVED``, ``ASK``: the slot moved), or cannot take (its connections broke: a failover),
+    key of one command shares its slot (one table's hash tag).
+
+    A master that cannot take a command (its connections refused: a node killed; none
+    answered within the socket timeout: a node stalled) makes the client read the map of the
+    slots again (at once: `_now_at`), and the command goes straight to the slot's new master
+    if a replica has taken over, with its ``WAIT``: the first answer after a failover can be
+    confirmed. While the map still names that master the command fails at once (503: the
+    client tries again), and a stalled master is left with one command at a time to find out
+    whether it answers again, the others failing at once after reading the map (at most every
+    `REREAD_S`) rather than each waiting a timeout out: the first command after the promotion
+    goes to the new master. A command the node redirects (``MOVED``, ``ASK``: the slot moved)
     is sent again through the cluster client, which follows the redirect and refreshes its
-    map of the slots, so the next command goes to the new owner. Sending again is safe for
-    what goes this way: a read, or an append conditional on the version (a second append
-    finds the first and is refused, or replayed by its idempotency key)."""
+    map. Sending again is safe for what goes this way: a read, or an append conditional on
+    the version (a second append finds the first and is refused, or replayed by its
+    idempotency key)."""
 
     def __init__(self, cluster: RedisCluster) -> None:
         self.cluster = cluster
         self._nodes: dict[str, DirectCommands] = {}
         self._making = threading.Lock()
+        self._stalled: set[str] = set()  # nodes that left a command unanswered, until one is
+        self._probing: set[str] = set()  # of those, the ones a command is being sent to now
+        self._read_at = 0.0  # when the map of the slots was last read again here
 
     def call(self, *args: Any) -> Any:
         """The reply to one command (Redis errors raise as redis-py's cluster client raises
@@ -200,17 +218,58 @@ class ClusterCommands:
 
     def call_many(self, *commands: tuple[Any, ...]) -> list[Any]:
         """The replies to `commands` (the first names the key: the others, a ``WAIT``, go
-        with it to its master, on one connection). Rerouted (see the class), the first is
+        with it to its master, on one connection). Redirected (see the class), the first is
         sent again through the cluster client and the others' replies are None (unknown: a
         ``WAIT`` on another connection would not wait for that write)."""
         first = commands[0]
         key = first[3] if first[0] == "EVALSHA" else first[1]
         try:
             node = self.cluster.get_node_from_key(key)  # type: ignore[no-untyped-call]
-            direct = self._nodes.get(node.name) or self._node(node)
-            return direct.call_many(*commands)
+            if node.name in self._stalled:
+                node = self._now_at(key, node)
+            try:
+                return self._sent(node, commands)
+            except (redis.ConnectionError, redis.TimeoutError):
+                moved = self._now_at(key, node)
+                if moved.name == node.name:
+                    raise  # the slot's master away: the caller answers 503 (the client tries again)
+            return self._sent(moved, commands)
+        except (redis.ConnectionError, redis.TimeoutError):
+            raise  # (not sent again through the cluster client: to the same node)
         except _REROUTED:
             return rerouted(self.cluster, commands)
+
+    def _sent(self, node: Any, commands: tuple[tuple[Any, ...], ...]) -> list[Any]:
+        """`commands` sent to `node`; a node that has left one unanswered takes one command
+        at a time (the others fail at once) until it answers again."""
+        name = node.name
+        probe = name in self._stalled
+        if probe:
+            with self._making:
+                if name in self._probing:
+                    raise redis.TimeoutError(f"{name} left a command unanswered: not sent")
+                self._probing.add(name)
+        try:
+            replies = (self._nodes.get(name) or self._node(node)).call_many(*commands)
+        except redis.TimeoutError:
+            self._stalled.add(name)
+            raise
+        finally:
+            if probe:
+                self._probing.discard(name)
+        self._stalled.discard(name)
+        return replies
+
+    def _now_at(self, key: Any, node: Any) -> Any:
+        """The master of `key`'s slot after reading the map of the slots again from the nodes
+        other than `node`, one that is away (at most every `REREAD_S`: else as last read)."""
+        now = time.monotonic()
+        if now - self._read_at >= REREAD_S:
+            self._read_at = now
+            with contextlib.suppress(RedisClusterException, redis.RedisError):
+                # (as redis-py's own recovery calls it, the node away asked last)
+                self.cluster.nodes_manager.initialize(last_failed_node_name=node.name)
+        return self.cluster.get_node_from_key(key)  # type: ignore[no-untyped-call]
 
     def _node(self, node: Any) -> DirectCommands:
         with self._making:

@@ -41,8 +41,10 @@ from typing import Any, ParamSpec, TypeVar, cast
 
 import orjson
 import redis
+from redis.exceptions import SlotNotCoveredError
 
 from service.eventlog.decoding import CorruptTable, book_data, position
+from service.eventlog.redis_errors import failing_over
 from service.eventlog.store import BadCursor, StoreUnavailable
 from service.projections.follower import Followed, hash_positions
 from service.rules import ledger
@@ -87,15 +89,18 @@ R = TypeVar("R")
 
 
 def _reachable(method: Callable[P, R]) -> Callable[P, R]:
-    """Redis going away is the store being unavailable (a 503 at the API, a wait in the
-    follower), as for the event store."""
+    """Redis going away, or a failover under way (``CLUSTERDOWN`` while a replica takes
+    over), is the store being unavailable (a 503 at the API, a wait in the follower), as for
+    the event store."""
 
     @wraps(method)
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return method(*args, **kwargs)
-        except (redis.ConnectionError, redis.TimeoutError) as error:
-            raise StoreUnavailable(f"Redis is unreachable: {error}") from error
+        except (redis.RedisError, SlotNotCoveredError) as error:
+            if not failing_over(error):
+                raise
+            raise StoreUnavailable(f"Redis is unreachable: {str(error)[:200]}") from error
 
     return call
 

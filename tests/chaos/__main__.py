@@ -38,6 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only master failovers (no API node, dispatcher, PostgreSQL, replica kills)",
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the processes' logs and the history after a clean run too",
+    )
     parser.add_argument("--report", help="also write the report as JSON to this file")
     args = parser.parse_args(argv)
     options = Options(
@@ -50,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         forced_failover=args.forced_failover,
         deadline_tables=not args.no_deadline_tables,
         other_faults=not args.no_other_faults,
+        keep=args.keep,
     )
     signal.signal(signal.SIGTERM, _stop)  # unwinds the run: everything it started is stopped
     report = run(options)

@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 import random
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import psutil
+import redis
 from redis.crc import key_slot
 
 from service.eventlog.redis_store import table_key_tag
@@ -36,6 +38,8 @@ class Fault:
     master_port: int | None = None  # the master that failed over (its tables: `slots`)
     slots: set[int] = field(default_factory=set)
     settled: float | None = None
+    promoted: float | None = None  # when the map of the slots first named another master
+    replicated: float | None = None  # when that master first had a replica in sync
     unavailable_s: float | None = None  # the worst table's, for failovers
     failed_commands: int = 0
     tables: int = 0  # the run's tables on the failed master
@@ -103,17 +107,19 @@ class Injector:
         port, slots = self._master()
         fault = Fault("kill_master", f"redis:{port}", time.monotonic(), port, slots)
         self.topology.cluster.kill(port)
-        self._wait_promoted(slots, port)
+        watching = self._watch_replicated(fault, self._wait_promoted(fault))
         self.topology.cluster.restart(port)  # it rejoins as the new master's replica
+        watching.join()
         return fault
 
     def sigstop_master(self) -> Fault:
         port, slots = self._master()
         fault = Fault("sigstop_master", f"redis:{port}", time.monotonic(), port, slots)
         self.topology.cluster.pause(port)
-        self._wait_promoted(slots, port)
+        watching = self._watch_replicated(fault, self._wait_promoted(fault))
         time.sleep(1.0)  # past the promotion, as a stalled machine would be
         self.topology.cluster.resume(port)
+        watching.join()
         return fault
 
     def failover_force(self) -> Fault:
@@ -124,7 +130,7 @@ class Injector:
             slots = {slot for slot, port in owners.items() if port == master}
             fault = Fault("failover_force", f"redis:{replica}", time.monotonic(), master, slots)
             client.execute_command("CLUSTER FAILOVER", "FORCE")
-        self._wait_promoted(slots, master)
+        self._watch_replicated(fault, self._wait_promoted(fault)).join()
         return fault
 
     def kill_replica(self) -> Fault:
@@ -135,14 +141,44 @@ class Injector:
         self.topology.cluster.restart(port)
         return fault
 
-    def _wait_promoted(self, slots: set[int], old: int) -> None:
-        """Until another node holds `old`'s slots."""
-        some = next(iter(slots))
+    def _wait_promoted(self, fault: Fault) -> int:
+        """Until another node holds the slots of the fault's master (`fault.promoted`: then);
+        that node's port."""
+        some, old = next(iter(fault.slots)), fault.master_port
         deadline = time.monotonic() + SETTLE_S
-        while self.topology.cluster.slot_owner().get(some, old) == old:
+        while (owner := self.topology.cluster.slot_owner().get(some, old)) == old:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no replica took over from {old} in {SETTLE_S} s")
-            time.sleep(0.1)
+            time.sleep(0.02)
+        fault.promoted = time.monotonic()
+        assert owner is not None
+        return owner
+
+    def _watch_replicated(self, fault: Fault, master: int) -> threading.Thread:
+        """A thread started to set `fault.replicated` (`_wait_replicated`) while the fault
+        goes on."""
+        watching = threading.Thread(target=self._wait_replicated, args=(fault, master))
+        watching.start()
+        return watching
+
+    def _wait_replicated(self, fault: Fault, master: int) -> None:
+        """Until the master on `master` has a replica in sync (`fault.replicated`: then, as
+        polled; nothing past SETTLE_S)."""
+        deadline = time.monotonic() + SETTLE_S
+        while time.monotonic() < deadline:
+            try:
+                with self.topology.cluster.client(master, 1.0) as client:
+                    info = client.info("replication")
+            except redis.RedisError:
+                info = {}
+            if any(
+                isinstance(v, dict) and v.get("state") == "online"
+                for k, v in info.items()
+                if k.startswith("slave")
+            ):
+                fault.replicated = time.monotonic()
+                return
+            time.sleep(0.02)
 
     # --- the service's processes -----------------------------------------------------------
 
@@ -190,27 +226,29 @@ command: redis-py's cluster client retries through a failover before it answers)
 
 
 def measure(
-    fault: Fault, tables: list[str], attempts: list[tuple[float, float, str, bool]]
+    fault: Fault, tables: list[str], attempts: list[tuple[float, float, str, bool, bool]]
 ) -> None:
     """Set `fault.unavailable_s`: on each of the failed master's tables, from the first attempt
-    after the fault that failed or was held longer than SLOW_S (before the fault settled) to
-    the end of the next attempt answered in time; the worst table's."""
+    after the fault (a command, or a read of the table) that failed or was held longer than
+    SLOW_S (before the fault settled) to the end of the next command answered in time; the
+    worst table's. (A read answered does not end it: a promoted master without a replica
+    serves reads, not commands.)"""
     mine = set(tables_of(fault.slots, tables))
     fault.tables = len(mine)
     until = fault.settled or fault.started
     first_bad: dict[str, float] = {}
     last_bad: dict[str, float] = {}
     worst = 0.0
-    for began, ended, table, answered in sorted(attempts):
+    for began, ended, table, answered, command in sorted(attempts):
         if table not in mine or ended < fault.started:
             continue
-        fault.failed_commands += not answered
+        fault.failed_commands += not answered and command
         start = first_bad.get(table)
         if not answered or ended - began > SLOW_S:
             if start is None and began <= until:
                 first_bad[table] = max(began, fault.started)
             last_bad[table] = ended
-        elif start is not None:
+        elif start is not None and command:
             worst = max(worst, ended - start)
             mine.discard(table)  # only the first outage after the fault counts
             del first_bad[table]

@@ -22,7 +22,7 @@ import requests
 
 from service.projections.webhook_messages import EVENT_NAMES
 from tests.chaos import checker
-from tests.chaos.faults import MASTER_FAULTS, SURVIVED, Injector, measure, schedule
+from tests.chaos.faults import MASTER_FAULTS, SURVIVED, Fault, Injector, measure, schedule
 from tests.chaos.readback import read_back
 from tests.chaos.receiver import Receiver
 from tests.chaos.topology import OPERATOR_KEY, Topology
@@ -43,6 +43,7 @@ class Options:
     forced_failover: bool = False  # CLUSTER FAILOVER FORCE among the failovers
     deadline_tables: bool = True  # a third of the tables with 1 s deadlines and auto_resolve
     other_faults: bool = True  # API node, dispatcher, PostgreSQL, replica kills between them
+    keep: bool = False  # the logs and the history kept after a clean run too
 
 
 def run(options: Options) -> dict[str, Any]:
@@ -94,19 +95,23 @@ def run(options: Options) -> dict[str, Any]:
     violations, counts = checker.check(observed, tables)
     report = _report(options, started, history, injector, observed, violations, counts)
     report["dispatcher_exits"], report["uncaught"] = exits, uncaught
-    _keep(topology.workdir, history, report)
+    _keep(topology.workdir, history, report, options.keep)
     return report
 
 
-def _keep(workdir: Path, history: History, report: dict[str, Any]) -> None:
-    """The processes' logs and the history (JSON lines) stay in `workdir` after a run that
-    found a violation (its path in the report); a clean run leaves nothing behind."""
-    if not report["violations"]:
+def _keep(workdir: Path, history: History, report: dict[str, Any], keep: bool) -> None:
+    """The processes' logs and the history (JSON lines: the commands in `history.jsonl`,
+    every attempt in `attempts.jsonl`) stay in `workdir` after a run that found a violation,
+    or when asked (`keep`; its path in the report); else a run leaves nothing behind."""
+    if not report["violations"] and not keep:
         shutil.rmtree(workdir, ignore_errors=True)
         return
     with open(workdir / "history.jsonl", "wb") as out:
         for record in history.records:
             out.write(orjson.dumps(dataclasses.asdict(record)) + b"\n")
+    with open(workdir / "attempts.jsonl", "wb") as out:
+        for attempt in history.attempts:
+            out.write(orjson.dumps(attempt) + b"\n")
     report["workdir"] = str(workdir)
 
 
@@ -121,11 +126,12 @@ def _report(
 ) -> dict[str, Any]:
     """The run's figures; times in seconds from the run's start (its first command)."""
     failovers = [f for f in injector.faults if f.kind in MASTER_FAULTS]
-    gaps = [f.unavailable_s for f in failovers if f.unavailable_s is not None]
+    gaps = [f.unavailable_s for f in failovers]
     lost = " ".join(detail for kind, detail in violations if kind == "lost")
     late = checker.deadline_lateness(observed, observed.redis)
     return {
         "options": vars(options),
+        "started_monotonic": started,  # (the clock of attempts.jsonl)
         "played_s": round(max(r.answered or r.sent for r in history.records) - started, 1),
         "commands": len(history.records),
         "acknowledged": counts.get("acknowledged", 0),
@@ -141,16 +147,34 @@ def _report(
                 "at_s": round(f.started - started, 1),
                 "settled_s": round((f.settled or f.started) - f.started, 1),
                 "unavailable_s": None if f.unavailable_s is None else round(f.unavailable_s, 2),
+                "promoted_s": _since(f, f.promoted),
+                "replicated_s": _since(f, f.replicated),
                 "failed_attempts": f.failed_commands,
                 "tables": f.tables,
             }
             for f in injector.faults
         ],
         "fault_errors": injector.errors,
-        "unavailability_s": {
-            "max": round(max(gaps), 2) if gaps else None,
-            "median": round(statistics.median(gaps), 2) if gaps else None,
+        "unavailability_s": _spread(gaps),
+        "unavailability_by_kind_s": {
+            kind: _spread([f.unavailable_s for f in failovers if f.kind == kind])
+            for kind in sorted({f.kind for f in failovers})
         },
+        "promoted_s": _spread([f.promoted - f.started for f in failovers if f.promoted]),
+        "answered_after_promotion_s": _spread(
+            [
+                f.started + f.unavailable_s - f.promoted
+                for f in failovers
+                if f.promoted and f.unavailable_s
+            ]
+        ),
+        "answered_after_replicated_s": _spread(
+            [
+                f.started + f.unavailable_s - f.replicated
+                for f in failovers
+                if f.replicated and f.unavailable_s
+            ]
+        ),
         "deadlines_acted_on": {
             "count": len(late),
             "late_s_median": round(statistics.median(late), 2) if late else None,
@@ -163,6 +187,19 @@ def _report(
         "webhooks_drained_s": None if observed.drained_s is None else round(observed.drained_s, 1),
         "violations": [{"kind": k, "detail": d} for k, d in violations],
     }
+
+
+def _spread(values: list[float | None] | list[float]) -> dict[str, float | None]:
+    """The median and the max of `values` (those known), seconds."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return {"median": None, "max": None}
+    return {"median": round(statistics.median(known), 2), "max": round(max(known), 2)}
+
+
+def _since(fault: Fault, moment: float | None) -> float | None:
+    """Seconds from `fault`'s start to `moment` (None: never)."""
+    return None if moment is None else round(moment - fault.started, 2)
 
 
 def _lost(record: Record, started: float) -> dict[str, Any]:
@@ -184,7 +221,11 @@ def text(report: dict[str, Any]) -> str:
         f"uncaught exceptions: {report['uncaught']}",
         f"webhooks not delivered, as the store holds them: {report['webhooks_undelivered']}; "
         f"the last due arrived {report['webhooks_drained_s']} s after the rest was read back",
-        f"unavailability per failover (s): {report['unavailability_s']}",
+        f"unavailability per failover (s): {report['unavailability_s']}, by kind: "
+        f"{report['unavailability_by_kind_s']}",
+        f"  a replica promoted: {report['promoted_s']}; answered again after the promotion: "
+        f"{report['answered_after_promotion_s']}; after the new master had a replica in sync: "
+        f"{report['answered_after_replicated_s']}",
         f"deadlines acted on by the dispatchers: {report['deadlines_acted_on']}",
     ]
     for fault in report["faults"]:

@@ -61,8 +61,9 @@ class History:
     """Every command and every attempt, appended from many threads."""
 
     records: list[Record] = field(default_factory=list)
-    attempts: list[tuple[float, float, str, bool]] = field(default_factory=list)
-    """(started, ended, table, answered) of every attempt."""
+    attempts: list[tuple[float, float, str, bool, bool]] = field(default_factory=list)
+    """(started, ended, table, answered, a command) of every attempt: of a command, or of a
+    read of its table's state (not a command)."""
     server_errors: int = 0  # 500s answered (retried: never acceptable)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -70,9 +71,9 @@ class History:
         with self.lock:
             self.records.append(record)
 
-    def attempt(self, started: float, table: str, answered: bool) -> None:
+    def attempt(self, started: float, table: str, answered: bool, command: bool = True) -> None:
         with self.lock:
-            self.attempts.append((started, time.monotonic(), table, answered))
+            self.attempts.append((started, time.monotonic(), table, answered, command))
 
 
 class Client:
@@ -119,10 +120,12 @@ class Client:
             wait = min(wait * 2, RETRY_S[1])
         return record
 
-    def read(self, path: str) -> dict[str, Any] | None:
-        """A GET, retried like a command for a while; its body (None if never answered)."""
+    def read(self, path: str, table: str) -> dict[str, Any] | None:
+        """A GET of `table`'s `path`, retried like a command for a while (each attempt in the
+        history); its body (None if never answered)."""
         started = time.monotonic()
         while time.monotonic() - started < RETRY_FOR_S:
+            began = time.monotonic()
             try:
                 base = self.bases[next(self.turn)]
                 response = self.session.get(
@@ -131,9 +134,11 @@ class Client:
                     timeout=TIMEOUT_S,
                 )
                 if response.status_code == 200:
+                    self.history.attempt(began, table, True, command=False)
                     return _json(response)
             except requests.RequestException:
                 pass
+            self.history.attempt(began, table, False, command=False)
             time.sleep(0.2)
         return None
 
@@ -186,7 +191,7 @@ class TablePlayer:
     def step(self, finishing: bool) -> bool:
         """One thing done on the table; False once there is nothing to do (when finishing: no
         hand in play)."""
-        view = self.client.read(f"/v1/tables/{self.table}")
+        view = self.client.read(f"/v1/tables/{self.table}", self.table)
         if view is None:
             return not finishing
         hand = view.get("hand")
