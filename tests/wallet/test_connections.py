@@ -5,6 +5,7 @@ the one before."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -40,6 +41,10 @@ def test_calls_to_a_wallet_share_one_connection(signed: TestWallet):
 def test_a_connection_the_wallet_closed_is_not_used_again(signed: TestWallet):
     assert _credit(signed, 1).status == "ok"
     signed.hang_up()
+    deadline = time.monotonic() + 10
+    while signed.open:  # (its end seen at the wallet: it went out long before)
+        assert time.monotonic() < deadline, "the wallet did not hang up"
+        time.sleep(0.01)
     assert _credit(signed, 2).status == "ok"  # (not an unknown outcome: a new connection)
     assert signed.connections == 2
 
