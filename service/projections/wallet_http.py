@@ -111,9 +111,10 @@ class Connections:
         return http.client.HTTPSConnection(host, port, timeout=timeout_s, context=self._tls)
 
     def _forget(self) -> None:
-        """In a forked child: the parent's connections stay the parent's (dropped here, not
-        closed: a TLS goodbye from here would end them for the parent too)."""
-        self._idle = {}
+        """In a forked child: the parent's connections stay the parent's, the child's copies of
+        their descriptors are closed (which ends nothing for the parent: a connection ends with
+        its last descriptor, and closing a TLS socket sends no goodbye)."""
+        self.close()
 
 
 def _readable(fd: int) -> bool:

@@ -5,6 +5,7 @@ the one before."""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -58,3 +59,16 @@ def test_the_call_after_a_failed_one_gets_its_own_answer(signed: TestWallet, fau
     after = _credit(signed, 3)
     assert after.status == "ok", after.problem
     assert signed.count("credit") >= 2 and signed.calls[-1][1]["transaction_id"] == "cr-3"
+
+
+def test_a_forked_child_leaves_the_parents_connections_alone(signed: TestWallet):
+    """(gunicorn forks its workers: a child closes its copies of the kept connections, which
+    must not end them for the parent.)"""
+    assert _credit(signed, 1).status == "ok"
+    child = os.fork()
+    if child == 0:  # (the child's copies were closed as it was forked)
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _credit(signed, 2).status == "ok"
+    assert signed.connections == 1
