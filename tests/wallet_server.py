@@ -8,6 +8,8 @@ Faults, for the next calls of a path (`fail(path, *modes)`) or for every call (`
 "garbage" (200 with a body that is not JSON), "bad_signature", "unsigned", "applied_500"
 (applies the call, then answers 500: an unknown outcome after the effect), "hold" (sets
 `held` on receipt, and carries on once the test sets `release`).
+`connections` counts the connections it accepted; `hang_up()` closes those open (as a server
+ends idle keep-alive connections).
 Broken wallets, for `guts wallet-check`: `not_idempotent` (a repeated transaction applied
 again), `ignores_signatures` (an unsigned call accepted), `refuses_unknown_rollback` (a
 rollback of a debit it never saw answered 404).
@@ -16,9 +18,11 @@ rollback of a debit it never saw answered 404).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import http.server
 import json
+import socket
 import threading
 import time
 from collections import Counter
@@ -47,6 +51,8 @@ class TestWallet:
         self.effects: Counter[str] = Counter()  # kind -> times money moved
         self.rolled_back: set[str] = set()
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.connections = 0
+        self.open: set[Any] = set()  # the connections accepted and not yet closed
         self.faults: dict[str, list[str]] = {}
         self.always: dict[str, str] = {}
         self.slow_s = 1.0
@@ -55,7 +61,21 @@ class TestWallet:
         wallet = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+            protocol_version = "HTTP/1.1"  # (keep-alive: a connection serves many calls)
+            disable_nagle_algorithm = True  # (as web servers do: on a kept connection, the
+            # answer's body, written after its headers, would wait for the caller's delayed
+            # acknowledgement of them, 40 ms)
+
+            def setup(self) -> None:
+                super().setup()
+                with wallet.lock:
+                    wallet.connections += 1
+                    wallet.open.add(self.connection)
+
+            def finish(self) -> None:
+                with wallet.lock:
+                    wallet.open.discard(self.connection)
+                super().finish()
 
             def do_POST(self) -> None:  # noqa: N802 - the library's name
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -78,9 +98,17 @@ class TestWallet:
         self.thread.start()
 
     def close(self) -> None:
-        """Stop listening: calls are refused (down)."""
+        """Stop listening and hang up: calls are refused (down)."""
         self.server.shutdown()
         self.server.server_close()
+        self.hang_up()
+
+    def hang_up(self) -> None:
+        """Close every connection open (their callers see them end)."""
+        with self.lock:
+            for connection in self.open:
+                with contextlib.suppress(OSError):  # (one its caller closed meanwhile)
+                    connection.shutdown(socket.SHUT_RDWR)
 
     def fail(self, path: str, *modes: str) -> None:
         with self.lock:

@@ -22,7 +22,13 @@ from service.rules.limit_changes import (
     outbox_entry,
     profile,
 )
-from service.rules.limits import Allowance, Limits, cooling_down_until, verify_cooled_down
+from service.rules.limits import (
+    Allowance,
+    Limits,
+    cooling_down_until,
+    verify_cooled_down,
+    verify_may_pay_in,
+)
 from service.rules.protection import SessionLimits
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
@@ -181,21 +187,32 @@ class MoneyUses:
             for pid, limits in self._limits_of(state.tenant, wanted).items()
             if limits.loss_limit_24h is not None
         }
-        if not limited:
+        return self._allowances(state, limited)
+
+    def _allowances(self, state: TableState, limited: Mapping[str, int]) -> dict[str, Allowance]:
+        """The allowance of each player with a loss limit (`limited`: player id -> limit)."""
+        if not limited or self.ledger is None:
             return {}
         self.catch_up(state.table_id, state.version)
         losses = self.ledger.net_losses(state.tenant, list(limited), _ms(self.tables.now()))
         return {pid: Allowance(limit, losses[pid]) for pid, limit in limited.items()}
 
-    def seating_limits(self, state: TableState, player_id: str) -> tuple[str | None, SessionLimits]:
+    def seating_limits(
+        self, state: TableState, player_id: str, *, paid_in: bool = False
+    ) -> tuple[str | None, SessionLimits]:
         """When `player_id`'s exclusion or time-out in the table's tenant ends (None: neither
         runs), and the limits their session there runs under; `CoolingDown` while a session
-        limit they reached keeps them from every seat of the tenant (`COOL_DOWN`)."""
+        limit they reached keeps them from every seat of the tenant (`COOL_DOWN`). `paid_in`:
+        the seat is paid by a debit of the wallet, refused (`LossLimitReached`) while their
+        loss limit is reached (`verify_may_pay_in`)."""
         limits = self._limits_of(state.tenant, [player_id]).get(player_id, Limits())
         session = SessionLimits(limits.reality_check_minutes, limits.session_limit_minutes)
         now = self.tables.now()
         if self.ledger is not None:  # (a session limit reached: CoolingDown, a 409)
             verify_cooled_down(player_id, self.ledger.cool_down_until(state.tenant, player_id), now)
+        if paid_in and limits.loss_limit_24h is not None:
+            allowance = self._allowances(state, {player_id: limits.loss_limit_24h})
+            verify_may_pay_in(player_id, allowance.get(player_id))
         return blocked_until(limits, now), session
 
 

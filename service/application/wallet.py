@@ -4,8 +4,8 @@ a player with money debited from it, and reads its transactions for reconciliati
 and auditors of the tenant; a regulator names the tenant).
 
 A wallet-funded seat (or top-up), as docs/wallet.md draws it:
-1. the table is checked first (the seat free, the player not excluded): a seat the rules would
-   refuse debits nothing;
+1. the table is checked first (the seat free, the player not excluded nor at their 24 h loss
+   limit): a seat the rules or the protections would refuse debits nothing;
 2. the debit is recorded, pending, before it is sent (its transaction id derived from the
    sender's Idempotency-Key, so a retried request is the same transaction);
 3. the wallet is called; `ok` appends the seat under the idempotency key
@@ -22,7 +22,7 @@ A sender that dies anywhere in this leaves a pending debit, which the wallet dut
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +30,7 @@ from service.rules import wallet as w
 from service.rules.decide import Command, SeatPlayer, TopUp
 from service.rules.errors import GutsError
 from service.rules.guards import seat_holder
+from service.rules.limits import Allowance, verify_may_pay_in
 from service.rules.protection import SessionLimits
 from service.rules.seating import verify_seat_player, verify_top_up
 from service.rules.state import TableState
@@ -53,7 +54,9 @@ class WalletUses:
     issue_token: IssueToken | None
 
     _command: Callable[..., Outcome]  # TableService's: a game command for the caller
-    seating_limits: Callable[[TableState, str], tuple[str | None, SessionLimits]]  # MoneyUses'
+    # MoneyUses': a seat's limits (and, paid in, the loss limit's check); the allowances
+    seating_limits: Callable[..., tuple[str | None, SessionLimits]]
+    allowances: Callable[[TableState, Iterable[str]], dict[str, Allowance]]
 
     def _wallet(self, caller: Caller, *roles: str) -> tuple[WalletBook, str]:
         require(caller, *(roles or (OPERATOR,)))
@@ -127,7 +130,7 @@ class WalletUses:
 
         def seating(state: TableState, verify: bool) -> tuple[Command, str, int]:
             require_tenant(caller, state)
-            excluded, limits = self.seating_limits(state, player_id)
+            excluded, limits = self.seating_limits(state, player_id, paid_in=verify)
             if verify:
                 now = self.tables.now()
                 verify_seat_player(state, player_id, buy_in, seat, excluded_until=excluded, now=now)
@@ -152,7 +155,9 @@ class WalletUses:
             if not verify:
                 return TopUp(seat, amount), "", amount
             verify_top_up(state, seat, amount, "pending")
-            return TopUp(seat, amount), seat_holder(state, seat).player_id, amount
+            player_id = seat_holder(state, seat).player_id
+            verify_may_pay_in(player_id, self.allowances(state, [player_id]).get(player_id))
+            return TopUp(seat, amount), player_id, amount
 
         return self._funded(caller, table_id, w.TOP_UP, topping_up, facts.seat_changed, conditions)
 

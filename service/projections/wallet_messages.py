@@ -17,13 +17,13 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
+from http.client import HTTPException
 from typing import Any
 
 import orjson
 
+from service.projections.wallet_http import CONNECTIONS
 from service.projections.webhook_messages import check_url, sign
 from service.rules.errors import InvalidCommand
 
@@ -110,16 +110,6 @@ def new_request_id() -> str:
     return "req_" + secrets.token_hex(12)
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect is an unknown outcome, never followed."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirects)
-
-
 def call(
     url: str,
     path: str,
@@ -138,18 +128,13 @@ def call(
     headers = signed_headers(signer, request_id, body, time.time())
     if not signer:
         headers = {"content-type": "application/json", "webhook-id": request_id}
-    request = urllib.request.Request(
-        url.rstrip("/") + "/" + path, data=body, headers=headers, method="POST"
-    )
     try:
-        with _OPENER.open(request, timeout=timeout_s) as answered:
-            status, answer_headers, answer_body = answered.status, answered.headers, answered.read()
-    except urllib.error.HTTPError as refused:
-        refused.close()
-        return Answer(None, problem=f"HTTP {refused.code}")
-    except (OSError, ValueError) as failed:  # timeouts, refused connections, bad answers
-        return Answer(None, problem=type(failed).__name__)
-    if status != 200:
+        status, answer_headers, answer_body = CONNECTIONS.post(
+            url.rstrip("/") + "/" + path, body, headers, timeout_s
+        )
+    except (OSError, HTTPException, ValueError) as failed:  # timeouts, refused or dropped
+        return Answer(None, problem=type(failed).__name__)  # connections, answers not HTTP
+    if status != 200:  # (a redirect too: never followed)
         return Answer(None, problem=f"HTTP {status}")
     why = verify_signature(secret, request_id, answer_headers, answer_body, time.time())
     if why is not None:

@@ -77,6 +77,18 @@ def verify_within_limit(
         )
 
 
+def verify_may_pay_in(player_id: str, allowance: Allowance | None) -> None:
+    """A player whose 24 h net loss has reached their loss limit brings no more money to a
+    table from the casino's wallet (a seat or top-up paid by a debit) until it is back under
+    it: what they could stake with it is what the limit keeps them from losing."""
+    if allowance is not None and allowance.left <= 0:
+        raise LossLimitReached(
+            f"player {player_id!r} has reached their loss limit of {allowance.limit}: they "
+            f"have lost {allowance.net_loss} in the last 24 hours, so no debit of the wallet "
+            "for them until that is back under the limit"
+        )
+
+
 def can_ante(due: int, allowance: Allowance | None) -> bool:
     """Whether paying an ante of `due` keeps the player within their loss limit."""
     return allowance is None or due <= allowance.left

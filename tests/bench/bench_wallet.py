@@ -10,8 +10,9 @@ after 5 s, doubling, up to 1 h) and a local wallet that answers at once (the tes
 
 1. Seats: `--seats` plain seats and as many wallet-funded ones, interleaved, one at a time;
    p50, p90 and p99 of each, and the p50 of a signed wallet call made from this process (one wallet
-   round trip). Goal: a wallet-funded seat costs one wallet round trip more than a plain seat
-   (the debit; the records it writes are a few Redis round trips more).
+   round trip, over a kept connection as the API's calls are), and how many connections the
+   wallet accepted for the seats' debits. Goal: a wallet-funded seat costs one wallet round trip
+   more than a plain seat (the debit; the records it writes are a few Redis round trips more).
 2. Credits: `--credits` wallet-funded seats on tables of 6, then the wallet goes down (nothing
    listens on its port) and every table is ended (a credit per seat); after `--down` seconds
    the wallet comes back, and the run waits until no credit is pending (or 5 minutes). Goal:
@@ -103,11 +104,13 @@ def seats(bench: Bench, wallet: TestWallet, count: int) -> None:
     plain: list[float] = []
     funded: list[float] = []
     tables = {"chips": bench.table(), "wallet": bench.table()}
+    connections = wallet.connections
     for n in range(count):
         for funding, times in (("chips", plain), ("wallet", funded)):
             if n and n % SEATS_PER_TABLE == 0:
                 tables[funding] = bench.table()
             times.append(bench.seat(tables[funding], f"s{funding}{n}", funding))
+    connections = wallet.connections - connections
     trips = []
     for n in range(count):
         payload = {"transaction_id": f"trip-{n}", "player_id": "rt", "table_id": "t",
@@ -120,7 +123,8 @@ def seats(bench: Bench, wallet: TestWallet, count: int) -> None:
     for name, times in (("plain seat        ", plain), ("wallet-funded seat", funded)):
         spread = " ".join(f"p{q} {_ms(times, q):.2f} ms" for q in (90, 99))
         print(f"  {name}  p50 {_ms(times, 50):.2f} ms  {spread}")
-    print(f"  one wallet call     p50 {p50_trip:.2f} ms (from this process)")
+    print(f"  one wallet call     p50 {p50_trip:.2f} ms (from this process); the seats' "
+          f"{count} debits took {connections} connection(s)")  # fmt: skip
     extra = p50_funded - p50_plain
     print(f"  a wallet-funded seat costs {extra:.2f} ms more = {extra / p50_trip:.2f} wallet "
           f"round trips ({p50_funded / p50_plain:.2f}x a plain seat)")  # fmt: skip

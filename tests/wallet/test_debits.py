@@ -254,6 +254,7 @@ REFUSED_SEATS = {  # what makes the rules or the protections refuse ann a seat: 
     "excluded": (409, "is excluded from play"),
     "timed_out": (409, "is excluded from play (or on a time-out)"),
     "cooling_down": (409, "reached their session limit"),
+    "loss_limit_reached": (409, "has reached their loss limit of 0"),
 }
 
 
@@ -283,6 +284,8 @@ def test_a_seat_refused_by_the_rules_or_protections_sends_the_wallet_nothing(
         _protect(wallet_api, "ann", excluded_until=_soon(days=30))
     elif refusal == "timed_out":
         _protect(wallet_api, "ann", timeout_until=_soon(days=2))
+    elif refusal == "loss_limit_reached":  # (a limit of 0: reached with nothing lost yet)
+        _protect(wallet_api, "ann", loss_limit_24h=0)
     else:  # a session limit ann reached elsewhere keeps her from every seat for a while
         client = SERVED[wallet_api.base].extensions["guts"].redis
         LedgerStore(client).cool_down("default", "ann", _soon(hours=1))
@@ -307,3 +310,33 @@ def test_a_top_up_refused_by_the_rules_sends_the_wallet_nothing(
         answer = wallet_api.post(f"{chips}/{seat}/chips", {"amount": amount, "funding": "wallet"})
         assert 400 <= answer.status_code < 500, answer.text
     assert (wallet.calls, transactions(wallet_api)) == before
+
+
+def test_a_player_who_lost_up_to_their_loss_limit_is_refused_a_top_up_from_the_wallet(
+    wallet_api: Api, wallet: TestWallet
+):
+    """Refused as declaring in past the limit is (the same problem type), before any money
+    moves; a player under their limit tops up."""
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card", ante=1)
+    tokens = [_seat(wallet_api, table, p, 30).json()["token"] for p in ("ann", "bob")]
+    _protect(wallet_api, "ann", loss_limit_24h=1)
+    _protect(wallet_api, "bob", loss_limit_24h=1000)
+    assert wallet_api.post(f"/v1/tables/{table}/deal").status_code == 201
+    for token, decision in zip(tokens, ("out", "in"), strict=True):
+        declared = wallet_api.post(
+            f"/v1/tables/{table}/declare", {"decision": decision}, token=token
+        )
+        assert declared.status_code == 200, declared.text
+    assert wallet_api.post(f"/v1/tables/{table}/resolve").status_code == 200  # ann lost 1
+    before = list(wallet.calls), transactions(wallet_api)
+    chips = f"/v1/tables/{table}/players"
+    refused = wallet_api.post(f"{chips}/0/chips", {"amount": 5, "funding": "wallet"})
+    assert refused.status_code == 409, refused.text
+    problem = refused.json()
+    assert problem["type"] == "https://guts.example/problems/not-allowed-now"
+    assert "has reached their loss limit of 1: they have lost 1" in problem["detail"]
+    assert (wallet.calls, transactions(wallet_api)) == before
+    topped = wallet_api.post(f"{chips}/1/chips", {"amount": 5, "funding": "wallet"})
+    assert topped.status_code == 200, topped.text
+    assert wallet.count("debit") == 3

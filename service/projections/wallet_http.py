@@ -1,0 +1,130 @@
+"""Keep-alive connections to the casinos' wallets: one POST over a connection kept from an
+earlier call to the same origin when there is one, else over a new one.
+
+A wallet-funded seat waits for its debit's answer, so a new connection per call (a TCP
+handshake, a TLS one for https, a thread or a handler at the wallet for each) costs the seat
+more than the call itself (docs/benchmarks.md, bench_wallet). A connection is kept only
+after an answer read to its end that does not ask to close it, and reused only while it has
+been idle less than `KEEP_IDLE_S` (under the idle timeouts servers commonly have, so a
+wallet does not close it just as a call goes out) and the wallet has not closed it meanwhile
+(nothing is readable on it). A call that fails in any way closes its connection: its answer
+may still come, and must never be read as another call's. Nothing is ever sent twice here:
+the caller decides what a failure means (for the wallet's calls, an unknown outcome).
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import select
+import ssl
+import time
+from email.message import Message
+from typing import Any
+from urllib.parse import urlsplit
+
+from gevent.monkey import get_original  # type: ignore[import-untyped]
+
+_POLL: Any = get_original("select", "poll")
+"""`select.poll` as the system has it: where gevent patched the module (`guts serve`'s
+workers), its poll does not look at a descriptor without waiting for its loop."""
+
+KEEP_IDLE_S = 1.0
+"""How long an idle connection is kept for the next call (seconds)."""
+KEEP_PER_ORIGIN = 16
+"""How many idle connections are kept per origin (more are closed after their call)."""
+
+Origin = tuple[str, str, int]
+"""scheme, host, port."""
+
+
+class Connections:
+    """Idle connections by origin, each with when it became idle. Safe to share between
+    threads and greenlets: a connection is taken from its list (or made) by one caller and
+    put back when its call is over; taking and putting are single list operations."""
+
+    def __init__(self) -> None:
+        self._idle: dict[Origin, list[tuple[float, http.client.HTTPConnection]]] = {}
+        self._tls: ssl.SSLContext | None = None
+
+    def post(
+        self, url: str, body: bytes, headers: dict[str, str], timeout_s: float
+    ) -> tuple[int, Message, bytes]:
+        """POST `body` to `url`: the answer's status, headers and body. Raises OSError (a
+        timeout, a refused or dropped connection), http.client.HTTPException (an answer that
+        is not HTTP) or ValueError (a URL that cannot be called)."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("not an http(s) URL")
+        default = 443 if parts.scheme == "https" else 80
+        origin = (parts.scheme, parts.hostname, parts.port or default)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        connection = self._take(origin, timeout_s) or self._new(origin, timeout_s)
+        try:
+            connection.request("POST", target, body, headers)
+            answer = connection.getresponse()
+            data = answer.read()
+        except BaseException:
+            connection.close()
+            raise
+        if answer.will_close:
+            connection.close()
+        else:
+            self._put(origin, connection)
+        return answer.status, answer.headers, data
+
+    def close(self) -> None:
+        """Close every idle connection."""
+        idle, self._idle = self._idle, {}
+        for kept in idle.values():
+            for _, connection in kept:
+                connection.close()
+
+    def _take(self, origin: Origin, timeout_s: float) -> http.client.HTTPConnection | None:
+        kept = self._idle.get(origin)
+        now = time.monotonic()
+        while kept:
+            try:
+                since, connection = kept.pop()
+            except IndexError:  # (another caller took the last one)
+                return None
+            if now - since < KEEP_IDLE_S and connection.sock is not None:
+                if not _readable(connection.sock.fileno()):
+                    connection.sock.settimeout(timeout_s)
+                    return connection
+            connection.close()
+        return None
+
+    def _put(self, origin: Origin, connection: http.client.HTTPConnection) -> None:
+        kept = self._idle.setdefault(origin, [])
+        if len(kept) >= KEEP_PER_ORIGIN:
+            connection.close()
+            return
+        kept.append((time.monotonic(), connection))
+
+    def _new(self, origin: Origin, timeout_s: float) -> http.client.HTTPConnection:
+        scheme, host, port = origin
+        if scheme == "http":
+            return http.client.HTTPConnection(host, port, timeout=timeout_s)
+        if self._tls is None:
+            self._tls = ssl.create_default_context()
+        return http.client.HTTPSConnection(host, port, timeout=timeout_s, context=self._tls)
+
+    def _forget(self) -> None:
+        """In a forked child: the parent's connections stay the parent's, the child's copies of
+        their descriptors are closed (which ends nothing for the parent: a connection ends with
+        its last descriptor, and closing a TLS socket sends no goodbye)."""
+        self.close()
+
+
+def _readable(fd: int) -> bool:
+    """Whether anything (an answer nobody asked for, or the end: the wallet closed it) waits
+    on an idle connection: it cannot take a call."""
+    poller = _POLL()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+CONNECTIONS = Connections()
+"""This process's connections to the wallets."""
+os.register_at_fork(after_in_child=CONNECTIONS._forget)

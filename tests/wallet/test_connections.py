@@ -1,0 +1,74 @@
+"""The wallet's calls over kept connections (`service.projections.wallet_http`): calls to one
+wallet share a connection; one the wallet closed is not used again; a call that failed never
+leaves its connection to the next call, whose answer could otherwise be the late answer of
+the one before."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import pytest
+
+from service.projections.wallet_http import CONNECTIONS
+from service.projections.wallet_messages import call
+from tests.wallet.conftest import PLAYERS
+from tests.wallet_server import TestWallet
+
+SECRET = "whsec_" + "c2VjcmV0LW9mLXRoZS10ZXN0cy13YWxsZXQtMzJieXRlcw=="
+
+
+@pytest.fixture
+def signed(wallet: TestWallet) -> TestWallet:
+    wallet.secret = SECRET
+    CONNECTIONS.close()  # (none kept from another test's wallet)
+    return wallet
+
+
+def _credit(wallet: TestWallet, n: int, timeout_s: float = 5.0) -> Any:
+    payload = {"transaction_id": f"cr-{n}", "player_id": "ann", "table_id": "t",
+               "amount": 1, "currency": "EUR", "reason": "cash_out"}  # fmt: skip
+    return call(wallet.url, "credit", wallet.secret, payload, timeout_s)
+
+
+def test_calls_to_a_wallet_share_one_connection(signed: TestWallet):
+    answers = [_credit(signed, n) for n in range(5)]
+    assert [a.status for a in answers] == ["ok"] * 5
+    assert [a.balance for a in answers] == [PLAYERS["ann"] + n for n in range(1, 6)]
+    assert signed.connections == 1
+
+
+def test_a_connection_the_wallet_closed_is_not_used_again(signed: TestWallet):
+    assert _credit(signed, 1).status == "ok"
+    signed.hang_up()
+    deadline = time.monotonic() + 10
+    while signed.open:  # (its end seen at the wallet: it went out long before)
+        assert time.monotonic() < deadline, "the wallet did not hang up"
+        time.sleep(0.01)
+    assert _credit(signed, 2).status == "ok"  # (not an unknown outcome: a new connection)
+    assert signed.connections == 2
+
+
+@pytest.mark.parametrize("fault", ["slow", "down", "500", "garbage"])
+def test_the_call_after_a_failed_one_gets_its_own_answer(signed: TestWallet, fault: str):
+    signed.slow_s = 0.5  # (answers after the 0.2 s timeout: the connection must not be kept)
+    assert _credit(signed, 1).status == "ok"
+    signed.fail("credit", fault)
+    assert _credit(signed, 2, timeout_s=0.2).status is None
+    after = _credit(signed, 3)
+    assert after.status == "ok", after.problem
+    assert signed.count("credit") >= 2 and signed.calls[-1][1]["transaction_id"] == "cr-3"
+
+
+def test_a_forked_child_leaves_the_parents_connections_alone(signed: TestWallet):
+    """(gunicorn forks its workers: a child closes its copies of the kept connections, which
+    must not end them for the parent.)"""
+    assert _credit(signed, 1).status == "ok"
+    child = os.fork()
+    if child == 0:  # (the child's copies were closed as it was forked)
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _credit(signed, 2).status == "ok"
+    assert signed.connections == 1
