@@ -27,8 +27,14 @@ import threading
 import time
 from collections import Counter
 from typing import Any
+from urllib.parse import urlsplit
 
 from service.projections.wallet_messages import signed_headers, verify_signature
+
+BASE_PATH = "/guts"
+TOKEN_QUERY = "token=casino-t0ken"
+"""The wallet's URL is ``http://127.0.0.1:<port>/guts?token=casino-t0ken``: calls go to
+``/guts/<debit|credit|rollback>`` with the query kept (anything else is a 404)."""
 
 
 def _check(secret: str, headers: Any, body: bytes) -> bool:
@@ -79,7 +85,11 @@ class TestWallet:
 
             def do_POST(self) -> None:  # noqa: N802 - the library's name
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                wallet.handle(self, self.path.rsplit("/", 1)[-1], body)
+                where = urlsplit(self.path)
+                if where.query != TOKEN_QUERY or not where.path.startswith(BASE_PATH + "/"):
+                    self.send_error(404)  # (the casino's token, in the query, is required)
+                    return
+                wallet.handle(self, where.path.removeprefix(BASE_PATH + "/"), body)
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -87,7 +97,7 @@ class TestWallet:
         self.handler = Handler
         self.port = port
         self.up()
-        self.url = f"http://127.0.0.1:{self.port}/guts?token=casino-t0ken"
+        self.url = f"http://127.0.0.1:{self.port}{BASE_PATH}?{TOKEN_QUERY}"
 
     def up(self) -> None:
         """Listen (again, on the same port)."""

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from http.client import HTTPException
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
@@ -130,7 +131,7 @@ def call(
         headers = {"content-type": "application/json", "webhook-id": request_id}
     try:
         status, answer_headers, answer_body = CONNECTIONS.post(
-            url.rstrip("/") + "/" + path, body, headers, timeout_s
+            endpoint(url, path), body, headers, timeout_s
         )
     except (OSError, HTTPException, ValueError) as failed:  # timeouts, refused or dropped
         return Answer(None, problem=type(failed).__name__)  # connections, answers not HTTP
@@ -140,6 +141,13 @@ def call(
     if why is not None:
         return Answer(None, problem=why)
     return parse_answer(answer_body)
+
+
+def endpoint(url: str, path: str) -> str:
+    """The wallet's `url` with `path` (``debit``, ``credit``, ``rollback``) added to its path,
+    its query (which may carry the casino's token) kept after it."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path))
 
 
 def parse_answer(body: bytes) -> Answer:

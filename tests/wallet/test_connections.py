@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from service.projections.wallet_http import CONNECTIONS
-from service.projections.wallet_messages import call
+from service.projections.wallet_messages import call, endpoint
 from tests.wallet.conftest import PLAYERS
 from tests.wallet_server import TestWallet
 
@@ -72,3 +72,18 @@ def test_a_forked_child_leaves_the_parents_connections_alone(signed: TestWallet)
     assert os.waitstatus_to_exitcode(status) == 0
     assert _credit(signed, 2).status == "ok"
     assert signed.connections == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "called"),
+    [
+        ("https://w.example/guts", "https://w.example/guts/debit"),
+        ("https://w.example/guts/", "https://w.example/guts/debit"),
+        ("https://w.example/guts?token=t", "https://w.example/guts/debit?token=t"),
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080/debit"),
+    ],
+)
+def test_a_call_goes_to_the_path_under_the_wallet_url_with_its_query_kept(
+    url: str, called: str
+) -> None:
+    assert endpoint(url, "debit") == called
