@@ -108,3 +108,12 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     they started (Redis, PostgreSQL, gunicorn, a browser), so a core is often idle: on 2 cores
     the suite took 225 s with 3 workers, 286 s with 2 (2026-11-26)."""
     return (os.cpu_count() or 1) + 1
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests first, spread over the xdist workers (tests/schedule.py)."""
+    from tests.schedule import spread, worker_count
+
+    order = spread([item.nodeid for item in items], worker_count())
+    items[:] = [items[index] for index in order]
