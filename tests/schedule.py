@@ -71,6 +71,9 @@ LONGEST: dict[str, dict[str, float]] = {
     "tests/browser/test_admin_protection.py": {
         "*": 25,
     },
+    "tests/test_request_bodies.py": {  # (one `guts serve` for the module)
+        "*": 42,
+    },
     "tests/api/test_stream.py": {
         "test_a_subscriber_that_never_reads_is_dropped_and_holds_nobody_up": 24,
     },
