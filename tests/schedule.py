@@ -120,16 +120,26 @@ def spread(nodeids: Sequence[str], workers: int) -> list[int]:
         unit, weights[unit] = listed
         units.setdefault(unit, []).append(index)
     loads = [0.0] * workers
-    heads: list[list[int]] = [[] for _ in range(workers)]
+    shares: list[list[str]] = [[] for _ in range(workers)]
     for unit in sorted(units, key=lambda unit: (-weights[unit], units[unit][0])):
         worker = loads.index(min(loads))
         loads[worker] += weights[unit]
-        heads[worker].extend(units[unit])
+        shares[worker].append(unit)
     order: list[int] = []
     rest = iter(light)
     for worker, length in enumerate(_run_lengths(len(nodeids), workers)):
-        order.extend(heads[worker])
-        order.extend(next(rest) for _ in range(max(0, length - len(heads[worker]))))
+        listed = shares[worker]
+        others = max(0, length - sum(len(units[unit]) for unit in listed))
+        given, owed = 0, 0.0
+        for unit in listed:
+            # Each listed test followed by its share of the others: the longest starts first,
+            # and the tests that start servers do not all run at the same moment.
+            order.extend(units[unit])
+            owed += others * weights[unit] / loads[worker]
+            take = min(round(owed), others) - given
+            order.extend(next(rest) for _ in range(take))
+            given += take
+        order.extend(next(rest) for _ in range(others - given))
     order.extend(rest)
     return order
 
