@@ -128,16 +128,10 @@ def production_url(redis_url: str, database_url: str, pytestconfig: pytest.Confi
 
 
 @pytest.fixture
-def clean_archive(database_url: str) -> str:
+def clean_archive(database_url: str, archive_admin: Any) -> str:
     """The session's archive, emptied if a test left anything in it (Redis is flushed for
     each test, so an archive that outlived its tables would disagree with them)."""
-    import psycopg
-
-    from tests.postgres import EMPTY_ARCHIVE
-
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        if conn.execute("SELECT EXISTS (SELECT 1 FROM archive_tables)").fetchone() == (True,):
-            conn.execute(EMPTY_ARCHIVE)
+    archive_admin.empty(only_if_used=True)
     return database_url
 
 

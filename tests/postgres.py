@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -21,6 +22,37 @@ EMPTY_ARCHIVE = (
 )
 """Empties the archive (and its ledger)."""
 MACHINE = os.environ.get("GUTS_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+class ArchiveAdmin:
+    """A connection to a test database that empties its archive; connects again once when
+    the connection was lost (a test restarted the server)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.conn: psycopg.Connection[Any] | None = None
+
+    def empty(self, only_if_used: bool = False) -> None:
+        """TRUNCATE the archive (when `only_if_used`: only if a table was archived)."""
+        try:
+            self._empty(only_if_used)
+        except psycopg.OperationalError:
+            self.close()
+            self._empty(only_if_used)
+
+    def _empty(self, only_if_used: bool) -> None:
+        if self.conn is None or self.conn.closed:
+            self.conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
+        if only_if_used:
+            used = self.conn.execute("SELECT EXISTS (SELECT 1 FROM archive_tables)").fetchone()
+            if used != (True,):
+                return
+        self.conn.execute(EMPTY_ARCHIVE)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
 
 def _with_database(url: str, name: str) -> str:

@@ -4,6 +4,7 @@ do not find the table; a regulator reads every casino's)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -43,15 +44,16 @@ def _webhook_with_a_delivery(api: Api) -> tuple[str, str]:
 
 
 class Scene:
-    """A table with players at seats 0 and 1, and another table with its own player."""
+    """A table with players at seats 0 and 1 in the stage asked for; what a request may also
+    name is made when first named (each takes several requests, and most cases need none):
+    another table with its own player, an audit and a collusion report of the tenant, a webhook
+    with a delivery."""
 
     def __init__(self, api: Api, stage: str) -> None:
         self.api = api
         self.table = api.table("three-card", decision_timeout_s=60)
         self.p0 = api.seat(self.table, "alice")["token"]
         self.p1 = api.seat(self.table, "bob")["token"]
-        other = api.table("three-card")
-        self.stranger = api.seat(other, "carol")["token"]
         if stage in ("dealt", "showdown", "finished"):
             assert api.post(f"/v1/tables/{self.table}/deal").status_code == 201
         if stage in ("showdown", "finished"):
@@ -60,15 +62,39 @@ class Scene:
                 assert r.status_code == 200, r.text
         if stage == "finished":
             assert api.post(f"/v1/tables/{self.table}/resolve").status_code == 200
-        audit = api.post(f"/v1/tables/{self.table}/audit")
+
+    @functools.cached_property
+    def stranger(self) -> str:
+        other = self.api.table("three-card")
+        return str(self.api.seat(other, "carol")["token"])
+
+    @functools.cached_property
+    def audit(self) -> str:
+        audit = self.api.post(f"/v1/tables/{self.table}/audit")
         assert audit.status_code == 202, audit.text
-        self.audit = audit.json()["audit_id"]
-        report = api.post("/v1/reports/collusion", {})
+        return str(audit.json()["audit_id"])
+
+    @functools.cached_property
+    def report(self) -> str:
+        report = self.api.post("/v1/reports/collusion", {})
         assert report.status_code == 202, report.text
-        self.report = report.json()["report_id"]
-        self.webhook, self.delivery = _webhook_with_a_delivery(api)
+        return str(report.json()["report_id"])
+
+    @functools.cached_property
+    def _hook(self) -> tuple[str, str]:
+        return _webhook_with_a_delivery(self.api)
+
+    @functools.cached_property
+    def webhook(self) -> str:
+        return self._hook[0]
+
+    @functools.cached_property
+    def delivery(self) -> str:
+        return self._hook[1]
 
     def token(self, caller: str) -> str | None:
+        if caller == "other_table":
+            return self.stranger
         return {
             "none": None,
             "bad": "not-a-valid-credential",
@@ -76,7 +102,6 @@ class Scene:
             "auditor": AUDITOR,
             "seat_player": self.p0,
             "other_seat": self.p1,
-            "other_table": self.stranger,
         }[caller]
 
 
@@ -475,8 +500,9 @@ def _ask(api: Api, scene: Scene, method: str, path: str, body: Any, token: str |
         vitals = Vitals(SERVED[api.base].extensions["guts"].redis, prefix="guts")
         vitals.beat("a-dispatcher")
         vitals.report_archive_lag(0, 0)
-    path = path.replace(T, scene.table).replace(A, scene.audit).replace(R, scene.report)
-    path = path.replace(W, scene.webhook).replace(D, scene.delivery)
+    for mark, name in ((T, "table"), (A, "audit"), (R, "report"), (W, "webhook"), (D, "delivery")):
+        if mark in path:  # (what the path does not name is not made)
+            path = path.replace(mark, getattr(scene, name))
     if path.endswith("/stream"):
         headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         with requests.get(api.base + path, headers=headers, stream=True, timeout=10) as answer:
