@@ -29,6 +29,10 @@ from service.processes.redis_server import find_redis_server, free_port
 SLOTS = 16384
 
 
+class _Exited(Exception):
+    """A node's process exited before it answered."""
+
+
 class LocalCluster:
     """Three masters on 127.0.0.1 (and `replicas` replicas of each); `url` names the first
     master (a cluster client finds the rest). `node_timeout_ms` is the cluster's
@@ -61,13 +65,8 @@ class LocalCluster:
     def __enter__(self) -> LocalCluster:
         binary = find_redis_server()
         try:
-            for _ in range(self.nodes * (1 + self.replicas)):
-                port, bus = free_port(), free_port()
-                self.ports.append(port)
-                self.bus_ports.append(bus)
-                self.processes.append(self._start(binary, port, bus))
+            clients = [self._add_node(binary) for _ in range(self.nodes * (1 + self.replicas))]
             self.master_ports = self.ports[: self.nodes]
-            clients = [self._wait_up(port) for port in self.ports]
             share = SLOTS // self.nodes
             for n, client in enumerate(clients[: self.nodes]):
                 last = SLOTS - 1 if n == self.nodes - 1 else (n + 1) * share - 1
@@ -85,6 +84,23 @@ class LocalCluster:
             self.stop()
             raise
         return self
+
+    def _add_node(self, binary: str) -> redis.Redis:
+        """A node started on free ports, answering; started again on others when it exits
+        first (a port taken between `free_port` and the node's bind: tests start servers in
+        parallel)."""
+        for _ in range(5):
+            port, bus = free_port(), free_port()
+            process = self._start(binary, port, bus)
+            self.ports.append(port)
+            self.bus_ports.append(bus)
+            self.processes.append(process)
+            try:
+                return self._wait_up(port, process)
+            except _Exited:
+                for kept in (self.ports, self.bus_ports, self.processes):
+                    kept.pop()
+        raise RuntimeError("no local Redis Cluster node started on 5 pairs of free ports")
 
     def _start(self, binary: str, port: int, bus: int) -> subprocess.Popen[bytes]:
         directory = self.workdir / str(port)
@@ -217,7 +233,9 @@ class LocalCluster:
             within_s,
         )
 
-    def _wait_up(self, port: int) -> redis.Redis:
+    def _wait_up(self, port: int, process: subprocess.Popen[bytes] | None = None) -> redis.Redis:
+        """A client of the node on `port` once it answers (_Exited when `process`, the node,
+        exits first)."""
         client = redis.Redis(host="127.0.0.1", port=port)
         deadline = time.monotonic() + 30  # (a node replaying its AOF on a loaded machine)
         while True:
@@ -225,6 +243,9 @@ class LocalCluster:
                 client.ping()
                 return client
             except redis.ConnectionError:
+                if process is not None and process.poll() is not None:
+                    client.close()
+                    raise _Exited(port) from None
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.02)
