@@ -54,9 +54,10 @@ class NodeDown(redis.ConnectionError):
 class StalledNodes:
     """The nodes (``host:port``) that have left a command unanswered, until one answers, and
     of those the ones a command is being sent to now (at most one each; a send that neither
-    answered nor failed within `hold_s` no longer counts: its connection was abandoned)."""
+    answered nor failed within `hold_s` no longer counts: its connection was abandoned; longer
+    than the socket timeout, 1 s by default, or a second command may be sent meanwhile)."""
 
-    def __init__(self, hold_s: float = 30.0) -> None:
+    def __init__(self, hold_s: float = 5.0) -> None:
         self.hold_s = hold_s
         self._stalled: set[str] = set()
         self._probing: dict[str, float] = {}  # node -> until when its probe counts
