@@ -28,6 +28,8 @@ from service.archive.ledger import ArchiveLedger
 from service.audit.jobs import QueuedJobs
 from service.config import Settings
 from service.eventlog.due_index import DueIndex, QuarantineView
+from service.eventlog.fail_fast import FailFastConnection, reread_at_most_every
+from service.eventlog.redis_py_bypass import REREAD_S
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.replication import replicated_upto
 from service.eventlog.table_list import TableList
@@ -51,22 +53,33 @@ unavailability added to each failover)."""
 
 
 def store_client(
-    settings: Settings, *, connections: int = CONNECTIONS, wait_s: float = 10.0
+    settings: Settings,
+    *,
+    connections: int = CONNECTIONS,
+    wait_s: float = 10.0,
+    fail_fast: bool = False,
 ) -> redis.Redis:
     """A client of the store's Redis (a cluster client with ``GUTS_REDIS_CLUSTER``); at most
     `connections` connections (per node), a caller waiting up to `wait_s` for a free one. On a
     cluster a command unanswered for ``GUTS_REDIS_TIMEOUT_S`` fails: its node is away (a
     stalled master), and the client reads the map of the slots again and goes to the slot's
-    master as it is then (once a replica has taken over), rather than waiting on that node."""
+    master as it is then (once a replica has taken over), rather than waiting on that node.
+    With `fail_fast` (the API's: its commands are requests'), a command for a master that is
+    away is not sent again, and one for a stalled master is refused unsent while another
+    waits on it (`service.eventlog.fail_fast`): the request answers 503 at once."""
     url = _required(settings.redis_url)
     if settings.redis_cluster:
+        fast = {"connection_class": FailFastConnection} if fail_fast else {}
         cluster = RedisCluster.from_url(
             url,
             max_connections=connections,
             socket_timeout=settings.redis_timeout_s,
             socket_connect_timeout=settings.redis_timeout_s,
             retry=Retry(ExponentialWithJitterBackoff(cap=CLUSTER_RETRY_CAP_S), CLUSTER_RETRIES),
+            **fast,
         )
+        if fail_fast:
+            reread_at_most_every(cluster, REREAD_S)
         return cast(redis.Redis, cluster)
     pool = redis.BlockingConnectionPool.from_url(url, max_connections=connections, timeout=wait_s)
     return redis.Redis(connection_pool=pool)

@@ -134,7 +134,9 @@ def create_app(
             raise RuntimeError("REDIS_URL is not set (guts serve starts a Redis of its own)")
         # Under gevent workers hundreds of requests and streams may want a connection at once:
         # they wait for one (redis-py's default pool refused them with "Too many connections").
-        redis_client = store_client(settings, connections=REDIS_CONNECTIONS, wait_s=REDIS_WAIT_S)
+        redis_client = store_client(
+            settings, connections=REDIS_CONNECTIONS, wait_s=REDIS_WAIT_S, fail_fast=True
+        )
     app = _Guts("guts")
     app.session_interface = _NoSessions()
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes

@@ -8,6 +8,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+import redis
+
 from service.eventlog.codec import decode_current
 from service.eventlog.due_index import DueIndex
 from service.eventlog.store import CorruptLog, EventStore
@@ -79,6 +81,10 @@ class Upkeep:
             return
         try:
             self.index.record(table_id, version, due)
+        except redis.RedisError as error:  # (a master away: by the hundred, no traceback)
+            log.warning(
+                "due not indexed for table %s: %s", table_id, error, extra={"table_id": table_id}
+            )
         except Exception:  # noqa: BLE001 - the command is stored; the repair covers this
             log.exception("due not indexed for table %s", table_id, extra={"table_id": table_id})
 

@@ -43,6 +43,8 @@ class Fault:
     unavailable_s: float | None = None  # the worst table's, for failovers
     failed_commands: int = 0
     tables: int = 0  # the run's tables on the failed master
+    others_held_s: float | None = None  # the other masters' tables: the longest attempt begun
+    # between the fault and the promotion (a request held by the failed master's requests)
 
 
 def schedule(failovers: int, kinds: tuple[str, ...], others: bool, rng: random.Random) -> list[str]:
@@ -236,6 +238,14 @@ def measure(
     mine = set(tables_of(fault.slots, tables))
     fault.tables = len(mine)
     until = fault.settled or fault.started
+    fault.others_held_s = max(
+        (
+            ended - began
+            for began, ended, table, _, _ in attempts
+            if table not in mine and fault.started <= began <= (fault.promoted or until)
+        ),
+        default=0.0,
+    )
     first_bad: dict[str, float] = {}
     last_bad: dict[str, float] = {}
     worst = 0.0

@@ -151,6 +151,7 @@ def _report(
                 "replicated_s": _since(f, f.replicated),
                 "failed_attempts": f.failed_commands,
                 "tables": f.tables,
+                "others_held_s": None if f.others_held_s is None else round(f.others_held_s, 2),
             }
             for f in injector.faults
         ],
@@ -161,6 +162,7 @@ def _report(
             for kind in sorted({f.kind for f in failovers})
         },
         "promoted_s": _spread([f.promoted - f.started for f in failovers if f.promoted]),
+        "others_held_s": _spread([f.others_held_s for f in failovers]),
         "answered_after_promotion_s": _spread(
             [
                 f.started + f.unavailable_s - f.promoted
@@ -226,6 +228,8 @@ def text(report: dict[str, Any]) -> str:
         f"  a replica promoted: {report['promoted_s']}; answered again after the promotion: "
         f"{report['answered_after_promotion_s']}; after the new master had a replica in sync: "
         f"{report['answered_after_replicated_s']}",
+        f"  the other masters' tables, the longest attempt begun before the promotion: "
+        f"{report['others_held_s']}",
         f"deadlines acted on by the dispatchers: {report['deadlines_acted_on']}",
     ]
     for fault in report["faults"]:
