@@ -18,9 +18,9 @@ per-key limits (`GUTS_RATE_LIMIT_KEYS`) for an operator's or a tenant's every re
 
 - a node that has left a command unanswered within the socket timeout (`StalledNodes`) is
   sent one command at a time, to learn whether it answers again; every other command for it
-  is refused unsent (`NodeStalled`), so a stopped master holds at most one request per
+  is refused unsent (`_NodeStalled`), so a stopped master holds at most one request per
   process, for at most the socket timeout at a time;
-- a command unanswered, or a node that refuses a connection (`NodeDown`), fails with a class
+- a command unanswered, or a node that refuses a connection (`_NodeDown`), fails with a class
   of its own, which redis-py's cluster client does not send again (it retries only the exact
   classes ``ConnectionError`` and ``TimeoutError``; it still reads the map of the slots again,
   so the next command goes to a promoted replica): the request answers 503 with Retry-After
@@ -40,14 +40,14 @@ from typing import Any
 
 import redis
 
-__all__ = ["STALLED", "FailFastConnection", "NodeDown", "NodeStalled", "StalledNodes"]
+__all__ = ["STALLED", "FailFastConnection", "StalledNodes"]
 
 
-class NodeStalled(redis.TimeoutError):
+class _NodeStalled(redis.TimeoutError):
     """A node left a command unanswered (this one, or another: this one was not sent)."""
 
 
-class NodeDown(redis.ConnectionError):
+class _NodeDown(redis.ConnectionError):
     """A node refused a connection."""
 
 
@@ -71,10 +71,10 @@ class StalledNodes:
         return self._probing.get(name, 0.0) > time.monotonic()
 
     def take_probe(self, name: str) -> None:
-        """Let one command go to the stalled node `name`; NodeStalled if one is under way."""
+        """Let one command go to the stalled node `name`; _NodeStalled if one is under way."""
         with self._lock:
             if self.probing(name):
-                raise NodeStalled(f"{name} left a command unanswered: not sent")
+                raise _NodeStalled(f"{name} left a command unanswered: not sent")
             self._probing[name] = time.monotonic() + self.hold_s
 
     def end_probe(self, name: str) -> None:
@@ -109,13 +109,13 @@ class FailFastConnection(redis.Connection):
     def connect(self) -> None:
         try:
             super().connect()  # type: ignore[no-untyped-call]
-        except (NodeStalled, NodeDown):
+        except (_NodeStalled, _NodeDown):
             raise
         except redis.TimeoutError as error:  # (the connection's handshake unanswered)
             self.stalled_nodes.stalled(self._name)
-            raise NodeStalled(str(error)) from error
+            raise _NodeStalled(str(error)) from error
         except redis.ConnectionError as error:
-            raise NodeDown(str(error)) from error
+            raise _NodeDown(str(error)) from error
 
     def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         if not self._probe and self._name in self.stalled_nodes:
@@ -130,13 +130,13 @@ class FailFastConnection(redis.Connection):
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
         try:
             reply = super().read_response(*args, **kwargs)
-        except NodeStalled:
+        except _NodeStalled:
             raise
         except redis.TimeoutError as error:
             if "timeout" in kwargs:  # (a read of its own timeout: a subscriber's)
                 raise
             self.stalled_nodes.stalled(self._name)
-            raise NodeStalled(str(error)) from error
+            raise _NodeStalled(str(error)) from error
         finally:
             self._end_probe()
         self.stalled_nodes.answered(self._name)
