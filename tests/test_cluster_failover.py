@@ -99,7 +99,8 @@ def test_a_stalled_master_is_sent_one_command_at_a_time_until_a_replica_takes_ov
             waiting = threading.Thread(target=probe)
             waiting.start()
             name = f"127.0.0.1:{master}"
-            _until(lambda: name in commands._probing or bool(outcomes), "a command sent to it")
+            sent = lambda: commands._stalled.probing(name) or bool(outcomes)  # noqa: E731
+            _until(sent, "a command sent to it")
             if not outcomes:  # (a replica may have been promoted already: then no probe)
                 with pytest.raises(redis.TimeoutError, match="not sent"):
                     commands.call("GET", KEY)

@@ -38,6 +38,7 @@ import redis
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException
 
+from service.eventlog.fail_fast import StalledNodes
 from service.eventlog.replication import REROUTED as _REROUTED
 from service.eventlog.replication import rerouted
 
@@ -207,8 +208,7 @@ class ClusterCommands:
         self.cluster = cluster
         self._nodes: dict[str, DirectCommands] = {}
         self._making = threading.Lock()
-        self._stalled: set[str] = set()  # nodes that left a command unanswered, until one is
-        self._probing: set[str] = set()  # of those, the ones a command is being sent to now
+        self._stalled = StalledNodes()  # nodes that left a command unanswered, until one is
         self._read_at = 0.0  # when the map of the slots was last read again here
 
     def call(self, *args: Any) -> Any:
@@ -245,19 +245,16 @@ class ClusterCommands:
         name = node.name
         probe = name in self._stalled
         if probe:
-            with self._making:
-                if name in self._probing:
-                    raise redis.TimeoutError(f"{name} left a command unanswered: not sent")
-                self._probing.add(name)
+            self._stalled.take_probe(name)  # (a TimeoutError when one is under way)
         try:
             replies = (self._nodes.get(name) or self._node(node)).call_many(*commands)
         except redis.TimeoutError:
-            self._stalled.add(name)
+            self._stalled.stalled(name)
             raise
         finally:
             if probe:
-                self._probing.discard(name)
-        self._stalled.discard(name)
+                self._stalled.end_probe(name)
+        self._stalled.answered(name)
         return replies
 
     def _now_at(self, key: Any, node: Any) -> Any:
