@@ -94,11 +94,12 @@ class Dispatcher:
         self.times = times
         self.clock = clock
         self._held: set[str] = set()  # quarantined tables, as of the last repair
+        self._head: float | None = None  # the index's earliest due, as of the last tick
 
     def tick(self) -> int:
         """Claim what is due now and settle it; how many tables were claimed."""
         now = self.clock()
-        claimed = self.index.claim(now, self.times.lease_s, self.times.batch)
+        claimed, self._head = self.index.claim_and_peek(now, self.times.lease_s, self.times.batch)
         if not claimed:
             return 0
         corrections: list[tuple[str, int, float | None]] = []
@@ -162,8 +163,9 @@ class Dispatcher:
             log.warning("table %s released from quarantine", table_id, extra={"table_id": table_id})
 
     def sleep_s(self) -> float:
-        """How long to wait before the next tick: until the earliest due, at most `poll_s`."""
-        head = self.index.next_at()
+        """How long to wait before the next tick: until the earliest due as of the last tick's
+        look at the index, at most `poll_s`."""
+        head = self._head
         if head is None:
             return self.times.poll_s
         return min(self.times.poll_s, max(0.0, head - self.clock()))

@@ -78,8 +78,15 @@ class DueIndex:
 
     def claim(self, now: float, lease_s: float, limit: int) -> list[str]:
         """The ids of up to `limit` tables due at `now`, each leased for `lease_s`."""
+        return self.claim_and_peek(now, lease_s, limit)[0]
+
+    def claim_and_peek(
+        self, now: float, lease_s: float, limit: int
+    ) -> tuple[list[str], float | None]:
+        """`claim`, and the earliest due moment left in the index after it (None: none), in
+        the same round trip (a dispatcher's look at the index, then how long it may sleep)."""
         args: list[str | int] = [f"{now:.3f}", f"{now + lease_s:.3f}", limit]
-        claimed = self._claim(keys=[self.index_key], args=args)
+        head, *claimed = self._claim(keys=[self.index_key], args=args)
         ids = []
         for member in claimed:
             table_id = member_text(member)
@@ -88,12 +95,7 @@ class DueIndex:
                 self.client.zrem(self.index_key, member)
             else:
                 ids.append(table_id)
-        return ids
-
-    def next_at(self) -> float | None:
-        """The earliest due moment in the index, if any."""
-        head = self.client.zrange(self.index_key, 0, 0, withscores=True)
-        return float(head[0][1]) if head else None
+        return ids, float(head) if head else None
 
     def due_at(self, table_id: str) -> float | None:
         """The table's due moment as indexed (None: not indexed)."""
