@@ -61,6 +61,9 @@ class Settings:
 
     redis_url: str | None = None
     redis_cluster: bool = False
+    # On a Redis Cluster, more of its nodes to start from besides REDIS_URL's ("host:port"):
+    # a process that starts while REDIS_URL's node is away reaches the cluster through them.
+    redis_cluster_nodes: tuple[str, ...] = ()
     # Acknowledged means replicated: a command answers 2xx only once this many replicas hold
     # its events (WAIT, within redis_replica_timeout_ms; else 503 outcome-unknown).
     redis_min_replicas: int = 0
@@ -136,6 +139,10 @@ class Settings:
                 "GUTS_REDIS_TIMEOUT_S must be longer than GUTS_REDIS_REPLICA_TIMEOUT_MS (a WAIT "
                 "that may take that long would be taken for an unanswered command)"
             )
+        for node in self.redis_cluster_nodes:
+            host, _, port = node.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"GUTS_REDIS_CLUSTER_NODES takes host:port items, not {node!r}")
         if self.redis_cluster and not self.queue_redis_url:
             raise ValueError(
                 "GUTS_REDIS_CLUSTER is set: RQ needs a plain Redis for its queues "
@@ -149,6 +156,7 @@ class Settings:
         return cls(
             redis_url=env.get("REDIS_URL") or None,
             redis_cluster=_flag(env.get("GUTS_REDIS_CLUSTER", "")),
+            redis_cluster_nodes=_keys(env.get("GUTS_REDIS_CLUSTER_NODES", "")),
             redis_min_replicas=int(env.get("GUTS_REDIS_MIN_REPLICAS", 0)),
             redis_replica_timeout_ms=int(env.get("GUTS_REDIS_REPLICA_TIMEOUT_MS", 200)),
             redis_timeout_s=float(env.get("GUTS_REDIS_TIMEOUT_S", 1)),

@@ -3,9 +3,9 @@ commands): the composition of the infrastructure from the settings.
 
 - The Redis clients: the *store's* Redis (tables, indexes, projections, tokens, audit
   records, the live feed's notices), which may be a Redis Cluster (``GUTS_REDIS_CLUSTER=1``:
-  ``REDIS_URL`` names one of its nodes), and the *queues'* Redis (RQ's jobs), which must be a
-  plain Redis because RQ cannot run on a cluster (``GUTS_QUEUE_REDIS_URL``; by default the
-  store's).
+  ``REDIS_URL`` names one of its nodes, ``GUTS_REDIS_CLUSTER_NODES`` more: `cluster_nodes`),
+  and the *queues'* Redis (RQ's jobs), which must be a plain Redis because RQ cannot run on a
+  cluster (``GUTS_QUEUE_REDIS_URL``; by default the store's).
 - The stores: the event store on Redis, and, when ``GUTS_DATABASE_URL`` is set, the archive it
   reads trimmed events from, and the ledger as readers see it.
 """
@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import redis
+from limits.storage import RedisClusterStorage, RedisStorage, Storage
 from redis.backoff import ExponentialWithJitterBackoff
-from redis.cluster import RedisCluster
+from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
 from service.application import TableService
@@ -52,6 +53,16 @@ default, 1 s, made a command notice a replica's promotion up to a second late: a
 unavailability added to each failover)."""
 
 
+def cluster_nodes(settings: Settings) -> list[ClusterNode]:
+    """The cluster's nodes to start from besides ``REDIS_URL``'s (``GUTS_REDIS_CLUSTER_NODES``):
+    redis-py's cluster client asks each in turn for the map of the slots until one answers,
+    so a process started while the node ``REDIS_URL`` names is away (killed, its replica
+    promoted) reaches the cluster (with the URL alone: ``Redis Cluster cannot be
+    connected``). The URL still gives every node's options (password, TLS)."""
+    nodes = (node.rpartition(":") for node in settings.redis_cluster_nodes)
+    return [ClusterNode(host, int(port)) for host, _, port in nodes]  # type: ignore[no-untyped-call]
+
+
 def store_client(
     settings: Settings,
     *,
@@ -65,24 +76,48 @@ def store_client(
     stalled master), and the client reads the map of the slots again and goes to the slot's
     master as it is then (once a replica has taken over), rather than waiting on that node.
     With `fail_fast` (the API's: its commands are requests'), a command for a master that is
-    away is not sent again, and one for a stalled master is refused unsent while another
-    waits on it (`service.eventlog.fail_fast`): the request answers 503 at once."""
+    away is not sent again, and one for a stalled master is refused unsent until it answers
+    again (`service.eventlog.fail_fast`): the request answers 503 at once."""
     url = _required(settings.redis_url)
     if settings.redis_cluster:
-        fast = {"connection_class": FailFastConnection} if fail_fast else {}
-        cluster = RedisCluster.from_url(
-            url,
-            max_connections=connections,
-            socket_timeout=settings.redis_timeout_s,
-            socket_connect_timeout=settings.redis_timeout_s,
-            retry=Retry(ExponentialWithJitterBackoff(cap=CLUSTER_RETRY_CAP_S), CLUSTER_RETRIES),
-            **fast,
-        )
+        options = _cluster_options(settings, fail_fast)
+        cluster = RedisCluster.from_url(url, max_connections=connections, **options)
         if fail_fast:
             reread_at_most_every(cluster, REREAD_S)
         return cast(redis.Redis, cluster)
     pool = redis.BlockingConnectionPool.from_url(url, max_connections=connections, timeout=wait_s)
     return redis.Redis(connection_pool=pool)
+
+
+def _cluster_options(settings: Settings, fail_fast: bool) -> dict[str, Any]:
+    """redis-py's cluster client's options for `store_client` and `rate_limit_storage`."""
+    return {
+        "startup_nodes": cluster_nodes(settings),
+        "socket_timeout": settings.redis_timeout_s,
+        "socket_connect_timeout": settings.redis_timeout_s,
+        "retry": Retry(ExponentialWithJitterBackoff(cap=CLUSTER_RETRY_CAP_S), CLUSTER_RETRIES),
+        **({"connection_class": FailFastConnection} if fail_fast else {}),
+    }
+
+
+def rate_limit_storage(settings: Settings) -> Storage:
+    """The rate limits' storage (the ``limits`` library's) on the store's Redis: on a cluster
+    its cluster storage, from every node the settings name, failing fast as the API's client
+    does (a stalled master's counters refused unsent, not waited on; a command unanswered
+    within ``GUTS_REDIS_TIMEOUT_S`` fails); `service.api.rate_limits` says what then."""
+    url = _required(settings.redis_url)
+    prefix = f"{settings.key_prefix}:limits"
+    if not settings.redis_cluster:
+        return RedisStorage(url, key_prefix=prefix, socket_timeout=2.0, socket_connect_timeout=2.0)
+    cluster = _cluster_options(settings, fail_fast=True)
+    nodes = [f"{node.host}:{node.port}" for node in cluster.pop("startup_nodes")]
+    where = url.partition("://")[2].split("/", 1)[0]  # ([credentials@]host:port)
+    cluster_url = f"redis+cluster://{','.join([where, *nodes])}"
+    # (`url` too, as `store_client` gives it: redis-py then makes its nodes' connections with
+    # the pools that take a connection class)
+    storage = RedisClusterStorage(cluster_url, key_prefix=prefix, url=url, **cluster)
+    reread_at_most_every(storage.storage, REREAD_S)
+    return storage
 
 
 def queue_url(settings: Settings) -> str:

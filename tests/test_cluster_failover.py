@@ -1,13 +1,16 @@
 """The event store's shortcut on a Redis Cluster through a master's failover (issue 31, the
 unavailability per failover): a command for a master that is away reads the map of the slots
 again at once and goes straight to the promoted replica with its ``WAIT`` (so the first answer
-after a failover can be confirmed, not "outcome unknown"); a stalled master is sent one command
-at a time, the others failing at once rather than each waiting out the socket timeout; and
+after a failover can be confirmed, not "outcome unknown"); a stalled master is sent no
+command until it answers a ping (sent by a thread of the process's own), every command for its
+slots failing at once rather than waiting out the socket timeout; a process whose
+``REDIS_URL`` names a killed node reaches the cluster through the other nodes it is given; and
 the API's look at the quarantined tables, whose index may be on that master, holds up no
 request but the one that reads it."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -16,13 +19,14 @@ from typing import Any
 import pytest
 import redis
 from redis.crc import key_slot
-from redis.exceptions import ClusterDownError
+from redis.exceptions import ClusterDownError, RedisClusterException
 
 from service.config import Settings
 from service.eventlog.due_index import DueIndex, QuarantineView
+from service.eventlog.fail_fast import STALLED
 from service.eventlog.redis_py_bypass import ClusterCommands
 from service.eventlog.store import StoreUnavailable
-from service.infrastructure import store_client
+from service.infrastructure import rate_limit_storage, store_client
 from service.projections.ledger import _reachable
 from tests.cluster import LocalCluster
 
@@ -74,44 +78,66 @@ def test_the_first_command_after_a_master_is_killed_is_confirmed_on_the_promoted
         client.close()
 
 
-def test_a_stalled_master_is_sent_one_command_at_a_time_until_a_replica_takes_over():
-    """SIGSTOP of a master: the command that met it unanswered marks it; while one command
-    waits on it to learn whether it answers again, another for its slots is refused at once
-    (not sent); once a replica is promoted a command is answered there, the old master still
-    stopped."""
+def test_a_stalled_master_is_sent_no_command_until_it_answers_a_ping():
+    """SIGSTOP of a master: the command that met it unanswered marks it stalled; from then on
+    a command for its slots is refused unsent (no request waits on it: a thread of the
+    process pings it instead); once a replica is promoted a command is answered there, the
+    old master still stopped and still stalled; after SIGCONT the pings are answered and the
+    node is no longer stalled, without any command sent to learn it."""
     with LocalCluster(replicas=1, node_timeout_ms=1000) as cluster:
         commands, client = _commands(cluster)
         commands.call("SET", KEY, b"held")
         cluster.client(client.get_node_from_key(KEY).port).execute_command("WAIT", 1, 5000)
-        master = client.get_node_from_key(KEY).port
+        master, slot = client.get_node_from_key(KEY).port, key_slot(KEY)
+        name = f"127.0.0.1:{master}"
         cluster.pause(master)
         try:
             with pytest.raises(redis.TimeoutError):
                 commands.call("GET", KEY)  # unanswered within the socket timeout
-            outcomes: list[object] = []
-
-            def probe() -> None:
-                try:
-                    outcomes.append(commands.call("GET", KEY))
-                except redis.RedisError as error:
-                    outcomes.append(error)
-
-            waiting = threading.Thread(target=probe)
-            waiting.start()
-            name = f"127.0.0.1:{master}"
-            sent = lambda: commands._stalled.probing(name) or bool(outcomes)  # noqa: E731
-            _until(sent, "a command sent to it")
-            if not outcomes:  # (a replica may have been promoted already: then no probe)
-                with pytest.raises(redis.TimeoutError, match="not sent"):
-                    commands.call("GET", KEY)
-            waiting.join(10)
-            slot = key_slot(KEY)
+            assert name in STALLED
+            try:
+                answer = commands.call("GET", KEY)
+            except redis.TimeoutError as refused:
+                assert "not sent" in str(refused)
+            else:  # (only once a replica has taken over)
+                assert answer == b"held" and cluster.slot_owner()[slot] != master
             _until(lambda: cluster.slot_owner().get(slot, master) != master, "a replica promoted")
             assert commands.call("GET", KEY) == b"held"  # from the promoted replica
-            assert master in cluster.stopped
+            assert master in cluster.stopped and name in STALLED
         finally:
             cluster.resume(master)
+        _until(lambda: name not in STALLED, "the stopped node answering a ping again")
         client.close()
+
+
+def test_a_process_started_while_its_urls_node_is_killed_reaches_the_cluster_by_the_others():
+    """kill -9 of the master ``REDIS_URL`` names, its replica promoted: a new client (a new
+    process: an RQ job, a restarted API node, a dispatcher) given the other nodes too
+    (``GUTS_REDIS_CLUSTER_NODES``) serves every slot, the rate limiter's storage too; with
+    the URL alone it cannot reach the cluster at all (redis-py takes one node from a URL)."""
+    with LocalCluster(replicas=1, node_timeout_ms=1000) as cluster:
+        named = cluster.ports[0]
+        env = {
+            "REDIS_URL": cluster.url,
+            "GUTS_REDIS_CLUSTER": "1",
+            "GUTS_QUEUE_REDIS_URL": "redis://unused",
+            "GUTS_REDIS_CLUSTER_NODES": ",".join(f"127.0.0.1:{p}" for p in cluster.ports[1:]),
+            "GUTS_RATE_LIMIT_KEYS": "5/minute",
+        }
+        settings = Settings.from_env(env)
+        assert f"127.0.0.1:{named}" in cluster.url
+        cluster.kill(named)
+        _until(lambda: named not in cluster.slot_owner().values(), "a replica promoted")
+        client = store_client(settings)
+        for n in range(30):  # (keys in every master's slots)
+            assert client.set(f"startup:{{k{n}}}", n) is True
+        assert client.get("startup:{k7}") == b"7"
+        storage = rate_limit_storage(settings)
+        assert storage.incr("startup-counter", 60) == 1
+        client.close()
+        alone = dataclasses.replace(settings, redis_cluster_nodes=())
+        with pytest.raises(RedisClusterException, match="cannot be connected"):
+            store_client(alone)
 
 
 class _StalledIndex(DueIndex):

@@ -29,6 +29,7 @@ from redis.cluster import RedisCluster
 
 from service.application.ports import DispatcherVitals, QuarantineList
 from service.config import Settings
+from service.infrastructure import cluster_nodes
 
 CHECK_S = 1.0
 """How long one check may take."""
@@ -65,7 +66,9 @@ def probe_client(settings: Settings) -> redis.Redis:
     assert settings.redis_url
     options = {"socket_timeout": CHECK_S, "socket_connect_timeout": CHECK_S, "max_connections": 16}
     if settings.redis_cluster:
-        return cast(redis.Redis, RedisCluster.from_url(settings.redis_url, **options))
+        nodes = cluster_nodes(settings)
+        cluster = RedisCluster.from_url(settings.redis_url, startup_nodes=nodes, **options)
+        return cast(redis.Redis, cluster)
     return redis.Redis.from_url(settings.redis_url, **options)
 
 

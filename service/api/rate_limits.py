@@ -26,12 +26,24 @@ the limit (the commands' counter is the same algorithm, in the event store's scr
 (Flask-Limiter's decorators fit limits chosen per route; these are chosen by who the caller
 turns out to be, which is known only once the credential is read: ``http.caller``.)
 On a Redis Cluster the storage is ``limits``'s cluster storage (each counter is one key).
+
+**Redis away** (a counter's master failing over, issue 31): a count that cannot be made
+within ``GUTS_REDIS_TIMEOUT_S`` (on a cluster a stalled master's is refused at once, unsent:
+`service.infrastructure.rate_limit_storage`) *admits* a request with a good credential (an
+operator's or auditor's key, a good credential from an address that failed lately): the
+limits guard against abuse over a minute, and a few seconds uncounted admit at most that many
+seconds' requests more, whereas failing would make every key-limited request wait on, or fail
+with, one master whatever its table's master. A failed authentication that cannot be counted
+is answered 503 (as before): no command is held, and a guesser learns nothing while the count
+of its guesses cannot be kept. The commands per player token are counted with the command's
+events, on the table's own master: when that master is away, so is the command.
 Credentials are never stored: counters are named by a SHA-256 prefix of the credential.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import threading
 import time
@@ -42,17 +54,21 @@ from typing import Any
 import redis
 from flask import Response, request
 from limits import RateLimitItem, parse
-from limits.storage import RedisClusterStorage, RedisStorage, Storage
+from limits.storage import Storage
 from limits.strategies import MovingWindowRateLimiter
+from redis.exceptions import RedisClusterException
 
 from service.application import Quota
 from service.application.access import Caller
 from service.application.errors import OverLimit, StoreError, StoreUnavailable
 from service.config import Settings
+from service.infrastructure import rate_limit_storage
 from service.rules.views import PLAYER
 
 from . import flask_request_bypass as bypass
 from .refusal import ApiError
+
+log = logging.getLogger("guts.api")
 
 QUOTA = "guts.quota"
 """In the WSGI environ: a player's command's `Quota`, counted where it lands."""
@@ -78,19 +94,6 @@ def _name(credential: str) -> str:
     return hashlib.sha256(credential.encode()).hexdigest()[:32]
 
 
-def storage_for(settings: Settings) -> Storage:
-    """The ``limits`` storage on the store's Redis (its cluster storage on a cluster)."""
-    url = settings.redis_url
-    assert url
-    prefix = f"{settings.key_prefix}:limits"
-    options = {"socket_timeout": 2.0, "socket_connect_timeout": 2.0}
-    if settings.redis_cluster:
-        scheme, _, rest = url.partition("://")
-        cluster_url = f"redis+cluster://{rest.split('/', 1)[0]}"
-        return RedisClusterStorage(cluster_url, key_prefix=prefix, **options)  # type: ignore[arg-type]
-    return RedisStorage(url, key_prefix=prefix, **options)  # type: ignore[arg-type]
-
-
 class RateLimits:
     """The limits of `settings` on `storage` (see the module doc)."""
 
@@ -104,7 +107,7 @@ class RateLimits:
         wanted = self.auth_failures or self.keys or any(self.tenants.values())
         self.limiter = None
         if wanted:
-            self.limiter = MovingWindowRateLimiter(storage or storage_for(settings))
+            self.limiter = MovingWindowRateLimiter(storage or rate_limit_storage(settings))
         self._failed: OrderedDict[str, float] = OrderedDict()  # address -> until (monotonic)
         self._lock = threading.Lock()
 
@@ -117,8 +120,18 @@ class RateLimits:
         assert self.limiter is not None
         try:
             return getattr(self.limiter, how)(item, *key)
-        except redis.RedisError as error:
+        except (redis.RedisError, RedisClusterException) as error:
             raise StoreUnavailable(f"Redis is unreachable: {error}") from error
+
+    def _admits(self, how: str, item: RateLimitItem, key: tuple[str, ...]) -> bool:
+        """Whether the limiter's `how` (hit, test) admits a request with a good credential:
+        yes when it cannot be counted (Redis away: the counter's master failing over), so a
+        limit never holds nor fails a command (see the module doc)."""
+        try:
+            return bool(self._ask(how, item, key))
+        except StoreUnavailable as error:
+            log.warning("a rate limit not counted: admitted", extra={"error": str(error)})
+            return True
 
     def _refuse(self, item: RateLimitItem, key: tuple[str, ...], what: str) -> RateLimited:
         reset_at = self._ask("get_window_stats", item, key).reset_time
@@ -140,7 +153,7 @@ class RateLimits:
         if item is None or self.limiter is None or not self._failed_lately(address):
             return
         key = ("auth-failures", address)
-        if not self._ask("test", item, key):
+        if not self._admits("test", item, key):
             raise self._refuse(item, key, "too many failed authentications from this address")
 
     def failed_authentication(self, address: str) -> None:
@@ -173,7 +186,7 @@ class RateLimits:
         if item is None or self.limiter is None:
             return None
         key = ("key", _name(credential))
-        if not self._ask("hit", item, key):
+        if not self._admits("hit", item, key):
             raise self._refuse(item, key, "too many requests with this key")
         return None
 

@@ -9,17 +9,20 @@ ledger's limits before a deal, the quarantine list. On a stopped master (SIGSTOP
 those waited out the socket timeout, and redis-py sent it again, up to 10 times, to the same
 master until a replica took over (3.4-4.4 s): two of them held both of a worker's places, so
 every table the worker served waited with the failed master's. On a killed one each attempt
-fails at once, but the retries with their back-off took ~1 s. (The rate limiter's storage has
-a client of its own, built by the ``limits`` library, which does not take a connection class:
-not covered; by default it reaches Redis only after a failed authentication, and with
-per-key limits (`GUTS_RATE_LIMIT_KEYS`) for an operator's or a tenant's every request.)
+fails at once, but the retries with their back-off took ~1 s. (The rate limiter's storage, a
+cluster client the ``limits`` library builds, takes this connection class too:
+`service.infrastructure.rate_limit_storage`.)
 
-`FailFastConnection`, the connection class of the API's cluster client:
+`FailFastConnection`, the connection class of the API's cluster clients:
 
-- a node that has left a command unanswered within the socket timeout (`StalledNodes`) is
-  sent one command at a time, to learn whether it answers again; every other command for it
-  is refused unsent (`_NodeStalled`), so a stopped master holds at most one request per
-  process, for at most the socket timeout at a time;
+- a node that has left a command unanswered within the socket timeout is *stalled*
+  (`StalledNodes`) until it answers again, which a thread of the process's own learns by
+  sending it a ``PING`` (one at a time, each with the same timeout): no command is sent to it
+  meanwhile, every one is refused unsent (`_NodeStalled`) at once, so a stopped master holds
+  no request but those already waiting on it when it stopped (before, it was sent one
+  request's command at a time, to learn whether it answered: that request waited out the
+  socket timeout, taking one of a web worker's two places, again and again until the
+  promotion);
 - a command unanswered, or a node that refuses a connection (`_NodeDown`), fails with a class
   of its own, which redis-py's cluster client does not send again (it retries only the exact
   classes ``ConnectionError`` and ``TimeoutError``; it still reads the map of the slots again,
@@ -39,6 +42,8 @@ import time
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 __all__ = ["STALLED", "FailFastConnection", "StalledNodes"]
 
@@ -52,39 +57,61 @@ class _NodeDown(redis.ConnectionError):
 
 
 class StalledNodes:
-    """The nodes (``host:port``) that have left a command unanswered, until one answers, and
-    of those the ones a command is being sent to now (at most one each; a send that neither
-    answered nor failed within `hold_s` no longer counts: its connection was abandoned; longer
-    than the socket timeout, 1 s by default, or a second command may be sent meanwhile)."""
+    """The nodes (``host:port``) that have left a command unanswered, each until it answers a
+    ``PING`` from a thread (a greenlet under gevent) that this process runs for it meanwhile:
+    any reply, an error reply too, or a refused connection (a node killed: its commands fail
+    at once) ends the stall; only silence keeps it."""
 
-    def __init__(self, hold_s: float = 5.0) -> None:
-        self.hold_s = hold_s
-        self._stalled: set[str] = set()
-        self._probing: dict[str, float] = {}  # node -> until when its probe counts
+    def __init__(self) -> None:
+        self._stalled: dict[str, tuple[threading.Thread, float]] = {}  # name -> pinger, timeout
         self._lock = threading.Lock()
 
     def __contains__(self, name: str) -> bool:
-        return name in self._stalled
+        watch = self._stalled.get(name)
+        if watch is None:
+            return False
+        if not watch[0].is_alive():  # (a forked child's: its parent's thread is not its own)
+            self.stalled(name, watch[1], again=True)
+        return True
 
-    def probing(self, name: str) -> bool:
-        """Whether a command is being sent to the stalled node `name` now."""
-        return self._probing.get(name, 0.0) > time.monotonic()
-
-    def take_probe(self, name: str) -> None:
-        """Let one command go to the stalled node `name`; _NodeStalled if one is under way."""
+    def stalled(self, name: str, timeout_s: float, *, again: bool = False) -> None:
+        """`name` left a command unanswered within `timeout_s`: it is stalled until it
+        answers a PING (each sent with that timeout)."""
         with self._lock:
-            if self.probing(name):
-                raise _NodeStalled(f"{name} left a command unanswered: not sent")
-            self._probing[name] = time.monotonic() + self.hold_s
+            watch = self._stalled.get(name)
+            if watch is not None and (watch[0].is_alive() or not again):
+                return
+            pinger = threading.Thread(
+                target=self._ping, args=(name, timeout_s), daemon=True, name=f"ping {name}"
+            )
+            self._stalled[name] = (pinger, timeout_s)
+        pinger.start()
 
-    def end_probe(self, name: str) -> None:
-        self._probing.pop(name, None)
-
-    def stalled(self, name: str) -> None:
-        self._stalled.add(name)
-
-    def answered(self, name: str) -> None:
-        self._stalled.discard(name)
+    def _ping(self, name: str, timeout_s: float) -> None:
+        host, _, port = name.rpartition(":")
+        client = redis.Redis(
+            host=host,
+            port=int(port),
+            socket_timeout=timeout_s,
+            socket_connect_timeout=timeout_s,
+            retry=Retry(NoBackoff(), 0),
+        )
+        try:
+            while True:
+                began = time.monotonic()
+                try:
+                    client.ping()
+                    break
+                except redis.TimeoutError:
+                    client.connection_pool.disconnect()  # (its reply would come late)
+                except redis.RedisError:  # an error reply, a refused connection: not silent
+                    break
+                time.sleep(max(0.0, 0.05 - (time.monotonic() - began)))  # (at most 20 a second)
+        finally:
+            client.close()
+            with self._lock:
+                if self._stalled.get(name, (None,))[0] is threading.current_thread():
+                    del self._stalled[name]
 
 
 STALLED = StalledNodes()
@@ -98,58 +125,42 @@ class FailFastConnection(redis.Connection):
 
     stalled_nodes = STALLED
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
-        self._probe = False  # this connection is sending the one command to a stalled node
-
     @property
     def _name(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def _refuse_if_stalled(self) -> None:
+        if self._name in self.stalled_nodes:
+            raise _NodeStalled(f"{self._name} left a command unanswered: not sent")
+
+    def _stalled(self, error: redis.TimeoutError) -> _NodeStalled:
+        self.stalled_nodes.stalled(self._name, self.socket_timeout or 1.0)
+        return _NodeStalled(str(error))
+
     def connect(self) -> None:
+        self._refuse_if_stalled()
         try:
             super().connect()  # type: ignore[no-untyped-call]
         except (_NodeStalled, _NodeDown):
             raise
         except redis.TimeoutError as error:  # (the connection's handshake unanswered)
-            self.stalled_nodes.stalled(self._name)
-            raise _NodeStalled(str(error)) from error
+            raise self._stalled(error) from error
         except redis.ConnectionError as error:
             raise _NodeDown(str(error)) from error
 
     def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        if not self._probe and self._name in self.stalled_nodes:
-            self.stalled_nodes.take_probe(self._name)
-            self._probe = True
-        try:
-            super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
-        except BaseException:
-            self._end_probe()
-            raise
+        self._refuse_if_stalled()
+        super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
 
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            reply = super().read_response(*args, **kwargs)
+            return super().read_response(*args, **kwargs)
         except _NodeStalled:
             raise
         except redis.TimeoutError as error:
             if "timeout" in kwargs:  # (a read of its own timeout: a subscriber's)
                 raise
-            self.stalled_nodes.stalled(self._name)
-            raise _NodeStalled(str(error)) from error
-        finally:
-            self._end_probe()
-        self.stalled_nodes.answered(self._name)
-        return reply
-
-    def disconnect(self, *args: Any, **kwargs: Any) -> None:
-        self._end_probe()
-        super().disconnect(*args, **kwargs)  # type: ignore[no-untyped-call]
-
-    def _end_probe(self) -> None:
-        if self._probe:
-            self._probe = False
-            self.stalled_nodes.end_probe(self._name)
+            raise self._stalled(error) from error
 
 
 def reread_at_most_every(cluster: Any, every_s: float) -> None:

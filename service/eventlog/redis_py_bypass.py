@@ -38,7 +38,7 @@ import redis
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException
 
-from service.eventlog.fail_fast import StalledNodes
+from service.eventlog.fail_fast import STALLED
 from service.eventlog.replication import REROUTED as _REROUTED
 from service.eventlog.replication import rerouted
 
@@ -195,8 +195,9 @@ class ClusterCommands:
     slots again (at once: `_now_at`), and the command goes straight to the slot's new master
     if a replica has taken over, with its ``WAIT``: the first answer after a failover can be
     confirmed. While the map still names that master the command fails at once (503: the
-    client tries again), and a stalled master is left with one command at a time to find out
-    whether it answers again, the others failing at once after reading the map (at most every
+    client tries again), and a stalled master is sent no command until it answers a ``PING``
+    from a thread of the process's own (`StalledNodes`, shared with the API's cluster
+    client), every command for it failing at once after reading the map (at most every
     `REREAD_S`) rather than each waiting a timeout out: the first command after the promotion
     goes to the new master. A command the node redirects (``MOVED``, ``ASK``: the slot moved)
     is sent again through the cluster client, which follows the redirect and refreshes its
@@ -208,7 +209,9 @@ class ClusterCommands:
         self.cluster = cluster
         self._nodes: dict[str, DirectCommands] = {}
         self._making = threading.Lock()
-        self._stalled = StalledNodes()  # nodes that left a command unanswered, until one is
+        self._stalled = STALLED  # nodes that left a command unanswered, until one answers
+        timeout = cluster.nodes_manager.connection_kwargs.get("socket_timeout")
+        self._timeout_s = float(timeout or 1.0)  # (the pings' to a stalled node)
         self._read_at = 0.0  # when the map of the slots was last read again here
 
     def call(self, *args: Any) -> Any:
@@ -240,22 +243,16 @@ class ClusterCommands:
             return rerouted(self.cluster, commands)
 
     def _sent(self, node: Any, commands: tuple[tuple[Any, ...], ...]) -> list[Any]:
-        """`commands` sent to `node`; a node that has left one unanswered takes one command
-        at a time (the others fail at once) until it answers again."""
+        """`commands` sent to `node`, unless it has left one unanswered and not yet answered a
+        ``PING`` again (`StalledNodes`): then refused unsent (a TimeoutError)."""
         name = node.name
-        probe = name in self._stalled
-        if probe:
-            self._stalled.take_probe(name)  # (a TimeoutError when one is under way)
+        if name in self._stalled:
+            raise redis.TimeoutError(f"{name} left a command unanswered: not sent")
         try:
-            replies = (self._nodes.get(name) or self._node(node)).call_many(*commands)
+            return (self._nodes.get(name) or self._node(node)).call_many(*commands)
         except redis.TimeoutError:
-            self._stalled.stalled(name)
+            self._stalled.stalled(name, self._timeout_s)
             raise
-        finally:
-            if probe:
-                self._stalled.end_probe(name)
-        self._stalled.answered(name)
-        return replies
 
     def _now_at(self, key: Any, node: Any) -> Any:
         """The master of `key`'s slot after reading the map of the slots again from the nodes

@@ -30,6 +30,7 @@ from typing import cast
 import redis
 
 from .decoding import member_text
+from .redis_errors import redis_errors
 from .store import BadCursor
 
 
@@ -76,10 +77,11 @@ class TableList:
         on."""
         start = b"+" if after is None else b"(" + _member(after)
         key = self.key if tenant is None else self.tenant_key(tenant)
-        members = cast(  # ZRANGE key start - BYLEX REV LIMIT 0 limit
-            list[bytes],
-            self.client.zrange(key, start, b"-", desc=True, bylex=True, offset=0, num=limit),
-        )
+        with redis_errors():  # (Redis away: the store unavailable, a 503)
+            members = cast(  # ZRANGE key start - BYLEX REV LIMIT 0 limit
+                list[bytes],
+                self.client.zrange(key, start, b"-", desc=True, bylex=True, offset=0, num=limit),
+            )
         return [
             (_table_of(member), base64.urlsafe_b64encode(member).decode().rstrip("="))
             for member in members

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 
@@ -58,7 +59,14 @@ def main(argv: list[str] | None = None) -> int:
         keep=args.keep,
     )
     signal.signal(signal.SIGTERM, _stop)  # unwinds the run: everything it started is stopped
-    report = run(options)
+    try:
+        report = run(options)
+    except (SystemExit, KeyboardInterrupt) as stopped:  # (SIGTERM, ^C: the processes are
+        # stopped, the clients halted; a fault under way may still be waiting, for a node up
+        # to a minute: not waited for)
+        sys.stdout.flush()
+        code = getattr(stopped, "code", 130)
+        os._exit(code if isinstance(code, int) else 1)
     print(text(report), flush=True)
     if args.report:
         with open(args.report, "w") as out:

@@ -77,11 +77,13 @@ class Injector:
         self.tables = tables
         self.faults: list[Fault] = []
         self.errors: list[str] = []
+        self.halt = threading.Event()  # set when the run is abandoned: no fault more
 
     def run(self) -> None:
         """Every fault of the plan, `interval` apart (each waits for the last to settle)."""
         for kind in self.plan:
-            time.sleep(self.interval)
+            if self.halt.wait(self.interval):
+                return  # the run abandoned
             try:
                 self.faults.append(self.inject(kind))
             except Exception as error:  # noqa: BLE001 (recorded and reported: a fault that failed)

@@ -63,22 +63,23 @@ def run(options: Options) -> dict[str, Any]:
             timeout=10,
         )
         hook.raise_for_status()
-        stop = threading.Event()
+        stop, halt = threading.Event(), threading.Event()
         injector = Injector(topology, plan, options.duration / (len(plan) + 1), rng, tables)
+        injector.halt = halt
         started = time.monotonic()
-        with ThreadPoolExecutor(1) as pool:
-            bases = [node.base for node in topology.api]
-            players = [
-                TablePlayer(
-                    Client(bases, history, stop),
-                    table,
-                    options.deadline_tables and n % 3 == 0,
-                    random.Random(rng.random()),
-                )
-                for n, table in enumerate(tables)
-            ]
+        bases = [node.base for node in topology.api]
+        players = [
+            TablePlayer(
+                Client(bases, history, halt),
+                table,
+                options.deadline_tables and n % 3 == 0,
+                random.Random(rng.random()),
+            )
+            for n, table in enumerate(tables)
+        ]
+        pool, playing = ThreadPoolExecutor(1), ThreadPoolExecutor(len(players))
+        try:
             faults = pool.submit(injector.run)
-            playing = ThreadPoolExecutor(len(players))
             games = [playing.submit(play, player, stop) for player in players]
             time.sleep(max(0.0, options.duration - (time.monotonic() - started)))
             faults.result()  # every fault of the plan is made, however long they took
@@ -86,7 +87,12 @@ def run(options: Options) -> dict[str, Any]:
             stop.set()
             for game in games:
                 game.result()
-            playing.shutdown()
+        except BaseException:  # (SIGTERM, an error): the clients and the faults stop at once
+            halt.set()
+            raise
+        finally:
+            for executor in (pool, playing):
+                executor.shutdown(wait=not halt.is_set(), cancel_futures=True)
         for fault in injector.faults:
             if fault.kind in MASTER_FAULTS:
                 measure(fault, tables, history.attempts)

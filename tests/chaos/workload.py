@@ -56,6 +56,10 @@ class Record:
         return self.status is not None and 200 <= self.status < 300
 
 
+class Halted(Exception):
+    """The run was abandoned (SIGTERM, an error): a client stops where it is."""
+
+
 @dataclass
 class History:
     """Every command and every attempt, appended from many threads."""
@@ -79,10 +83,10 @@ class History:
 class Client:
     """Sends commands to the API nodes in turn, retrying each with its key until answered."""
 
-    def __init__(self, bases: list[str], history: History, stop: threading.Event) -> None:
+    def __init__(self, bases: list[str], history: History, halt: threading.Event) -> None:
         self.bases = bases
         self.history = history
-        self.stop = stop
+        self.halt = halt  # set when the run is abandoned: every send and read raises Halted
         self.session = requests.Session()
         self.turn = itertools.cycle(range(len(bases)))
 
@@ -93,6 +97,7 @@ class Client:
         self.history.add(record)
         wait = RETRY_S[0]
         while time.monotonic() - record.sent < RETRY_FOR_S:
+            self._go_on()
             record.attempts += 1
             began = time.monotonic()
             base = self.bases[next(self.turn)]
@@ -116,7 +121,7 @@ class Client:
             if response is not None and response.status_code == 500:
                 with self.history.lock:
                     self.history.server_errors += 1
-            time.sleep(wait)
+            self._go_on(wait)
             wait = min(wait * 2, RETRY_S[1])
         return record
 
@@ -125,6 +130,7 @@ class Client:
         history); its body (None if never answered)."""
         started = time.monotonic()
         while time.monotonic() - started < RETRY_FOR_S:
+            self._go_on()
             began = time.monotonic()
             try:
                 base = self.bases[next(self.turn)]
@@ -139,8 +145,13 @@ class Client:
             except requests.RequestException:
                 pass
             self.history.attempt(began, table, False, command=False)
-            time.sleep(0.2)
+            self._go_on(0.2)
         return None
+
+    def _go_on(self, after_s: float = 0.0) -> None:
+        """Wait `after_s`; Halted at once if the run is abandoned meanwhile."""
+        if self.halt.wait(after_s):
+            raise Halted()
 
 
 def _json(response: requests.Response) -> dict[str, Any]:
