@@ -53,6 +53,7 @@ from urllib.parse import quote, unquote
 import redis
 from redis.exceptions import SlotNotCoveredError
 
+from service.eventlog.append_args import append_call
 from service.eventlog.append_reply import append_outcome
 from service.eventlog.decoding import (
     META_FIELDS,
@@ -228,31 +229,9 @@ class RedisEventStore:
     ) -> AppendResult:
         """See :meth:`EventStore.append`: one EVALSHA of the append script."""
         check_append_args(expected_version, events, snapshot, due)
-        keys = [self.events_key(table_id), self.meta_key(table_id)]
-        if idempotency is not None:
-            keys.append(self.idempotency_key(table_id, idempotency.key))
-            idem_args = [idempotency.request_hash.encode(), idempotency.response]
-        else:
-            idem_args = [b"", b""]
-        quota_args: list[bytes | int] = [b"", b""]
-        if quota is not None:
-            keys.append(self.counter_key(table_id, quota.counter))
-            quota_args = [quota.limit, quota.window_ms]
-        args: list[bytes | str | int | float] = [
-            expected_version,
-            b"" if snapshot is None else snapshot,
-            self.idempotency_ttl_s,
-            *idem_args,
-            b"0" if snapshot is None else b"1",
-            b"" if due is None else f"{due:.3f}",
-            self.notices,
-            table_id,
-            "" if chain is None else chain.after,
-            "" if chain is None else chain.head,
-            len(events),
-            *events,
-            *quota_args,
-        ]
+        keys, args = append_call(
+            self, table_id, expected_version, events, snapshot, idempotency, due, chain, quota
+        )
         try:  # (inline rather than `with redis_errors()`: this runs on every command)
             reply, acked = self.replication.run(self._append_script, keys, args)
         except (redis.RedisError, SlotNotCoveredError) as error:

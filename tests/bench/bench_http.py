@@ -27,7 +27,9 @@ large share of its CPU for others (steal time, from /proc/stat), and then neithe
 numbers mean much (the baseline has run at a quarter of its speed in such a round), so every
 round is printed with the busy and stolen share of the CPUs, but the verdict is on the median
 ratios of the rounds in which the host took at most 10% during both runs (and there is none
-with fewer than 3 such rounds).
+with fewer than 3 such rounds). Each run also shows the CPU time its gunicorn workers
+(``srv us``) and Redis (``redis us``, from ``INFO cpu``) spent per counted request, which
+depends much less on the machine's other guests than throughput does.
 
 Goals: declare throughput >= 0.5x the baseline's, and declare p99 <= 2.0x the baseline's.
 
@@ -62,6 +64,7 @@ from types import FrameType
 from typing import Any
 
 import psutil
+import redis
 import requests
 
 from service.config import SHORTCUTS
@@ -240,12 +243,19 @@ class Measurement:
     failure_sample: str = ""  # the first non-2xx response, if any
     machine: CpuTimes | None = None  # the whole machine's CPU time in the measured window
     server_cpu_s: float = math.nan  # the target's gunicorn workers' CPU time in the window
+    redis_cpu_s: float = math.nan  # Redis's CPU time in the window (user and system)
 
     @property
     def server_cpu_us(self) -> float:
         """The target's workers' CPU time per counted request (a hand's deal and resolve
         included), in us: what other guests of the machine change least."""
         return self.server_cpu_s / self.counted * 1e6 if self.counted else math.nan
+
+    @property
+    def redis_cpu_us(self) -> float:
+        """Redis's CPU time per counted request, in us (what the target's scripts and round
+        trips cost it; the one Redis serves only the target being measured)."""
+        return self.redis_cpu_s / self.counted * 1e6 if self.counted else math.nan
 
     @property
     def rate(self) -> float:
@@ -443,9 +453,11 @@ def run_wrk(
     tables: list[dict[str, Any]],
     workdir: Path,
     server: int | None = None,
+    redis_url: str | None = None,
 ) -> Measurement:
     """One wrk run of WARMUP_S + MEASURE_S against `base`, counting the measured window (and
-    the CPU time of the children of process `server`, a gunicorn, when given)."""
+    the CPU time of the children of process `server`, a gunicorn, and of the Redis at
+    `redis_url`, when given)."""
     out = workdir / f"{label}.counts"
     script = workdir / f"{label}.lua"
     start = time.monotonic()
@@ -466,8 +478,10 @@ def run_wrk(
     try:
         time.sleep(max(0.0, config["t0"] - time.monotonic()))
         before, served_before = CpuTimes.now(), _children_cpu_s(server)
+        redis_before = _redis_cpu_s(redis_url)
         time.sleep(max(0.0, config["t1"] - time.monotonic()))
         after, served_after = CpuTimes.now(), _children_cpu_s(server)
+        redis_cpu_s = _redis_cpu_s(redis_url) - redis_before
         if wrk.wait(timeout=duration_s + 30) != 0:
             raise RuntimeError(f"wrk failed (exit {wrk.returncode}) against {base}")
     finally:
@@ -477,7 +491,18 @@ def run_wrk(
     machine = after - before if before and after else None
     server_cpu_s = sum(served_after.get(pid, 0.0) - cpu for pid, cpu in served_before.items())
     counts = _read_counts(label, out)
-    return dataclasses.replace(counts, machine=machine, server_cpu_s=server_cpu_s or math.nan)
+    return dataclasses.replace(
+        counts, machine=machine, server_cpu_s=server_cpu_s or math.nan, redis_cpu_s=redis_cpu_s
+    )
+
+
+def _redis_cpu_s(url: str | None) -> float:
+    """The CPU time (user and system, s) the Redis at `url` has used (none: NaN)."""
+    if url is None:
+        return math.nan
+    with redis.Redis.from_url(url) as client:
+        cpu = client.info("cpu")
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
 def _children_cpu_s(pid: int | None) -> dict[int, float]:
@@ -520,7 +545,8 @@ def report(rounds: list[tuple[Measurement, Measurement]]) -> bool:
     )
     print(
         f"{'':28}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'non-2xx':>10}{'sock err':>10}"
-        f"{'busy %':>8}{'steal %':>8}{'/cpu-s':>8}{'all cmds/s':>12}{'hands/s':>10}"
+        f"{'busy %':>8}{'steal %':>8}{'/cpu-s':>8}{'srv us':>8}{'redis us':>9}"
+        f"{'all cmds/s':>12}{'hands/s':>10}"
     )
     capacity_s = MEASURE_S * (os.cpu_count() or 1) / 100  # 1% of the CPUs over the window
     throughputs, tails, efficiencies = [], [], []
@@ -534,7 +560,7 @@ def report(rounds: list[tuple[Measurement, Measurement]]) -> bool:
                 f"{name:28}{m.rate:10.1f}{m.percentile_ms(0.50):10.1f}"
                 f"{m.percentile_ms(0.99):10.1f}{m.failures:10d}{m.socket_errors:10d}"
                 f"{machine.busy_s / capacity_s:8.0f}{machine.steal_s / capacity_s:8.0f}"
-                f"{m.rate_per_busy_cpu_s:8.0f}{extra}"
+                f"{m.rate_per_busy_cpu_s:8.0f}{m.server_cpu_us:8.0f}{m.redis_cpu_us:9.0f}{extra}"
             )
         throughput = service.rate / baseline.rate if baseline.rate else math.nan
         tail = service.percentile_ms(0.99) / baseline.percentile_ms(0.99)
@@ -549,6 +575,7 @@ def report(rounds: list[tuple[Measurement, Measurement]]) -> bool:
             f"{'   ratios':28}{throughput:10.2f}{'':10}{tail:10.2f}{'':36}{efficiency:8.2f}{note}"
         )
     print()
+    _print_cpu(rounds)
     if len(throughputs) < MIN_STEADY_ROUNDS:
         print(
             f"only {len(throughputs)} of {len(rounds)} rounds ran without the host taking over "
@@ -566,6 +593,23 @@ def report(rounds: list[tuple[Measurement, Measurement]]) -> bool:
         f"{statistics.median(efficiencies):.2f}: what a request costs the machine)"
     )
     return throughput_ok and tail_ok
+
+
+def _print_cpu(rounds: list[tuple[Measurement, Measurement]]) -> None:
+    """The median CPU time per counted request, of the workers and of Redis, over all rounds
+    (CPU time depends little on what else the machine runs)."""
+    cpu = {
+        name: [
+            statistics.median(getattr(pair[side], attr) for pair in rounds)
+            for attr in ("server_cpu_us", "redis_cpu_us")
+        ]
+        for side, name in ((0, "declare"), (1, "baseline request"))
+    }
+    print(
+        f"median CPU per declare (the hand's deal and resolve included): gunicorn workers "
+        f"{cpu['declare'][0]:.0f} us, Redis {cpu['declare'][1]:.0f} us; per baseline request: "
+        f"{cpu['baseline request'][0]:.0f} us and {cpu['baseline request'][1]:.0f} us"
+    )
 
 
 def _steal_share(m: Measurement) -> float:
@@ -613,7 +657,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.shortcuts:
             shortcut_rounds(workdir, max(1, args.rounds))
             return 0
-        with targets(workdir) as (service_url, baseline_url):
+        redis_urls: list[str] = []
+        pids: dict[str, int] = {}
+        with services(workdir, {"service": ""}, redis_urls, pids) as (urls, baseline_url):
+            service_url, redis_url = urls["service"], redis_urls[0]
             rounds = []
             for number in range(1, max(1, args.rounds) + 1):
                 # Fresh tables each round: the last round stopped its tables mid-hand.
@@ -627,7 +674,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 }
                 order = ("service", "baseline") if number % 2 else ("baseline", "service")
                 measured = {
-                    name: run_wrk(f"{name}{number}", *targets_now[name], workdir) for name in order
+                    name: run_wrk(
+                        f"{name}{number}", *targets_now[name], workdir, pids[name], redis_url
+                    )
+                    for name in order
                 }
                 rounds.append((measured["service"], measured["baseline"]))
         met = report(rounds)

@@ -1,23 +1,30 @@
 -- Append events to one table's log, if the table is at the expected version.
 -- Touches only the table's own keys (all under its hash tag).
--- KEYS: events, meta[, idempotency record]
--- ARGV: expected_version, snapshot ('' with none), ttl_s, request_hash, response,
---       whether there is a snapshot ('1' / '0'), due ('' when nothing is due: the epoch
---       seconds of the table's next due moment), the channel to publish the append's
---       notice on ('' for none), the table id, the head the events chain from and the
---       head they end at ('' and '' for none: the stored head is then forgotten), event
---       count, event..., then the quota's limit and window in ms ('' and '' for none:
---       with one, its counter is the last key, counted with the events: quota.lua)
+-- KEYS: events, meta[, idempotency record][, the quota's counter (quota.lua)]
+-- ARGV: expected_version, due ('' when nothing is due: the epoch seconds of the table's next
+--       due moment), the channel to publish the append's notice on ('' for none), the table
+--       id, the head the events chain from and the head they end at ('' and '' for none: the
+--       stored head is then forgotten), what follows ('' or any of 's', 'i', 'q'): with 's'
+--       the snapshot, with 'i' the idempotency record's ttl_s, request_hash and response,
+--       with 'q' the quota's limit and window in ms (counted with the events), in that
+--       order; then the events, to the end.
 -- The notice ("<version> <table id>") is not a key: it tells the live feeds to look.
-local last = 12 + tonumber(ARGV[12])
-local quota_limit, quota_window = ARGV[last + 1], ARGV[last + 2]
-local quota_key = nil
-if quota_limit ~= '' then quota_key = KEYS[#KEYS] end
+-- Each redis.call costs about as much as a small command sent alone, and each argument
+-- passed about a fifth of that: so one HSET writes the meta fields, a field is deleted only
+-- when it is there, and what an append does not need is not passed.
 local events_key, meta_key = KEYS[1], KEYS[2]
-local idem_key = nil
-if #KEYS - (quota_key and 1 or 0) == 3 then idem_key = KEYS[3] end
+local flags = ARGV[7]
+local at = 8  -- the next argument
+local snapshot, idem_at, quota_at = nil, nil, nil
+if flags ~= '' then
+  if string.find(flags, 's', 1, true) then snapshot, at = ARGV[at], at + 1 end
+  if string.find(flags, 'i', 1, true) then idem_at, at = at, at + 3 end
+  if string.find(flags, 'q', 1, true) then quota_at, at = at, at + 2 end
+end
+local idem_key = idem_at and KEYS[3]
+local quota_key = quota_at and KEYS[#KEYS]
 local expected = tonumber(ARGV[1])
-local head = redis.call('HMGET', meta_key, 'version', 'trimmed', 'snapshot_version', 'head')
+local head = redis.call('HMGET', meta_key, 'version', 'trimmed', 'snapshot_version', 'head', 'due')
 local actual = tonumber(head[1] or '0')
 -- Fields written outside the store that do not parse: the caller sets the table aside.
 local function count(raw)
@@ -33,7 +40,7 @@ if idem_key then
     return {'unreadable', 'idempotency record'}
   end
   if record[1] then
-    if record[1] == ARGV[4] then
+    if record[1] == ARGV[idem_at + 1] then
       -- Written again (unchanged), so a WAIT after this script waits for the record too.
       redis.call('HSET', idem_key, 'request_hash', record[1])
       return {'replayed', actual, record[2]}
@@ -44,7 +51,7 @@ end
 
 -- A caller whose state holds events the log does not (lost in a failover, then others
 -- written at their versions) has the right version and the wrong head: it reloads.
-if actual ~= expected or (ARGV[10] ~= '' and head[4] and head[4] ~= ARGV[10]) then
+if actual ~= expected or (ARGV[5] ~= '' and head[4] and head[4] ~= ARGV[5]) then
   -- The current state, for the caller to decide again on: the snapshot and its tail.
   local stored = redis.call('HMGET', meta_key, 'snapshot', 'snapshot_version')
   local since = tonumber(stored[2] or actual)
@@ -67,7 +74,7 @@ end
 -- many entries as that, less those trimmed once archived, and (the first XADD checks it)
 -- none with a later id.
 local function corrupt()
-  local top = redis.call('XREVRANGE', events_key, '+', '-', 'COUNT', 1)[1]
+  local top = redis.call('XREVRANGE', events_key, '+', '-', 'COUNT', '1')[1]
   return {'corrupt', top and top[1] or ''}
 end
 if redis.call('XLEN', events_key) + tonumber(head[2] or '0') ~= actual then
@@ -76,12 +83,12 @@ end
 
 -- Counted only when the events are written: a conflict's retry is the same request.
 if quota_key then
-  local wait = take(quota_key, tonumber(quota_limit), tonumber(quota_window))
+  local wait = take(quota_key, ARGV[quota_at], ARGV[quota_at + 1])
   if wait then return {'limited', wait} end
 end
 
 local version = actual
-for i = 13, last do
+for i = at, #ARGV do
   version = version + 1
   local added = redis.pcall('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
   if type(added) == 'table' and added.err then
@@ -89,26 +96,30 @@ for i = 13, last do
   end
 end
 local now = string.format('%d', version)
-if ARGV[6] == '1' then
-  redis.call('HSET', meta_key, 'version', now, 'snapshot', ARGV[2], 'snapshot_version', now)
-else
-  redis.call('HSET', meta_key, 'version', now)
+local fields = {'version', now}
+if snapshot then
+  fields[3], fields[4], fields[5], fields[6] = 'snapshot', snapshot, 'snapshot_version', now
 end
-if ARGV[11] == '' then
-  redis.call('HDEL', meta_key, 'head')
-else
-  redis.call('HSET', meta_key, 'head', ARGV[11])
+local gone = {}
+if ARGV[6] ~= '' then
+  fields[#fields + 1], fields[#fields + 2] = 'head', ARGV[6]
+elseif head[4] then
+  gone[#gone + 1] = 'head'
 end
-if ARGV[7] == '' then
-  redis.call('HDEL', meta_key, 'due')
-else
-  redis.call('HSET', meta_key, 'due', ARGV[7])
+if ARGV[2] ~= '' then
+  fields[#fields + 1], fields[#fields + 2] = 'due', ARGV[2]
+elseif head[5] then
+  gone[#gone + 1] = 'due'
+end
+redis.call('HSET', meta_key, unpack(fields))
+if #gone > 0 then
+  redis.call('HDEL', meta_key, unpack(gone))
 end
 if idem_key then
-  redis.call('HSET', idem_key, 'request_hash', ARGV[4], 'response', ARGV[5])
-  redis.call('EXPIRE', idem_key, ARGV[3])
+  redis.call('HSET', idem_key, 'request_hash', ARGV[idem_at + 1], 'response', ARGV[idem_at + 2])
+  redis.call('EXPIRE', idem_key, ARGV[idem_at])
 end
-if ARGV[8] ~= '' then
-  redis.call('PUBLISH', ARGV[8], now .. ' ' .. ARGV[9])
+if ARGV[3] ~= '' then
+  redis.call('PUBLISH', ARGV[3], now .. ' ' .. ARGV[4])
 end
 return {'ok', version}
