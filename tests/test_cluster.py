@@ -6,6 +6,8 @@ slot's master) follows a table whose slot moves to another master."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.table_list import TableList
@@ -222,3 +224,48 @@ def test_a_worker_makes_the_store_client_once_for_the_webhook_jobs_it_forks(
     stats = cluster_client.info("commandstats", target_nodes=RedisCluster.PRIMARIES)
     made = sum(int(s.get("cmdstat_command", {}).get("calls", 0)) for s in stats.values())
     assert made == 1  # the worker's one client, not one a job
+
+
+def test_a_debit_is_recorded_in_the_round_trip_of_the_players_protections(cluster_client):
+    """A wallet-funded seat's debit rides the pipeline that reads the player's protections
+    (docs/wallet.md): the ledger's keys and the wallet's are two hash tags, here on two
+    masters, and redis-py's cluster pipeline sends each its part; the debit's script is
+    sent whole (EVAL), so a master that never saw it runs it all the same."""
+    from service.projections.wallet import WalletStore
+    from service.projections.wallet_calls import Wallet
+    from service.rules import wallet as w
+
+    store = WalletStore(cluster_client, RedisEventStore(cluster_client).idempotency_key)
+    ledger, wallet = LedgerStore(cluster_client), Wallet(store)
+    ledger_slot = cluster_client.keyslot(ledger.key("casino-a", "limits"))
+    wallet_slot = cluster_client.keyslot(store.key("casino-a", "tx"))
+    assert cluster_client.nodes_manager.slots_cache[ledger_slot][0].name != (
+        cluster_client.nodes_manager.slots_cache[wallet_slot][0].name
+    )
+    store.put_settings("casino-a", "http://127.0.0.1:9/w", "EUR", 100)
+
+    def make(n: int):
+        def debit(settings: dict) -> dict:
+            return w.new_debit(
+                w.BUY_IN,
+                datetime.now(UTC),
+                transaction_id=f"d-{n}",
+                player_id="ann",
+                table_id="table-1",
+                chips=30,
+                currency=settings["currency"],
+                chip_value_minor=settings["chip_value_minor"],
+            )
+
+        return debit
+
+    assert wallet.carry_debit("casino-a", make(0)) is None  # (its settings not known yet)
+    assert wallet.begin_debit("casino-a", make(0)) is not None
+    carried = wallet.carry_debit("casino-a", make(1))
+    assert carried is not None
+    assert ledger.seating("casino-a", "ann", carried) == (None, "default", None)
+    begun = wallet.begin_debit("casino-a", make(1), carried)
+    assert begun is not None and begun[2] and begun[0]["transaction_id"] == "d-1"
+    assert store.transaction("casino-a", "d-1") == begun[0]
+    wallet.withdraw("casino-a", begun[0])
+    assert store.transaction("casino-a", "d-1") is None

@@ -27,7 +27,7 @@ from service.eventlog.fail_fast import STALLED
 from service.eventlog.redis_py_bypass import ClusterCommands
 from service.eventlog.store import StoreUnavailable
 from service.infrastructure import rate_limit_storage, store_client
-from service.projections.ledger import _reachable
+from service.projections.protections import reachable as _reachable
 from tests.cluster import LocalCluster
 
 KEY = b"failover:{t1}:meta"

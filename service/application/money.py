@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from service.rules.errors import InvalidCommand
 from service.rules.limit_changes import (
@@ -132,11 +132,12 @@ class MoneyUses:
         store = self._ledger()
         tenant = ledger_tenant(caller, tenant)
         now = self.tables.now()
-        found, chosen = self._limits_and_profile(tenant, [player_id])
+        stored, named, cool_down = store.seating(tenant, player_id)
+        chosen = profile(named)
+        found = effective(stored or chosen.defaults, now)
         loss = store.net_loss(tenant, player_id, _ms(now))
-        cool_down = cooling_down_until(store.cool_down_until(tenant, player_id), now)
-        body = {"player_id": player_id, **asdict(found[player_id]), "net_loss_24h": loss}
-        body["cool_down_until"] = cool_down
+        body = {"player_id": player_id, **asdict(found), "net_loss_24h": loss}
+        body["cool_down_until"] = cooling_down_until(cool_down, now)
         return Outcome("found", {**body, "profile": chosen.name})
 
     def set_player_limits(
@@ -197,23 +198,50 @@ class MoneyUses:
         losses = self.ledger.net_losses(state.tenant, list(limited), _ms(self.tables.now()))
         return {pid: Allowance(limit, losses[pid]) for pid, limit in limited.items()}
 
+    def seating(self, tenant: str, player_id: str, also: Any = None) -> Seating:
+        """What a seat of `player_id` at a table of `tenant` asks of their protections, in
+        one round trip (carrying `also`, another store's step: see `LedgerBook.seating`)."""
+        if self.ledger is None:
+            return Seating(Limits(), None)
+        stored, chosen, cool_down = self.ledger.seating(tenant, player_id, also)
+        return Seating(effective(stored or profile(chosen).defaults, self.tables.now()), cool_down)
+
     def seating_limits(
-        self, state: TableState, player_id: str, *, paid_in: bool = False
+        self,
+        state: TableState,
+        player_id: str,
+        *,
+        paid_in: bool = False,
+        seating: Seating | None = None,
     ) -> tuple[str | None, SessionLimits]:
         """When `player_id`'s exclusion or time-out in the table's tenant ends (None: neither
         runs), and the limits their session there runs under; `CoolingDown` while a session
         limit they reached keeps them from every seat of the tenant (`COOL_DOWN`). `paid_in`:
         the seat is paid by a debit of the wallet, refused (`LossLimitReached`) while their
-        loss limit is reached (`verify_may_pay_in`)."""
-        limits = self._limits_of(state.tenant, [player_id]).get(player_id, Limits())
+        loss limit is reached (`verify_may_pay_in`). `seating`: their protections as read
+        for this request (else read now)."""
+        limits, cool_down = seating or self.seating(state.tenant, player_id)
         session = SessionLimits(limits.reality_check_minutes, limits.session_limit_minutes)
         now = self.tables.now()
-        if self.ledger is not None:  # (a session limit reached: CoolingDown, a 409)
-            verify_cooled_down(player_id, self.ledger.cool_down_until(state.tenant, player_id), now)
-        if paid_in and limits.loss_limit_24h is not None:
+        verify_cooled_down(player_id, cool_down, now)  # (a session limit reached: a 409)
+        if paid_in:
+            self.verify_pay_in(state, player_id, limits)
+        return blocked_until(limits, now), session
+
+    def verify_pay_in(self, state: TableState, player_id: str, limits: Limits) -> None:
+        """`LossLimitReached` while `player_id`'s 24 h loss limit (of their `limits`) is
+        reached: no debit of the wallet pays them in (`verify_may_pay_in`)."""
+        if limits.loss_limit_24h is not None:
             allowance = self._allowances(state, {player_id: limits.loss_limit_24h})
             verify_may_pay_in(player_id, allowance.get(player_id))
-        return blocked_until(limits, now), session
+
+
+class Seating(NamedTuple):
+    """What a seat of a player asks of their protections: their limits in effect now, and
+    the end of the cool-down a session limit they reached started (None: none)."""
+
+    limits: Limits
+    cool_down: str | None
 
 
 def _profile_body(tenant: str, chosen: Profile) -> dict[str, Any]:

@@ -103,6 +103,14 @@ class LedgerBook(Protocol):
 
     def cool_down_until(self, tenant: str, player_id: str) -> str | None: ...
 
+    def seating(
+        self, tenant: str, player_id: str, also: Any = None
+    ) -> tuple[Limits | None, str, str | None]:
+        """The player's limits set (None: none), the tenant's profile and the end of the
+        player's cool-down, in one round trip; `also`, another store's step made to be
+        carried (as `WalletBook.carry_debit`'s), goes in the same round trip."""
+        ...
+
     def profile(self, tenant: str) -> str: ...
 
     def set_profile(self, tenant: str, profile: str) -> None: ...
@@ -173,9 +181,18 @@ class WalletBook(Protocol):
 
     def seat_key(self, transaction_id: str) -> str: ...
 
+    def carry_debit(self, tenant: str, make: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+        """The debit `make` makes, to be recorded by another store's round trip (as
+        `LedgerBook.seating`'s `also`); None when it cannot be."""
+        ...
+
     def begin_debit(
-        self, tenant: str, make: Callable[[dict[str, Any]], dict[str, Any]]
+        self, tenant: str, make: Callable[[dict[str, Any]], dict[str, Any]], carried: Any = None
     ) -> tuple[dict[str, Any], dict[str, Any], bool] | None: ...
+
+    def withdraw(self, tenant: str, record: dict[str, Any]) -> None: ...
+
+    def resume(self, tenant: str, record: dict[str, Any]) -> dict[str, Any] | None: ...
 
     def debit(
         self, tenant: str, record: dict[str, Any], settings: dict[str, Any] | None = None

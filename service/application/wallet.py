@@ -22,7 +22,7 @@ A sender that dies anywhere in this leaves a pending debit, which the wallet dut
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,17 +30,17 @@ from service.rules import wallet as w
 from service.rules.decide import Command, SeatPlayer, TopUp
 from service.rules.errors import GutsError
 from service.rules.guards import seat_holder
-from service.rules.limits import Allowance, verify_may_pay_in
+from service.rules.limits import Limits
 from service.rules.protection import SessionLimits
 from service.rules.seating import verify_seat_player, verify_top_up
 from service.rules.state import TableState
 from service.rules.views import AUDITOR, OPERATOR
-from service.tables import IdempotencyReused, TableQuarantined, Tables, Tell
+from service.tables import Contention, IdempotencyReused, TableQuarantined, Tables, Tell
 
 from . import facts
 from .access import DEFAULT_TENANT, Caller, hide_quarantined, require, require_tenant
 from .errors import Forbidden, WalletNotSet, WalletOutcomeUnknown, WalletRefused
-from .money import ledger_tenant
+from .money import Seating, ledger_tenant
 from .ports import WalletBook
 from .values import NO_CONDITIONS, Conditions, IssueToken, Outcome, checked_table_id
 
@@ -54,9 +54,11 @@ class WalletUses:
     issue_token: IssueToken | None
 
     _command: Callable[..., Outcome]  # TableService's: a game command for the caller
-    # MoneyUses': a seat's limits (and, paid in, the loss limit's check); the allowances
+    # MoneyUses': a player's protections, read (carrying another step); a seat's limits (and,
+    # paid in, the loss limit's check); the loss limit's check of a pay-in
+    seating: Callable[[str, str, Any], Seating]
     seating_limits: Callable[..., tuple[str | None, SessionLimits]]
-    allowances: Callable[[TableState, Iterable[str]], dict[str, Allowance]]
+    verify_pay_in: Callable[[TableState, str, Limits], None]
 
     def _wallet(self, caller: Caller, *roles: str) -> tuple[WalletBook, str]:
         require(caller, *(roles or (OPERATOR,)))
@@ -128,9 +130,11 @@ class WalletUses:
         if self.issue_token is None:
             raise Forbidden("players cannot be seated here (no tokens can be issued)")
 
-        def seating(state: TableState, verify: bool) -> tuple[Command, str, int]:
+        def seating(state: TableState, found: Seating | None, verify: bool) -> Checked:
             require_tenant(caller, state)
-            excluded, limits = self.seating_limits(state, player_id, paid_in=verify)
+            if found is None:
+                return SeatPlayer(player_id, buy_in, seat), player_id, buy_in
+            excluded, limits = self.seating_limits(state, player_id, paid_in=verify, seating=found)
             if verify:
                 now = self.tables.now()
                 verify_seat_player(state, player_id, buy_in, seat, excluded_until=excluded, now=now)
@@ -150,13 +154,14 @@ class WalletUses:
     ) -> Outcome:
         """Add `amount` chips, debited from the wallet, to the wallet-funded seat `seat`."""
 
-        def topping_up(state: TableState, verify: bool) -> tuple[Command, str, int]:
+        def topping_up(state: TableState, found: Seating | None, verify: bool) -> Checked:
             require_tenant(caller, state)
-            if not verify:
+            if found is not None and not verify:
                 return TopUp(seat, amount), "", amount
-            verify_top_up(state, seat, amount, "pending")
             player_id = seat_holder(state, seat).player_id
-            verify_may_pay_in(player_id, self.allowances(state, [player_id]).get(player_id))
+            if found is not None:
+                verify_top_up(state, seat, amount, "pending")
+                self.verify_pay_in(state, player_id, found.limits)
             return TopUp(seat, amount), player_id, amount
 
         return self._funded(caller, table_id, w.TOP_UP, topping_up, facts.seat_changed, conditions)
@@ -166,32 +171,79 @@ class WalletUses:
         caller: Caller,
         table_id: str,
         reason: str,
-        checked: Callable[[TableState, bool], tuple[Command, str, int]],
+        checked: Check,
         tell: Tell,
         conditions: Conditions,
     ) -> Outcome:
-        """A command paid by a debit of the tenant's wallet: `checked` says, of the table, the
-        command (when asked to verify, refused as the rules would refuse it, before any money
-        moves), who pays and how many chips. A retry of a request that debited goes on where
-        it was; a new debit is recorded with the settings it is made with (one round trip when
-        this process knows them)."""
+        """A command paid by a debit of the tenant's wallet. `checked` says, of the table,
+        the command, who pays and how many chips: first of who pays alone (no protections
+        given); then, given the payer's protections, refused as the rules and protections
+        would refuse it when asked to verify, before any money moves. The debit is recorded
+        in the round trip that reads the protections; withdrawn when they or the rules refuse
+        the command. A retry of a request that recorded it goes on where that one was."""
         wallet, tenant = self._wallet(caller)
+        till = _Till(wallet, tenant, {})
         table_id = checked_table_id(table_id)
-        kept = self._kept_debit(wallet, tenant, conditions)
-        if kept is not None:
-            command, _, _ = checked(self._table(caller, table_id), False)
-            till = _Till(wallet, tenant, self._settings(wallet, tenant))
-            return self._debit_then_append(caller, till, kept, command, tell, conditions)
+        for _ in range(2):
+            try:
+                _, player_id, chips = self.tables.look(table_id, lambda s: checked(s, None, False))
+            except TableQuarantined as error:
+                hide_quarantined(caller, error)
+            debit = self._debit_maker(tenant, reason, table_id, player_id, chips, conditions)
+            carried = wallet.carry_debit(tenant, debit)
+            found = self.seating(tenant, player_id, carried)
+            begun = wallet.begin_debit(tenant, debit, carried)
+            if begun is None:
+                raise WalletNotSet("this tenant has no wallet (PUT /v1/wallet)")
+            record, settings, new = begun
+            till = replace(till, settings=settings)
+            if new:
+                command = self._verified(caller, till, record, checked, found)
+                return self._debit_then_append(
+                    caller, till, record, command, tell, conditions, new=True
+                )
+            resumed = wallet.resume(tenant, record)  # (an earlier request's: it goes on)
+            if resumed is not None:
+                command, _, _ = checked(self._table(caller, table_id), found, False)
+                return self._debit_then_append(caller, till, resumed, command, tell, conditions)
+        raise Contention("requests with this Idempotency-Key withdrew its debit twice; retry")
+
+    def _verified(
+        self,
+        caller: Caller,
+        till: _Till,
+        record: dict[str, Any],
+        checked: Check,
+        found: Seating,
+    ) -> Command:
+        """The command `checked` makes of the table, verified with the payer's protections
+        (`found`); the debit `record` (new, not sent) withdrawn when it is refused."""
         try:
-            command, player_id, chips = self.tables.look(table_id, lambda s: checked(s, True))
-        except TableQuarantined as error:
-            hide_quarantined(caller, error)
+            command, _, _ = self.tables.look(record["table_id"], lambda s: checked(s, found, True))
+        except BaseException as error:
+            till.wallet.withdraw(till.tenant, record)
+            if isinstance(error, TableQuarantined):
+                hide_quarantined(caller, error)
+            raise
+        return command
+
+    def _debit_maker(
+        self,
+        tenant: str,
+        reason: str,
+        table_id: str,
+        player_id: str,
+        chips: int,
+        conditions: Conditions,
+    ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        """The debit's record, made of the wallet settings it is made with."""
+        transaction_id = self._debit_id(tenant, conditions)
 
         def debit(settings: dict[str, Any]) -> dict[str, Any]:
             return w.new_debit(
                 reason,
                 self.tables.now(),
-                transaction_id=self._debit_id(tenant, conditions),
+                transaction_id=transaction_id,
                 player_id=player_id,
                 table_id=table_id,
                 chips=chips,
@@ -199,12 +251,7 @@ class WalletUses:
                 chip_value_minor=settings["chip_value_minor"],
             )
 
-        begun = wallet.begin_debit(tenant, debit)
-        if begun is None:
-            raise WalletNotSet("this tenant has no wallet (PUT /v1/wallet)")
-        record, settings, new = begun
-        till = _Till(wallet, tenant, settings)
-        return self._debit_then_append(caller, till, record, command, tell, conditions, new=new)
+        return debit
 
     def _table(self, caller: Caller, table_id: str) -> TableState:
         """The table as stored (another tenant's is not found, quarantined or not)."""
@@ -222,14 +269,6 @@ class WalletUses:
         key = conditions.idempotency_key
         scope = f"{conditions.sender}\0{key}" if key is not None else secrets.token_hex(16)
         return w.debit_id(tenant, scope)
-
-    def _kept_debit(
-        self, wallet: WalletBook, tenant: str, conditions: Conditions
-    ) -> dict[str, Any] | None:
-        """The debit an earlier request with the same Idempotency-Key recorded, if any."""
-        if conditions.idempotency_key is None:
-            return None
-        return wallet.transaction(tenant, self._debit_id(tenant, conditions))
 
     def _debit_then_append(
         self,
@@ -270,6 +309,11 @@ class WalletUses:
         if isinstance(facts, dict):
             outcome = replace(outcome, facts={**facts, "transaction_id": txid})
         return outcome
+
+
+Checked = tuple[Command, str, int]
+"""A funded command as `Check` makes it: the command, who pays, how many chips."""
+Check = Callable[[TableState, "Seating | None", bool], Checked]
 
 
 @dataclass(frozen=True)

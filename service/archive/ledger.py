@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from service.archive.archive import Archive, reachable
-from service.projections.ledger import DAY_MS, LedgerStore, page_cursor
+from service.projections.ledger import LedgerStore, page_cursor
+from service.projections.protections import DAY_MS
 from service.rules import ledger
 
 

@@ -33,27 +33,19 @@ ZRANGE of the table's or the player's index; a cursor stays valid while entries 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime
-from functools import wraps
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import Any, cast
 
 import orjson
 import redis
-from redis.exceptions import SlotNotCoveredError
 
 from service.eventlog.decoding import CorruptTable, book_data, position
-from service.eventlog.redis_errors import failing_over
-from service.eventlog.store import BadCursor, StoreUnavailable
+from service.eventlog.store import BadCursor
 from service.projections.follower import Followed, hash_positions
+from service.projections.protections import DAY_MS, PlayerProtections, epoch_ms, reachable
 from service.rules import ledger
-from service.rules.limit_changes import DEFAULT_PROFILE
-from service.rules.limits import Limits
 from service.rules.serial import from_data, to_data
-from service.rules.times import iso, parse_iso
-
-DAY_MS = 24 * 3600 * 1000
 
 _APPLY = """
 local position = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
@@ -84,27 +76,6 @@ count, per entry (its JSON, its player index's KEYS position or 0, its paid inde
 time in ms, its amount), and last how long the paid index keeps a movement (ms)."""
 
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _reachable(method: Callable[P, R]) -> Callable[P, R]:
-    """Redis going away, or a failover under way (``CLUSTERDOWN`` while a replica takes
-    over), is the store being unavailable (a 503 at the API, a wait in the follower), as for
-    the event store."""
-
-    @wraps(method)
-    def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return method(*args, **kwargs)
-        except (redis.RedisError, SlotNotCoveredError) as error:
-            if not failing_over(error):
-                raise
-            raise StoreUnavailable(f"Redis is unreachable: {str(error)[:200]}") from error
-
-    return call
-
-
 _INDEXED = """
 local seqs = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'LIMIT', 0, ARGV[2])
 if #seqs == 0 then return {} end
@@ -120,8 +91,9 @@ return out
 index KEYS[1], each followed by its entry in KEYS[2] (read only)."""
 
 
-class LedgerStore:
-    """The ledger projection of the tables under `prefix` (see the module doc)."""
+class LedgerStore(PlayerProtections):
+    """The ledger projection of the tables under `prefix` (see the module doc), with the
+    players' protections of its tenants (`PlayerProtections`)."""
 
     name = "ledger"
 
@@ -131,20 +103,16 @@ class LedgerStore:
         self.script = client.register_script(_APPLY)
         self.indexed = client.register_script(_INDEXED)
 
-    def key(self, tenant: str, *parts: str) -> str:
-        """The key of `parts` in `tenant`'s ledger."""
-        return ":".join((f"{self.prefix}:{{%ledger:{tenant}}}", *parts))
-
     # --- the projection ---------------------------------------------------------------------
 
     def tidy(self, table_id: str, position: int) -> None:
         """Nothing is ever left half done: each step is one script."""
 
-    @_reachable
+    @reachable
     def positions(self, tables: Sequence[tuple[str, str]]) -> list[int | CorruptTable]:
         return hash_positions(self.client, lambda t: self.key(t, "positions"), tables, self.name)
 
-    @_reachable
+    @reachable
     def apply(self, followed: Followed) -> bool:
         tenant, table_id = followed.tenant, followed.table_id
         pipe = self.client.pipeline(transaction=True)  # the book and its position, together
@@ -186,7 +154,7 @@ class LedgerStore:
                 orjson.dumps(asdict(entry)),
                 slot(self.key(tenant, "player", player)) if player is not None else 0,
                 slot(self.key(tenant, "paid", player)) if pot_move and player else 0,
-                _epoch_ms(entry.at),
+                epoch_ms(entry.at),
                 entry.amount,
             ]
         args.append(DAY_MS)
@@ -194,7 +162,7 @@ class LedgerStore:
 
     # --- reading ----------------------------------------------------------------------------
 
-    @_reachable
+    @reachable
     def page(
         self,
         tenant: str,
@@ -242,7 +210,7 @@ class LedgerStore:
         raw = cast(list[bytes | None], self.client.hmget(self.key(tenant, "entries"), seqs))
         return [(seq, orjson.loads(data)) for seq, data in zip(seqs, raw, strict=True) if data]
 
-    @_reachable
+    @reachable
     def table_entries(self, tenant: str, table_id: str) -> tuple[int, list[dict[str, Any]]]:
         """The position of `table_id` and every entry stored for it, oldest first."""
         (applied,) = self.positions([(tenant, table_id)])
@@ -260,7 +228,7 @@ class LedgerStore:
         the 24 hours before `now_ms` (as far as the ledger has followed the logs)."""
         return self.net_losses(tenant, [player_id], now_ms)[player_id]
 
-    @_reachable
+    @reachable
     def net_losses(self, tenant: str, player_ids: Sequence[str], now_ms: int) -> dict[str, int]:
         """`net_loss` of each of `player_ids`, in one round trip."""
         pipe = self.client.pipeline(transaction=False)
@@ -272,104 +240,6 @@ class LedgerStore:
             for player_id, members in zip(player_ids, found, strict=True)
         }
 
-    # --- limits -----------------------------------------------------------------------------
-
-    @_reachable
-    def limits(self, tenant: str, player_ids: Sequence[str]) -> tuple[dict[str, Limits], str]:
-        """The limits set for each of `player_ids` (players without any are left out) and the
-        tenant's player-protection profile, whose defaults the others get: one round trip
-        (both keys under the tenant's hash tag)."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hget(self.key(tenant, "settings"), "profile")
-        if player_ids:
-            pipe.hmget(self.key(tenant, "limits"), list(player_ids))
-        found, *raw = pipe.execute()
-        stored = {
-            pid: Limits(**orjson.loads(data))
-            for pid, data in zip(player_ids, raw[0] if raw else [], strict=True)
-            if data
-        }
-        return stored, found.decode() if found else DEFAULT_PROFILE
-
-    @_reachable
-    def set_limits(
-        self,
-        tenant: str,
-        player_id: str,
-        limits: Limits,
-        outbox: dict[str, Any] | None = None,
-    ) -> None:
-        """Set `player_id`'s limits in `tenant` (replacing any before); with `outbox`, in the
-        same transaction, what is still to apply of them at the tables where the player sits
-        (replacing any entry before: the newest limits carry everything)."""
-        if outbox is not None:
-            self.client.sadd(f"{self.prefix}:%ledger:outbox-tenants", tenant)
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(self.key(tenant, "limits"), player_id, orjson.dumps(asdict(limits)))
-        if outbox is not None:
-            pipe.hset(self.key(tenant, "outbox"), player_id, orjson.dumps(outbox))
-        pipe.execute()
-
-    @_reachable
-    def outbox(self, tenant: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
-        """The (tenant, player id, entry) still to apply at the tables (every tenant's, or
-        `tenant`'s)."""
-        tenants = [tenant] if tenant is not None else self._outbox_tenants()
-        found = []
-        for each in tenants:
-            entries = cast(dict[bytes, bytes], self.client.hgetall(self.key(each, "outbox")))
-            found += [(each, p.decode(), orjson.loads(e)) for p, e in sorted(entries.items())]
-        return found
-
-    def _outbox_tenants(self) -> list[str]:
-        members = cast(set[bytes], self.client.smembers(f"{self.prefix}:%ledger:outbox-tenants"))
-        return sorted(m.decode() for m in members)
-
-    @_reachable
-    def applied(self, tenant: str, player_id: str, entry: dict[str, Any]) -> bool:
-        """`entry` was applied at every table: drop it, unless a newer one replaced it."""
-        done = self.client.eval(
-            _DROP_IF_SAME, 1, self.key(tenant, "outbox"), player_id, orjson.dumps(entry)
-        )
-        return bool(done)
-
-    @_reachable
-    def cool_down(self, tenant: str, player_id: str, until: str) -> None:
-        """`player_id` may not be seated at `tenant`'s tables until `until` (a later end
-        kept, an earlier one ignored: writing one twice is writing it once)."""
-        key = self.key(tenant, "cool-downs")
-        pipe = self.client.pipeline(transaction=True)
-        pipe.zadd(key, {player_id: _epoch_ms(until)}, gt=True)
-        # (those that ended before this one began are done with)
-        pipe.zremrangebyscore(key, "-inf", f"({_epoch_ms(until) - DAY_MS}")
-        pipe.execute()
-
-    @_reachable
-    def cool_down_until(self, tenant: str, player_id: str) -> str | None:
-        """The end of `player_id`'s cool-down in `tenant` (None: none was ever recorded, or
-        it ended long ago)."""
-        score = self.client.zscore(self.key(tenant, "cool-downs"), player_id)
-        return None if score is None else iso(datetime.fromtimestamp(score / 1000, UTC))
-
-    @_reachable
-    def profile(self, tenant: str) -> str:
-        """The tenant's player-protection profile ("default" until one is set)."""
-        found = cast(bytes | None, self.client.hget(self.key(tenant, "settings"), "profile"))
-        return found.decode() if found else DEFAULT_PROFILE
-
-    @_reachable
-    def set_profile(self, tenant: str, profile: str) -> None:
-        """Set the tenant's player-protection profile."""
-        self.client.hset(self.key(tenant, "settings"), "profile", profile)
-
-
-_DROP_IF_SAME = """
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
-  return redis.call('HDEL', KEYS[1], ARGV[1])
-end
-return 0
-"""
-
 
 def _book(table_id: str, stored: bytes) -> ledger.Book:
     """The book stored with a table's position (CorruptTable when it does not parse)."""
@@ -378,10 +248,6 @@ def _book(table_id: str, stored: bytes) -> ledger.Book:
         return from_data(ledger.Book, data)
     except (KeyError, TypeError, ValueError) as error:
         raise CorruptTable(table_id, "ledger book", type(error).__name__) from error
-
-
-def _epoch_ms(at: str) -> int:
-    return int(parse_iso(at).timestamp() * 1000) if at else 0
 
 
 def page_cursor(after: str | None) -> int:

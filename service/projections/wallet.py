@@ -49,7 +49,7 @@ ROLLBACK_CLAIM = "wallet-rollback"
 CLAIM_TTL_S = 7 * 24 * 3600
 """How long a rollback's claim is kept (a sender stalled longer than this could still seat)."""
 
-_OPEN = """
+OPEN = """
 if #KEYS > 5 then
   local set = redis.call('HMGET', KEYS[6], 'url', 'currency', 'chip_value_minor', 'secret')
   for i = 1, 4 do
@@ -70,6 +70,17 @@ when not pending) (and the url, currency, chip_value_minor and secret the record
 with): the record kept before (nothing when this one is new); when the settings are given and
 are not the stored ones, nothing is written and the stored settings are returned (a list of
 fields and values, empty when there are none)."""
+
+_WITHDRAW = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+return 1
+"""
+"""KEYS tx, order, due, the table's index; ARGV key, the record as written: whether it was
+still that record, and is now forgotten."""
 
 _SETTLE = """
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
@@ -137,7 +148,8 @@ class WalletStore:
         self.prefix = prefix
         self.clock = clock
         self.idempotency_key = idempotency_key
-        self._open = client.register_script(_OPEN)
+        self._open = client.register_script(OPEN)
+        self._withdraw = client.register_script(_WITHDRAW)
         self._settle = client.register_script(_SETTLE)
         self._claim = client.register_script(_CLAIM)
         self._due = client.register_script(_DUE)
@@ -209,15 +221,25 @@ class WalletStore:
         """Record a pending transaction made with the tenant's `settings`, if they are still
         its settings (one round trip): the record kept before under its key (None: `record`
         is new). SettingsChanged, and nothing written, when they are not."""
+        keys, args = self.opening(tenant, record, due, settings)
+        return opened(self._open(keys=keys, args=args))
+
+    def opening(
+        self, tenant: str, record: dict[str, Any], due: float, settings: dict[str, Any]
+    ) -> tuple[list[str], list[str | bytes]]:
+        """The keys and arguments of `open_as_set`'s script (`OPEN`)."""
         names = ("tx", "order", "seq", "due", f"of:{record['table_id']}", "settings")
         keys = [self.key(tenant, n) for n in names]
         made_with = [str(settings[k]) for k in ("url", "currency", "chip_value_minor", "secret")]
         args: list[str | bytes] = [record_key(record), orjson.dumps(record), _score(due)]
-        args += made_with
-        kept = self._open(keys=keys, args=args)
-        if isinstance(kept, list):
-            raise SettingsChanged(_settings(dict(zip(kept[::2], kept[1::2], strict=True))))
-        return None if kept is None else cast(dict[str, Any], orjson.loads(kept))
+        return keys, args + made_with
+
+    def withdraw(self, tenant: str, record: dict[str, Any]) -> bool:
+        """Forget a transaction recorded as `record` (a debit whose seat the rules refused
+        before it was sent), if it is still exactly as recorded: whether it was."""
+        names = ("tx", "order", "due", f"of:{record['table_id']}")
+        keys = [self.key(tenant, n) for n in names]
+        return bool(self._withdraw(keys=keys, args=[record_key(record), orjson.dumps(record)]))
 
     def transaction(self, tenant: str, key: str) -> dict[str, Any] | None:
         raw = self.client.hget(self.key(tenant, "tx"), key)
@@ -328,6 +350,14 @@ class SettingsChanged(Exception):
     def __init__(self, settings: dict[str, Any] | None) -> None:
         super().__init__("the wallet's settings changed")
         self.settings = settings
+
+
+def opened(kept: Any) -> dict[str, Any] | None:
+    """`OPEN`'s answer, when it was given settings: the record kept before (None: the new
+    one was written); SettingsChanged, nothing written, when they are not the stored ones."""
+    if isinstance(kept, list):
+        raise SettingsChanged(_settings(dict(zip(kept[::2], kept[1::2], strict=True))))
+    return None if kept is None else cast(dict[str, Any], orjson.loads(kept))
 
 
 def _settings(raw: dict[bytes, bytes]) -> dict[str, Any] | None:

@@ -24,10 +24,12 @@ from typing import Any
 
 from service.projections.wallet import (
     KEEP,
+    OPEN,
     SEAT_REQUEST,
     Due,
     SettingsChanged,
     WalletStore,
+    opened,
     record_key,
     seat_key,
 )
@@ -82,25 +84,41 @@ class Wallet:
         grace. The record kept for the same transaction before, if any."""
         return self.store.open(tenant, record, self._now() + self.schedule.debit_grace_s)
 
+    def carry_debit(self, tenant: str, make: Make) -> CarriedDebit | None:
+        """The debit `make` makes of the tenant's wallet settings as this process last used
+        them, to be recorded (pending, as `open_debit`; the settings checked) by a round
+        trip of another store (`Carried`), then handed to `begin_debit`; None when this
+        process knows no settings of the tenant yet."""
+        settings = self._settings.get(tenant)
+        if settings is None:
+            return None
+        due = self._now() + self.schedule.debit_grace_s
+        return CarriedDebit(self.store, tenant, make(settings), due, settings)
+
     def begin_debit(
-        self, tenant: str, make: Make
+        self, tenant: str, make: Make, carried: CarriedDebit | None = None
     ) -> tuple[dict[str, Any], dict[str, Any], bool] | None:
         """Record the debit `make` makes of the tenant's wallet settings, pending (as
         `open_debit`), in one round trip when this process knows the settings: they are
-        checked in the same step, and read again when they changed. The record (the one kept
-        for the same transaction before, if any), the settings it was made with, and whether
-        it is new; None: the tenant has no wallet."""
-        settings = self._settings.get(tenant) or self.store.settings(tenant)
+        checked in the same step, and read again when they changed; in none when `carried`
+        (`carry_debit`'s) was recorded by another round trip with the settings unchanged.
+        The record (the one kept for the same transaction before, if any), the settings it
+        was made with, and whether it is new; None: the tenant has no wallet."""
+        settings = carried.settings if carried else None
+        settings = settings or self._settings.get(tenant) or self.store.settings(tenant)
         for _ in range(3):
             if settings is None:
                 self._settings.pop(tenant, None)
                 return None
-            record = make(settings)
+            record = carried.record if carried else make(settings)
             due = self._now() + self.schedule.debit_grace_s
             try:
-                kept = self.store.open_as_set(tenant, record, due, settings)
+                if carried is not None and carried.replies:
+                    kept = opened(carried.replies[0])
+                else:
+                    kept = self.store.open_as_set(tenant, record, due, settings)
             except SettingsChanged as changed:
-                settings = changed.settings
+                settings, carried = changed.settings, None
                 continue
             self._settings[tenant] = settings
             return (record, settings, True) if kept is None else (kept, settings, False)
@@ -109,8 +127,31 @@ class Wallet:
         if settings is None:
             return None
         record = make(settings)
-        opened = self.open_debit(tenant, record)
-        return opened, settings, opened is record
+        kept = self.open_debit(tenant, record)
+        return kept, settings, kept is record
+
+    def withdraw(self, tenant: str, record: dict[str, Any]) -> None:
+        """The debit this request recorded (`record`, new) will not be sent: the rules or
+        the protections refused its seat. It is forgotten, unless another request with the
+        same transaction took it on meanwhile (`resume`), or the duty did: then it is
+        rolled back (its seat's key claimed, so that no seat lands for it)."""
+        if not self.store.withdraw(tenant, record):
+            self.roll_back(tenant, record["transaction_id"])
+
+    def resume(self, tenant: str, record: dict[str, Any]) -> dict[str, Any] | None:
+        """Take on a pending debit an earlier request with the same transaction recorded
+        (`record`, as read), before sending it again: from now on that request cannot
+        `withdraw` it. The record after; None when it was withdrawn first (record it anew)."""
+        resumed = {"resumed": int(record.get("resumed", 0)) + 1}
+        while record["status"] == w.PENDING:
+            written = self.store.settle(tenant, record, resumed, KEEP)
+            if written is not None:
+                return written
+            found = self.store.transaction(tenant, record["transaction_id"])
+            if found is None:
+                return None
+            record = found
+        return record
 
     def debit(
         self, tenant: str, record: dict[str, Any], settings: dict[str, Any] | None = None
@@ -280,3 +321,30 @@ def _attempted(changes: dict[str, Any], due: Due) -> Change:
         return {**changes, "attempts": record["attempts"] + 1}, due
 
     return change
+
+
+class CarriedDebit:
+    """A debit's record (`record`, made with the tenant's `settings`) written by a round
+    trip of another store (`service.projections.protections.Carried`): `OPEN` in its
+    pipeline, sent whole (EVAL: a registered script there would cost a round trip of its
+    own to check that Redis has it, and a cluster's pipeline refuses EVALSHA); `replies`
+    its answer once that ran."""
+
+    def __init__(
+        self,
+        store: WalletStore,
+        tenant: str,
+        record: dict[str, Any],
+        due: float,
+        settings: dict[str, Any],
+    ) -> None:
+        self.record, self.settings = record, settings
+        self.keys, self.args = store.opening(tenant, record, due, settings)
+        self.replies: list[Any] = []
+
+    def queue(self, pipe: Any) -> None:  # (a cluster's pipeline has no `eval` method: the
+        # command as redis-py sends it, routed by its keys)
+        pipe.execute_command("EVAL", OPEN, len(self.keys), *self.keys, *self.args)
+
+    def took(self, replies: list[Any]) -> None:
+        self.replies = replies

@@ -39,9 +39,10 @@ from service.audit.jobs import QueuedJobs
 from service.eventlog.redis_store import RedisEventStore
 from service.processes.redis_server import RedisServer
 from service.projections.follower import Followed, Follower
-from service.projections.ledger import LedgerStore, Limits
+from service.projections.ledger import LedgerStore
 from service.rules import commands, ledger
 from service.rules import events as ev
+from service.rules.limits import Limits
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState, evolve
 from service.rules.views import OPERATOR, PLAYER

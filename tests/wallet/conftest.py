@@ -16,6 +16,7 @@ from service.projections.wallet import WalletStore
 from service.projections.wallet_calls import Wallet
 from service.projections.wallet_credits import WalletCredits
 from service.projections.wallet_messages import WalletSchedule
+from service.rules import wallet as w
 from tests.apiclient import SERVED, Api
 from tests.wallet_server import TestWallet
 from workers.wallet_duty import finish_due
@@ -84,3 +85,19 @@ def settle(api: Api, wallet: Wallet, done: Callable[[], bool], within_s: float =
                 follow(api, table)
             finish_due(wallet, pool)
             time.sleep(0.02)
+
+
+def anns_debit(api: Api, table: str, scope: str) -> dict[str, Any]:
+    """A new debit of 30 of ann's chips at `table` (EUR, a chip 100 cents) as a seat's
+    request makes it, its transaction id derived from `scope`; not recorded."""
+    now = SERVED[api.base].extensions["guts"].usecases.tables.now()
+    return w.new_debit(
+        w.BUY_IN,
+        now,
+        transaction_id=w.debit_id("default", scope),
+        player_id="ann",
+        table_id=table,
+        chips=30,
+        currency="EUR",
+        chip_value_minor=100,
+    )

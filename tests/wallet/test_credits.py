@@ -19,7 +19,16 @@ from service.rules import wallet as w
 from service.rules.decide import SeatPlayer
 from service.tables import IdempotencyReused
 from tests.apiclient import SERVED, Api
-from tests.wallet.conftest import FAST, PLAYERS, connect, follow, settle, transactions, wallet_of
+from tests.wallet.conftest import (
+    FAST,
+    PLAYERS,
+    anns_debit,
+    connect,
+    follow,
+    settle,
+    transactions,
+    wallet_of,
+)
 from tests.wallet_server import TestWallet
 from workers.wallet_duty import finish_due
 
@@ -122,18 +131,7 @@ def _pending_debit(api: Api, wallet: TestWallet, table: str) -> dict:
     """A debit its sender recorded and the wallet took, then the sender died (the state a
     kill -9 after the wallet's confirmation leaves)."""
     calls = wallet_of(api)
-    now = SERVED[api.base].extensions["guts"].usecases.tables.now()
-    record = w.new_debit(
-        w.BUY_IN,
-        now,
-        transaction_id=w.debit_id("default", f"crash-{table}"),
-        player_id="ann",
-        table_id=table,
-        chips=30,
-        currency="EUR",
-        chip_value_minor=100,
-    )
-    record = calls.open_debit("default", record)
+    record = calls.open_debit("default", anns_debit(api, table, f"crash-{table}"))
     assert calls.debit("default", record) == w.PENDING
     assert wallet.balances["ann"] == PLAYERS["ann"] - 3000
     return record

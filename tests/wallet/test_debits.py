@@ -258,12 +258,19 @@ REFUSED_SEATS = {  # what makes the rules or the protections refuse ann a seat: 
 }
 
 
+@pytest.mark.parametrize("known", [False, True], ids=["first_debit", "settings_known"])
 @pytest.mark.parametrize("refusal", REFUSED_SEATS)
 def test_a_seat_refused_by_the_rules_or_protections_sends_the_wallet_nothing(
-    wallet_api: Api, wallet: TestWallet, refusal: str
+    wallet_api: Api, wallet: TestWallet, refusal: str, known: bool
 ):
-    """Refused before any money moves: no debit sent, so no rollback, and no transaction."""
+    """Refused before any money moves: no debit sent, so no rollback, and no transaction
+    left (`known`: the API has debited the wallet before, so it knows its settings and
+    records the debit in the protections' round trip, then withdraws it)."""
     connect(wallet_api, wallet)
+    before: tuple[list, list] = ([], [])
+    if known:
+        assert _seat(wallet_api, wallet_api.table("three-card"), "cat", 30).status_code == 201
+        before = list(wallet.calls), transactions(wallet_api)
     table = wallet_api.table("three-card", seats=2)
     body: dict[str, Any] = {"player_id": "ann", "buy_in": 30, "funding": "wallet"}
     if refusal == "seat_taken":
@@ -292,7 +299,7 @@ def test_a_seat_refused_by_the_rules_or_protections_sends_the_wallet_nothing(
     answer = wallet_api.post(f"/v1/tables/{table}/players", body)
     status, saying = REFUSED_SEATS[refusal]
     assert answer.status_code == status and saying in answer.text, answer.text
-    assert wallet.calls == [] and transactions(wallet_api) == []
+    assert (wallet.calls, transactions(wallet_api)) == before
     assert "ann" not in _seated(wallet_api, table) or refusal == "already_seated"
 
 

@@ -1,0 +1,186 @@
+"""Players' protections in each tenant, kept beside the tenant's ledger (under its hash tag,
+``P:{%ledger:T}``; the keys are listed in `service.projections.ledger`'s doc): the limits
+set for each player, the tenant's profile, the outbox of limit changes still to apply at
+the tables, and the cool-downs a session limit started. `LedgerStore` is one of these.
+
+A seat asks three of them (the player's limits, the profile whose defaults they get
+otherwise, their cool-down): `seating` reads them in one round trip, which may carry another
+store's step (`Carried`: a wallet-funded seat's debit is recorded in it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime
+from functools import wraps
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
+
+import orjson
+import redis
+from redis.exceptions import SlotNotCoveredError
+
+from service.eventlog.redis_errors import failing_over
+from service.eventlog.store import StoreUnavailable
+from service.rules.limit_changes import DEFAULT_PROFILE
+from service.rules.limits import Limits
+from service.rules.times import iso, parse_iso
+
+DAY_MS = 24 * 3600 * 1000
+
+P = ParamSpec("P")
+R = TypeVar("R")
+Seating = tuple[Limits | None, str, str | None]
+"""A player's limits (None: none set), their tenant's profile, the end of their cool-down."""
+
+
+class Carried(Protocol):
+    """Another store's step that a round trip of this one carries (one pipeline, any keys):
+    `queue` adds its commands, `took` is handed their replies."""
+
+    def queue(self, pipe: Any) -> None: ...
+
+    def took(self, replies: list[Any]) -> None: ...
+
+
+def reachable(method: Callable[P, R]) -> Callable[P, R]:
+    """Redis going away, or a failover under way (``CLUSTERDOWN`` while a replica takes
+    over), is the store being unavailable (a 503 at the API, a wait in the follower), as for
+    the event store."""
+
+    @wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except (redis.RedisError, SlotNotCoveredError) as error:
+            if not failing_over(error):
+                raise
+            raise StoreUnavailable(f"Redis is unreachable: {str(error)[:200]}") from error
+
+    return call
+
+
+class PlayerProtections:
+    """The players' protections of the tenants under `prefix` (see the module doc)."""
+
+    client: redis.Redis
+    prefix: str
+
+    def key(self, tenant: str, *parts: str) -> str:
+        """The key of `parts` in `tenant`'s ledger."""
+        return ":".join((f"{self.prefix}:{{%ledger:{tenant}}}", *parts))
+
+    @reachable
+    def limits(self, tenant: str, player_ids: Sequence[str]) -> tuple[dict[str, Limits], str]:
+        """The limits set for each of `player_ids` (players without any are left out) and the
+        tenant's player-protection profile, whose defaults the others get: one round trip
+        (both keys under the tenant's hash tag)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hget(self.key(tenant, "settings"), "profile")
+        if player_ids:
+            pipe.hmget(self.key(tenant, "limits"), list(player_ids))
+        found, *raw = pipe.execute()
+        stored = {
+            pid: Limits(**orjson.loads(data))
+            for pid, data in zip(player_ids, raw[0] if raw else [], strict=True)
+            if data
+        }
+        return stored, found.decode() if found else DEFAULT_PROFILE
+
+    @reachable
+    def set_limits(
+        self,
+        tenant: str,
+        player_id: str,
+        limits: Limits,
+        outbox: dict[str, Any] | None = None,
+    ) -> None:
+        """Set `player_id`'s limits in `tenant` (replacing any before); with `outbox`, in the
+        same transaction, what is still to apply of them at the tables where the player sits
+        (replacing any entry before: the newest limits carry everything)."""
+        if outbox is not None:
+            self.client.sadd(f"{self.prefix}:%ledger:outbox-tenants", tenant)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(self.key(tenant, "limits"), player_id, orjson.dumps(asdict(limits)))
+        if outbox is not None:
+            pipe.hset(self.key(tenant, "outbox"), player_id, orjson.dumps(outbox))
+        pipe.execute()
+
+    @reachable
+    def outbox(self, tenant: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+        """The (tenant, player id, entry) still to apply at the tables (every tenant's, or
+        `tenant`'s)."""
+        tenants = [tenant] if tenant is not None else self._outbox_tenants()
+        found = []
+        for each in tenants:
+            entries = cast(dict[bytes, bytes], self.client.hgetall(self.key(each, "outbox")))
+            found += [(each, p.decode(), orjson.loads(e)) for p, e in sorted(entries.items())]
+        return found
+
+    def _outbox_tenants(self) -> list[str]:
+        members = cast(set[bytes], self.client.smembers(f"{self.prefix}:%ledger:outbox-tenants"))
+        return sorted(m.decode() for m in members)
+
+    @reachable
+    def applied(self, tenant: str, player_id: str, entry: dict[str, Any]) -> bool:
+        """`entry` was applied at every table: drop it, unless a newer one replaced it."""
+        done = self.client.eval(
+            _DROP_IF_SAME, 1, self.key(tenant, "outbox"), player_id, orjson.dumps(entry)
+        )
+        return bool(done)
+
+    @reachable
+    def cool_down(self, tenant: str, player_id: str, until: str) -> None:
+        """`player_id` may not be seated at `tenant`'s tables until `until` (a later end
+        kept, an earlier one ignored: writing one twice is writing it once)."""
+        key = self.key(tenant, "cool-downs")
+        pipe = self.client.pipeline(transaction=True)
+        pipe.zadd(key, {player_id: epoch_ms(until)}, gt=True)
+        # (those that ended before this one began are done with)
+        pipe.zremrangebyscore(key, "-inf", f"({epoch_ms(until) - DAY_MS}")
+        pipe.execute()
+
+    def cool_down_until(self, tenant: str, player_id: str) -> str | None:
+        """The end of `player_id`'s cool-down in `tenant` (None: none was ever recorded, or
+        it ended long ago)."""
+        return self.seating(tenant, player_id)[2]
+
+    @reachable
+    def seating(self, tenant: str, player_id: str, also: Carried | None = None) -> Seating:
+        """What a seat of `player_id` asks (the limits set for them, None: none; the tenant's
+        profile; `cool_down_until`) in one round trip, which carries `also` when given."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hget(self.key(tenant, "settings"), "profile")
+        pipe.hget(self.key(tenant, "limits"), player_id)
+        pipe.zscore(self.key(tenant, "cool-downs"), player_id)
+        if also is not None:
+            also.queue(pipe)
+        chosen, data, score, *carried = pipe.execute()
+        if also is not None:
+            also.took(carried)
+        until = None if score is None else iso(datetime.fromtimestamp(score / 1000, UTC))
+        limits = Limits(**orjson.loads(data)) if data else None
+        return limits, chosen.decode() if chosen else DEFAULT_PROFILE, until
+
+    @reachable
+    def profile(self, tenant: str) -> str:
+        """The tenant's player-protection profile ("default" until one is set)."""
+        found = cast(bytes | None, self.client.hget(self.key(tenant, "settings"), "profile"))
+        return found.decode() if found else DEFAULT_PROFILE
+
+    @reachable
+    def set_profile(self, tenant: str, profile: str) -> None:
+        """Set the tenant's player-protection profile."""
+        self.client.hset(self.key(tenant, "settings"), "profile", profile)
+
+
+_DROP_IF_SAME = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0
+"""
+
+
+def epoch_ms(at: str) -> int:
+    return int(parse_iso(at).timestamp() * 1000) if at else 0
