@@ -125,7 +125,7 @@ def caller() -> Caller:
 
 
 def json_response(body: Any, status: int = 200, version: int | None = None) -> Response:
-    response = Response(dumps(body), status, mimetype="application/json")
+    response = Response(dumps(body), status, content_type="application/json")
     if version is not None:
         response.headers["ETag"] = f'"{version}"'
     return response
