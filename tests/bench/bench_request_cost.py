@@ -29,6 +29,8 @@ from typing import Any
 
 from werkzeug.test import EnvironBuilder
 
+from tests.bench.bench_request_plumbing import call_wsgi
+
 OPERATOR = "bench-operator"
 SEATS = 6
 WARMUP_HANDS = 8
@@ -66,13 +68,8 @@ def _environ(path: str, body: Any, token: str) -> dict[str, Any]:
 
 
 def _call(app: Any, environ: dict[str, Any]) -> bytes:
-    statuses: list[str] = []
-    chunks = app(environ, lambda status, headers, exc_info=None: statuses.append(status))
-    try:
-        data = b"".join(chunks)
-    finally:
-        getattr(chunks, "close", lambda: None)()
-    assert int(statuses[0][:3]) < 300, (environ["PATH_INFO"], statuses, data)
+    status, data = call_wsgi(app, environ)
+    assert status < 300, (environ["PATH_INFO"], status, data)
     return data
 
 
