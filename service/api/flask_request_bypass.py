@@ -60,6 +60,11 @@ def header(environ: dict[str, Any], name: str) -> str | None:
     return value
 
 
+def method(environ: dict[str, Any]) -> str:
+    """The request's method, as Werkzeug reads it."""
+    return str(environ.get("REQUEST_METHOD", "GET")).upper()
+
+
 def mimetype(environ: dict[str, Any]) -> str:
     """The body's media type, lowercase, without parameters."""
     content_type: str = environ.get("CONTENT_TYPE", "")

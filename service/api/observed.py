@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import redis
-from flask import request
+from flask import Request, request
 from prometheus_client import (
     GC_COLLECTOR,
     PLATFORM_COLLECTOR,
@@ -234,4 +234,5 @@ ROUTE = "guts.route"
 def remember_route(exc: BaseException | None) -> None:
     """Keep what Flask matched for `Observed`, which runs after Flask has let go of the
     request (a teardown function: it runs for every request, whatever happened in it)."""
-    request.environ[ROUTE] = (request.url_rule, request.view_args or {})
+    current: Request = request._get_current_object()  # type: ignore[attr-defined]
+    current.environ[ROUTE] = (current.url_rule, current.view_args or {})

@@ -42,6 +42,7 @@ Credentials are never stored: counters are named by a SHA-256 prefix of the cred
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
@@ -90,7 +91,10 @@ def _limit(text: str) -> RateLimitItem | None:
     return parse(text) if text.strip() else None
 
 
+@functools.lru_cache(maxsize=10_000)
 def _name(credential: str) -> str:
+    """The name of `credential`'s counters (a SHA-256 prefix, kept per process for the
+    credentials seen lately: each command of a player token is counted under it)."""
     return hashlib.sha256(credential.encode()).hexdigest()[:32]
 
 
@@ -139,6 +143,8 @@ class RateLimits:
         return RateLimited(f"{what}: over the limit of {item}; retry in {wait} s", wait)
 
     def _failed_lately(self, address: str) -> bool:
+        if address not in self._failed:  # (the usual case, asked without taking the lock)
+            return False
         with self._lock:
             until = self._failed.get(address)
             if until is not None and until < time.monotonic():

@@ -295,7 +295,7 @@ def _session_duties(state: TableState, holder: Seat) -> list[Duty]:
 
 def protection_dues(state: TableState) -> list[Duty]:
     """Everything protection makes due on the table, each with its moment."""
-    if not state.exists or state.ended:
+    if not state.exists or state.ended or not _anyone_may_owe(state):
         return []
     duties: list[Duty] = []
     hand = state.hand
@@ -310,6 +310,16 @@ def protection_dues(state: TableState) -> list[Duty]:
         if holder.leaving or holder.reality_check_minutes or holder.session_limit_minutes:
             duties.extend(_session_duties(state, holder))
     return duties
+
+
+def _anyone_may_owe(state: TableState) -> bool:
+    """Whether protection may make anything due at the table: a forfeit needs a player away or
+    leaving, a session duty one leaving or with a reality check or a session limit. (The usual
+    answer, no, in one pass over the seats: `next_due` asks twice per command.)"""
+    return any(
+        h.away or h.leaving or h.reality_check_minutes or h.session_limit_minutes
+        for h in state.seats.values()
+    )
 
 
 def cool_down_end(duty: Duty) -> str:

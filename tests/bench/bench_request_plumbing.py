@@ -61,7 +61,7 @@ def _child(variant: str, redis_url: str, rounds: int, hands: int) -> None:
     app = create_app(settings)
 
     def call(method: str, path: str, body: Any = None, token: str = OPERATOR) -> Any:
-        status, data = _wsgi(app, _environ(EnvironBuilder, method, path, body, token))
+        status, data = call_wsgi(app, _environ(EnvironBuilder, method, path, body, token))
         assert status < 300, (path, status, data)
         return json.loads(data)
 
@@ -91,7 +91,7 @@ def _child(variant: str, redis_url: str, rounds: int, hands: int) -> None:
             ]
             cpu_start, wall_start = time.process_time(), time.perf_counter()
             for environ in environs:
-                status, data = _wsgi(app, environ)
+                status, data = call_wsgi(app, environ)
                 assert status == 200, data
             cpu += time.process_time() - cpu_start
             wall += time.perf_counter() - wall_start
@@ -107,7 +107,8 @@ def _environ(builder: Any, method: str, path: str, body: Any, token: str) -> dic
     return environ
 
 
-def _wsgi(app: Any, environ: dict[str, Any]) -> tuple[int, bytes]:
+def call_wsgi(app: Any, environ: dict[str, Any]) -> tuple[int, bytes]:
+    """One WSGI call of `app`: its status code and body."""
     statuses: list[str] = []
     chunks = app(environ, lambda status, headers, exc_info=None: statuses.append(status))
     try:
