@@ -26,6 +26,7 @@ class Connections:
         self._idle: queue.LifoQueue[psycopg.Connection] = queue.LifoQueue()
         self._lock = threading.Lock()
         self._in_use = 0
+        self._closed = False  # (a connection given back after `close` is closed, not kept)
 
     def use(self) -> tuple[int, int]:
         """(in use, idle) connections right now (``/metrics``)."""
@@ -45,7 +46,11 @@ class Connections:
             except BaseException:
                 conn.close()
                 raise
-            if conn.closed or conn.info.transaction_status != TransactionStatus.IDLE:
+            if (
+                self._closed
+                or conn.closed
+                or conn.info.transaction_status != TransactionStatus.IDLE
+            ):
                 conn.close()
             else:
                 self._idle.put(conn)
@@ -65,6 +70,7 @@ class Connections:
 
     def close(self) -> None:
         """Close the idle connections (those in use close when their block ends)."""
+        self._closed = True
         while True:
             try:
                 self._idle.get_nowait().close()
