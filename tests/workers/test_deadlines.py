@@ -243,6 +243,20 @@ def test_records_that_arrive_out_of_order_never_move_a_due_back(dispatcher: Disp
     assert index.due_at("t") is None
 
 
+def test_a_claim_says_the_earliest_due_left_so_the_dispatcher_knows_how_long_to_sleep(
+    redis_client,
+):
+    """The claim's one round trip also returns the index's earliest due after it (a claimed
+    table's lease counts: it comes due again then), or None when the index is empty."""
+    index = DueIndex(redis_client)
+    assert index.claim_and_peek(100.0, lease_s=0.5, limit=10) == ([], None)
+    assert index.record("early", 1, 90.0) and index.record("late", 1, 130.0)
+    assert index.claim_and_peek(100.0, lease_s=0.5, limit=10) == (["early"], 100.5)
+    assert index.claim_and_peek(100.1, lease_s=0.5, limit=10) == ([], 100.5)
+    assert index.record("early", 2, None)  # settled: nothing due on it any more
+    assert index.claim_and_peek(100.6, lease_s=0.5, limit=10) == ([], 130.0)
+
+
 def test_auto_resolve_settles_a_hand_once_everyone_declared(api: Api, dispatcher: Dispatcher):
     table, tokens, _ = _deal(api, timeout_s=30, preset="monte-carlo")
     for token in tokens:
