@@ -307,7 +307,7 @@ def protection_dues(state: TableState) -> list[Duty]:
             if holder is not None and (holder.away or holder.leaving):
                 duties.append(Duty(FORFEIT, hand.dealt_at, holder.seat))
     for holder in state.seated():
-        if holder.leaving or holder.reality_check_minutes or holder.session_limit_minutes:
+        if _may_owe_session(holder):
             duties.extend(_session_duties(state, holder))
     return duties
 
@@ -316,10 +316,13 @@ def _anyone_may_owe(state: TableState) -> bool:
     """Whether protection may make anything due at the table: a forfeit needs a player away or
     leaving, a session duty one leaving or with a reality check or a session limit. (The usual
     answer, no, in one pass over the seats: `next_due` asks twice per command.)"""
-    return any(
-        h.away or h.leaving or h.reality_check_minutes or h.session_limit_minutes
-        for h in state.seats.values()
-    )
+    return any(h.away or _may_owe_session(h) for h in state.seats.values())
+
+
+def _may_owe_session(holder: Seat) -> bool:
+    """Whether a session duty may fall due for `holder`: leaving, or under a reality check or
+    a session limit."""
+    return bool(holder.leaving or holder.reality_check_minutes or holder.session_limit_minutes)
 
 
 def cool_down_end(duty: Duty) -> str:
