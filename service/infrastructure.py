@@ -32,7 +32,7 @@ from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.fail_fast import FailFastConnection, reread_at_most_every
 from service.eventlog.redis_py_bypass import REREAD_S
 from service.eventlog.redis_store import RedisEventStore
-from service.eventlog.replication import replicated_upto
+from service.eventlog.replication import Replicated, replicated_upto
 from service.eventlog.table_list import TableList
 from service.eventlog.vitals import Vitals
 from service.projections.follower import Follower
@@ -190,10 +190,16 @@ def archiver(store: RedisEventStore, archive: Archive) -> Archive:
     return Archive(archive.pool, store)
 
 
-def ledger_of(settings: Settings, client: redis.Redis, archive: Archive | None) -> LedgerStore:
+def ledger_of(
+    settings: Settings,
+    client: redis.Redis,
+    archive: Archive | None,
+    commands: Replicated | None = None,
+) -> LedgerStore:
     """The ledger as readers see it: in the archive when there is one (`archiver` keeps it),
-    else the Redis projection (the dispatchers' follower keeps it)."""
-    ledger = LedgerStore(client, prefix=settings.key_prefix)
+    else the Redis projection (the dispatchers' follower keeps it); its limits read through
+    `commands` when given (an event store's)."""
+    ledger = LedgerStore(client, prefix=settings.key_prefix, commands=commands)
     return ledger if archive is None else ArchiveLedger(archive, ledger)
 
 
@@ -239,7 +245,9 @@ def build_table_service(
     namespace = "|".join(str(where.get(k)) for k in ("host", "port", "path", "db"))
     namespace += f"|{settings.key_prefix}"
     cache = StateCache(shared=inherited() if shared else None, namespace=namespace)
-    index = DueIndex(redis_client, prefix=settings.key_prefix)
+    # The index's record and the loss limits' read go on a request's path: the store's way
+    # (its shortcut around redis-py, when on: measured in docs/benchmarks.md, bench_http).
+    index = DueIndex(redis_client, prefix=settings.key_prefix, commands=store.commands)
     listing = TableList(redis_client, prefix=settings.key_prefix)
     # Every read and command of a quarantined table is refused (409); one found unreadable
     # here is quarantined (service.eventlog.decoding).
@@ -247,7 +255,7 @@ def build_table_service(
     # The ledger is kept by the dispatchers' followers (with an archive, by its archiver);
     # this one catches a table up when a request needs it current (a page of one table, a
     # loss-limit decision, a page of its hands).
-    ledger = ledger_of(settings, redis_client, archive)
+    ledger = ledger_of(settings, redis_client, archive, store.commands)
     follower = Follower(
         store,
         [ledger if archive is None else archiver(store, archive)],

@@ -269,3 +269,36 @@ def test_a_debit_is_recorded_in_the_round_trip_of_the_players_protections(cluste
     assert store.transaction("casino-a", "d-1") == begun[0]
     wallet.withdraw("casino-a", begun[0])
     assert store.transaction("casino-a", "d-1") is None
+
+
+def test_the_loss_limits_and_the_due_index_follow_their_slots_through_the_shortcut(
+    cluster_client,
+):
+    """A request's loss-limit read and due record go the event store's way (its shortcut,
+    straight to the slot's master): when the tenant's ledger slot or the index's slot moves
+    to another master, the first read after the move still answers every player's limits (a
+    moved slot answers only the first of two commands sent together: the read is made again
+    whole, never taken for "no limit") and the due is recorded where the slot now is."""
+    from service.rules.limits import Limits
+
+    store = RedisEventStore(cluster_client)  # with the shortcut around redis-py
+    ledger = LedgerStore(cluster_client, commands=store.commands)
+    index = DueIndex(cluster_client, commands=store.commands)
+    ledger.set_limits("casino-a", "ann", Limits(loss_limit_24h=40))
+    ledger.set_profile("casino-a", "ukgc")
+    assert ledger.limits("casino-a", ["ann", "bob"]) == ({"ann": Limits(40)}, "ukgc")
+    assert index.record("table-1", 3, 1_000.0)
+    for key in (ledger.key("casino-a", "limits"), index.index_key):
+        slot = cluster_client.keyslot(key)
+        source = cluster_client.nodes_manager.slots_cache[slot][0]
+        target = next(n for n in cluster_client.get_primaries() if n.name != source.name)
+        try:
+            _move_slot(cluster_client, slot, target)
+            assert ledger.limits("casino-a", ["ann", "bob"]) == ({"ann": Limits(40)}, "ukgc")
+            assert ledger.limits("casino-a", []) == ({}, "ukgc")
+            assert index.record("table-1", 4, 2_000.0)
+            assert not index.record("table-1", 3, 500.0)  # (an older version: ignored)
+            assert cluster_client.zscore(index.index_key, "table-1") == 2_000.0
+        finally:
+            _move_slot(cluster_client, slot, source)
+        index.record("table-1", 3, 1_000.0)

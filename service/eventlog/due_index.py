@@ -44,6 +44,7 @@ import orjson
 import redis
 
 from .decoding import member_text, parse_each, recorded_version, what_failed
+from .replication import Replicated
 from .store import CorruptLog, EventStore, check_due
 
 log = logging.getLogger("guts.quarantine")
@@ -54,8 +55,13 @@ _LUA = Path(__file__).parent / "lua"
 class DueIndex:
     """The due index on Redis (see the module docstring)."""
 
-    def __init__(self, client: redis.Redis, prefix: str = "guts") -> None:
+    def __init__(
+        self, client: redis.Redis, prefix: str = "guts", commands: Replicated | None = None
+    ) -> None:
+        """`commands`: how `record` is sent (an event store's `commands`, its shortcut around
+        redis-py when on); None: redis-py's public API."""
         self.client = client
+        self.commands = commands
         self.index_key = f"{prefix}:{{%due}}:index"
         self.versions_key = f"{prefix}:{{%due}}:versions"
         self.quarantine_key = f"{prefix}:{{%due}}:quarantine"
@@ -66,7 +72,10 @@ class DueIndex:
     def record(self, table_id: str, version: int, due: float | None) -> bool:
         """Index the table's due as of `version` (None: nothing due); False when a later
         version was recorded already."""
-        return bool(self._record(keys=self._record_keys, args=_record_args(table_id, version, due)))
+        args = _record_args(table_id, version, due)
+        if self.commands is not None:
+            return bool(self.commands.run(self._record, self._record_keys, args)[0])
+        return bool(self._record(keys=self._record_keys, args=args))
 
     def record_many(self, records: Sequence[tuple[str, int, float | None]]) -> int:
         """`record` each (table id, version, due), in one script call (so on a Redis Cluster

@@ -168,13 +168,12 @@ class RedisEventStore:
         # public `execute_command`, or around its pool (measured worth it: see the module).
         direct = direct_commands(client) if bypass_redis_py else None
         self._call = client.execute_command if direct is None else direct.call
-        self.replication = Replicated(
-            client,
-            self._call,
-            pipelined(client) if direct is None else direct.call_many,
-            min_replicas,
-            replica_timeout_ms,
-        )
+        many = pipelined(client) if direct is None else direct.call_many
+        self.replication = Replicated(client, self._call, many, min_replicas, replica_timeout_ms)
+        self.commands = Replicated(client, self._call, many)
+        """The same path (the shortcut, when on) for what other stores on this client send on
+        a request's path and need no replica to confirm: the due index's record, the loss
+        limits' read (`service.infrastructure.build_table_service` hands it to them)."""
 
     # -- keys --------------------------------------------------------------------------
 

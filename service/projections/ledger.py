@@ -43,7 +43,13 @@ import redis
 from service.eventlog.decoding import CorruptTable, book_data, position
 from service.eventlog.store import BadCursor
 from service.projections.follower import Followed, hash_positions
-from service.projections.protections import DAY_MS, PlayerProtections, epoch_ms, reachable
+from service.projections.protections import (
+    DAY_MS,
+    CallsMany,
+    PlayerProtections,
+    epoch_ms,
+    reachable,
+)
 from service.rules import ledger
 from service.rules.serial import from_data, to_data
 
@@ -97,9 +103,12 @@ class LedgerStore(PlayerProtections):
 
     name = "ledger"
 
-    def __init__(self, client: redis.Redis, prefix: str = "guts") -> None:
+    def __init__(
+        self, client: redis.Redis, prefix: str = "guts", commands: CallsMany | None = None
+    ) -> None:
         self.client = client
         self.prefix = prefix
+        self.commands = commands
         self.script = client.register_script(_APPLY)
         self.indexed = client.register_script(_INDEXED)
 

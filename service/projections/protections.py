@@ -34,6 +34,12 @@ Seating = tuple[Limits | None, str, str | None]
 """A player's limits (None: none set), their tenant's profile, the end of their cool-down."""
 
 
+class CallsMany(Protocol):
+    """Commands sent together on one connection (`service.eventlog.replication.Replicated`)."""
+
+    def call_many(self, *commands: tuple[Any, ...]) -> list[Any]: ...
+
+
 class Carried(Protocol):
     """Another store's step that a round trip of this one carries (one pipeline, any keys):
     `queue` adds its commands, `took` is handed their replies."""
@@ -65,6 +71,9 @@ class PlayerProtections:
 
     client: redis.Redis
     prefix: str
+    commands: CallsMany | None = None
+    """How `limits` (a request's read: every deal and every "in") is sent: an event store's
+    `commands`, its shortcut around redis-py when on; None: redis-py's pipeline."""
 
     def key(self, tenant: str, *parts: str) -> str:
         """The key of `parts` in `tenant`'s ledger."""
@@ -75,11 +84,17 @@ class PlayerProtections:
         """The limits set for each of `player_ids` (players without any are left out) and the
         tenant's player-protection profile, whose defaults the others get: one round trip
         (both keys under the tenant's hash tag)."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hget(self.key(tenant, "settings"), "profile")
+        read: list[tuple[str, ...]] = [("HGET", self.key(tenant, "settings"), "profile")]
         if player_ids:
-            pipe.hmget(self.key(tenant, "limits"), list(player_ids))
-        found, *raw = pipe.execute()
+            read.append(("HMGET", self.key(tenant, "limits"), *player_ids))
+        replies = None if self.commands is None else self.commands.call_many(*read)
+        if replies is None or (player_ids and replies[1] is None):
+            # (None after the HGET: a slot that moved answered the first command alone)
+            pipe = self.client.pipeline(transaction=False)
+            for command in read:
+                pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+            replies = pipe.execute()
+        found, *raw = replies
         stored = {
             pid: Limits(**orjson.loads(data))
             for pid, data in zip(player_ids, raw[0] if raw else [], strict=True)

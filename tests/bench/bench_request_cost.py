@@ -7,6 +7,11 @@ Run from the repository root (not part of pytest; needs ``valgrind``)::
         .venv/bin/python -m tests.bench.bench_request_cost --callgrind [--hands 48]
     # then: grep ^summary /tmp/cost.out.1   (instructions of the hands alone)
 
+With ``--gevent`` the process is monkey-patched first, as gunicorn's gevent workers (those of
+``guts serve`` and ``bench_http``) run the app: every socket wait then goes through gevent's
+hub, and so does every readiness check (a ``select.poll`` that redis-py's connection pool makes
+at each checkout costs ~20-50 us there, against ~2 us unpatched).
+
 Without valgrind it prints the process's CPU time per request instead (noisy on a shared
 machine). It starts a private redis-server, makes a 6-seat three-card table through the app
 with the settings ``bench_http`` gives the service (a commands limit no load reaches), and
@@ -20,16 +25,23 @@ load they come once per hundreds of requests, under valgrind every few.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import subprocess
-import time
-from typing import Any
+import sys
 
-from werkzeug.test import EnvironBuilder
+if "--gevent" in sys.argv:  # (before anything imports socket, as gunicorn's worker does)
+    from gevent import monkey  # type: ignore[import-untyped]
 
-from tests.bench.bench_request_plumbing import call_wsgi
+    monkey.patch_all()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from typing import Any  # noqa: E402
+
+from werkzeug.test import EnvironBuilder  # noqa: E402
+
+from tests.bench.bench_request_plumbing import call_wsgi  # noqa: E402
 
 OPERATOR = "bench-operator"
 SEATS = 6
@@ -95,6 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hands", type=int, default=48, help="measured hands")
     parser.add_argument("--callgrind", action="store_true", help="zero and dump callgrind's counts")
+    parser.add_argument("--gevent", action="store_true", help="monkey-patched, as under gunicorn")
     args = parser.parse_args()
     from service.processes.redis_server import RedisServer
 
