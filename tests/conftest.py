@@ -15,7 +15,7 @@ import redis
 
 from service.processes.redis_server import RedisServer
 
-pytest_plugins = ["tests.apiclient"]
+pytest_plugins = ["tests.apiclient", "tests.leaks"]
 
 
 @pytest.fixture(scope="session")

@@ -46,14 +46,16 @@ class Connections:
             except BaseException:
                 conn.close()
                 raise
-            if (
-                self._closed
-                or conn.closed
-                or conn.info.transaction_status != TransactionStatus.IDLE
-            ):
+            with self._lock:  # (with `close`: one given back as it drains is not kept)
+                keep = (
+                    not self._closed
+                    and not conn.closed
+                    and conn.info.transaction_status == TransactionStatus.IDLE
+                )
+                if keep:
+                    self._idle.put(conn)
+            if not keep:
                 conn.close()
-            else:
-                self._idle.put(conn)
         finally:
             with self._lock:
                 self._in_use -= 1
@@ -70,7 +72,8 @@ class Connections:
 
     def close(self) -> None:
         """Close the idle connections (those in use close when their block ends)."""
-        self._closed = True
+        with self._lock:
+            self._closed = True
         while True:
             try:
                 self._idle.get_nowait().close()
