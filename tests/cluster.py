@@ -29,6 +29,15 @@ from service.processes.redis_server import find_redis_server, free_port
 SLOTS = 16384
 
 
+def until(done: Callable[[], bool], what: str, within_s: float = 30, every_s: float = 0.02) -> None:
+    """Wait for `done` (looked at every `every_s`), failing with `what` after `within_s`."""
+    deadline = time.monotonic() + within_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within_s} s: {what}")
+        time.sleep(every_s)
+
+
 class _Exited(Exception):
     """A node's process exited before it answered."""
 
@@ -37,7 +46,10 @@ class LocalCluster:
     """Three masters on 127.0.0.1 (and `replicas` replicas of each); `url` names the first
     master (a cluster client finds the rest). `node_timeout_ms` is the cluster's
     ``cluster-node-timeout``: how long a master must be unreachable before a replica takes
-    over."""
+    over. `full_coverage` is ``cluster-require-full-coverage``: Redis's default (yes) makes
+    every node refuse every command (``CLUSTERDOWN``) while any slot has no master, so a
+    master lost stops the whole cluster until its replica is promoted; with no, the other
+    masters serve their slots meanwhile, as docs/operations.md recommends."""
 
     def __init__(
         self,
@@ -46,11 +58,13 @@ class LocalCluster:
         node_timeout_ms: int = 15000,
         *,
         durable: bool = False,
+        full_coverage: bool = True,
     ) -> None:
         self.nodes = nodes
         self.replicas = replicas
         self.node_timeout_ms = node_timeout_ms
         self.durable = durable
+        self.full_coverage = full_coverage
         self.stopped: set[int] = set()  # the ports of the nodes SIGSTOPped
         self.master_ports: list[int] = []
         self.ports: list[int] = []
@@ -111,6 +125,7 @@ class LocalCluster:
              "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
              "--cluster-port", str(bus), "--cluster-node-timeout", str(self.node_timeout_ms),
              "--repl-diskless-sync-delay", "0", "--save", "", "--dir", str(directory),
+             "--cluster-require-full-coverage", "yes" if self.full_coverage else "no",
              *(durable if self.durable else ["--appendonly", "no"])],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

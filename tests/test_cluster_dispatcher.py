@@ -26,7 +26,7 @@ from service.eventlog.table_list import TableList
 from service.rules.decide import CreateTable, Deal, SeatPlayer, VoidHand
 from service.rules.ruleset import resolve_ruleset
 from service.tables import Tables
-from tests.cluster import LocalCluster
+from tests.cluster import LocalCluster, until
 from tests.test_cli import _env
 
 PREFIX = "dispatch"
@@ -37,14 +37,6 @@ def replicated() -> Iterator[LocalCluster]:
     """Three masters with a replica each; a master unreachable for 1 s is replaced."""
     with LocalCluster(replicas=1, node_timeout_ms=1000) as cluster:
         yield cluster
-
-
-def _until(done: Callable[[], bool], what: str, within_s: float = 30) -> None:
-    deadline = time.monotonic() + within_s
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within_s} s: {what}")
-        time.sleep(0.1)
 
 
 def _retried(action: Callable[[], object], within_s: float = 30) -> None:
@@ -113,7 +105,7 @@ def test_the_dispatcher_runs_every_duty_on_a_cluster_through_a_failover(
     stack = contextlib.ExitStack()
     try:
         deal_all()
-        _until(all_acted_on, "every deadline acted on")
+        until(all_acted_on, "every deadline acted on")
         archive = stack.enter_context(contextlib.closing(Archive.open(empty_archive, size=1)))
 
         def followed() -> bool:  # the archiver (which keeps the ledger too) caught up
@@ -126,16 +118,16 @@ def test_the_dispatcher_runs_every_duty_on_a_cluster_through_a_failover(
                 for t, position in zip(ids, positions, strict=True)
             )
 
-        _until(followed, "the archive holds every table's log")
+        until(followed, "the archive holds every table's log")
         # A master killed: its address disappears, its replica takes its slots.
         victim = client.get_node_from_key(store.meta_key(ids[0])).port
         promoted = replicated.replica_of(victim)
         replicated.kill(victim)
-        _until(lambda: promoted in replicated.masters(), "the replica promoted")
+        until(lambda: promoted in replicated.masters(), "the replica promoted")
         replicated.wait_ok()
         deal_all()
-        _until(all_acted_on, "every deadline acted on after the failover")
-        _until(followed, "the archive holds every table's log after the failover")
+        until(all_acted_on, "every deadline acted on after the failover")
+        until(followed, "the archive holds every table's log after the failover")
         assert dispatcher.poll() is None, logs.read_text()
         assert "Traceback" not in logs.read_text(), logs.read_text()
     finally:
@@ -169,14 +161,14 @@ def test_the_dispatcher_waits_out_a_cluster_that_is_down(redis_url, empty_archiv
         try:
             cluster.kill(victim)
             for who in ("Redis unreachable", "webhooks: Redis unreachable"):
-                _until(
+                until(
                     lambda w=who: f"{w} (ClusterDownError)" in logs.read_text(),
                     f"{who}: the cluster down met and waited out",
                 )
             cluster.restart(victim)
             cluster.wait_ok()
             _retried(lambda: tables.execute(table_id, Deal(b"d" * 32)))
-            _until(lambda: tables.load(table_id).hand.phase != "declaring", "the deadline acted on")
+            until(lambda: tables.load(table_id).hand.phase != "declaring", "the deadline acted on")
             assert dispatcher.poll() is None, logs.read_text()
             assert "uncaught" not in logs.read_text(), logs.read_text()
         finally:

@@ -25,15 +25,7 @@ from service.infrastructure import store_client
 from service.projections.ledger import LedgerStore
 from service.rules.views import OPERATOR as OPERATOR_ROLE
 from tests.apiclient import OPERATOR, Api, _serve
-from tests.cluster import LocalCluster
-
-
-def _until(done: Callable[[], bool], what: str, within_s: float = 30) -> None:
-    deadline = time.monotonic() + within_s
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within_s} s: {what}")
-        time.sleep(0.01)
+from tests.cluster import LocalCluster, until
 
 
 def _settings(cluster: LocalCluster, **more: Any) -> Settings:
@@ -81,7 +73,7 @@ def test_a_stopped_master_holds_no_request_once_one_found_it_stalled():
             assert name in STALLED
         finally:
             cluster.resume(master)
-        _until(lambda: name not in STALLED, "the node answering a ping")
+        until(lambda: name not in STALLED, "the node answering a ping")
         assert index.record("d", 1, 500.0)  # answered again
         assert index.due_at("b") is None and index.due_at("c") is None  # never applied
         assert index.due_at("a") == 200.0  # (the unanswered one was sent: applied on resume)
@@ -93,7 +85,7 @@ def _pause_and_mark(cluster: LocalCluster, port: int, mark: Callable[[], object]
     name = f"127.0.0.1:{port}"
     cluster.pause(port)
     mark()
-    _until(lambda: name in STALLED, f"{name} marked stalled")
+    until(lambda: name in STALLED, f"{name} marked stalled")
     return name
 
 
@@ -139,7 +131,7 @@ def test_a_stopped_masters_tables_answer_503_at_once_and_the_others_are_served(
             assert seated.status_code == 201, seated.text
         finally:
             cluster.resume(stopped)
-        _until(lambda: name not in STALLED, "the node answering a ping")
+        until(lambda: name not in STALLED, "the node answering a ping")
         assert api.get(f"/v1/tables/{here}").status_code == 200
         assert api.seat(here, "p0")["seat"] == 0
         probe.close()
@@ -175,7 +167,7 @@ def test_a_rate_limit_whose_counter_is_on_a_stopped_master_admits_commands_at_on
             assert time.monotonic() - began < settings.redis_timeout_s
         finally:
             cluster.resume(stopped)
-        _until(lambda: name not in STALLED, "the node answering a ping")
+        until(lambda: name not in STALLED, "the node answering a ping")
         # 2 of 3: the one that found it stalled was sent, and counted when it went on
         limits.admit(caller, key, "GET")  # 3 of 3
         with pytest.raises(RateLimited):

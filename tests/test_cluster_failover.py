@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,17 +26,9 @@ from service.eventlog.redis_py_bypass import ClusterCommands
 from service.eventlog.store import StoreUnavailable
 from service.infrastructure import rate_limit_storage, store_client
 from service.projections.protections import reachable as _reachable
-from tests.cluster import LocalCluster
+from tests.cluster import LocalCluster, _state_ok, until
 
 KEY = b"failover:{t1}:meta"
-
-
-def _until(done: Callable[[], bool], what: str, within_s: float = 30) -> None:
-    deadline = time.monotonic() + within_s
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within_s} s: {what}")
-        time.sleep(0.02)
 
 
 def _commands(cluster: LocalCluster) -> tuple[ClusterCommands, Any]:
@@ -68,9 +58,9 @@ def test_the_first_command_after_a_master_is_killed_is_confirmed_on_the_promoted
         master = client.get_node_from_key(KEY).port
         cluster.kill(master)
         slot = key_slot(KEY)
-        _until(lambda: cluster.slot_owner().get(slot, master) != master, "a replica promoted")
+        until(lambda: cluster.slot_owner().get(slot, master) != master, "a replica promoted")
         promoted = cluster.slot_owner()[slot]
-        _until(lambda: _has_replica(cluster, promoted), "the other replica following it")
+        until(lambda: _has_replica(cluster, promoted), "the other replica following it")
         assert client.get_node_from_key(KEY).port == master  # (the map as it was)
         replies = commands.call_many(("SET", KEY, b"after"), ("WAIT", 1, 5000))
         assert replies == [b"OK", 1]
@@ -101,12 +91,12 @@ def test_a_stalled_master_is_sent_no_command_until_it_answers_a_ping():
                 assert "not sent" in str(refused)
             else:  # (only once a replica has taken over)
                 assert answer == b"held" and cluster.slot_owner()[slot] != master
-            _until(lambda: cluster.slot_owner().get(slot, master) != master, "a replica promoted")
+            until(lambda: cluster.slot_owner().get(slot, master) != master, "a replica promoted")
             assert commands.call("GET", KEY) == b"held"  # from the promoted replica
             assert master in cluster.stopped and name in STALLED
         finally:
             cluster.resume(master)
-        _until(lambda: name not in STALLED, "the stopped node answering a ping again")
+        until(lambda: name not in STALLED, "the stopped node answering a ping again")
         client.close()
 
 
@@ -127,7 +117,7 @@ def test_a_process_started_while_its_urls_node_is_killed_reaches_the_cluster_by_
         settings = Settings.from_env(env)
         assert f"127.0.0.1:{named}" in cluster.url
         cluster.kill(named)
-        _until(lambda: named not in cluster.slot_owner().values(), "a replica promoted")
+        until(lambda: named not in cluster.slot_owner().values(), "a replica promoted")
         client = store_client(settings)
         for n in range(30):  # (keys in every master's slots)
             assert client.set(f"startup:{{k{n}}}", n) is True
@@ -167,7 +157,7 @@ def test_a_quarantine_read_held_up_by_a_master_away_holds_up_no_other_request(re
     assert view.entry("held") is not None  # the first read
     reading = threading.Thread(target=view.entry, args=("other",))
     reading.start()
-    _until(lambda: index.reads == 2, "the second read under way")
+    until(lambda: index.reads == 2, "the second read under way")
     assert view.entry("held") == {"reason": "corrupt"}  # (would wait for the read)
     assert view.entry("free") is None
     index.stored["new"] = {"reason": "unreadable"}  # quarantined by this process
@@ -196,3 +186,51 @@ def test_the_cluster_down_during_a_failover_is_the_ledger_unavailable_not_an_err
         _reachable(down)()
     with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
         _reachable(refused)()
+
+
+@pytest.mark.parametrize("full_coverage", [True, False], ids=["redis-default", "recommended"])
+def test_a_lost_master_stops_the_other_masters_tables_only_under_full_coverage(full_coverage):
+    """``cluster-require-full-coverage`` (docs/operations.md sets it to no): while a lost
+    master's slots have no master (in production, from its failure's detection until its
+    replica is promoted; here it has no replica, so the window stays open), Redis's default
+    makes every node refuse every command, and a table on another master answers as the
+    store being unavailable (503); with no, that table is served as if nothing happened."""
+    from service.eventlog.redis_store import RedisEventStore
+    from service.rules.decide import CreateTable, SeatPlayer
+    from service.rules.ruleset import resolve_ruleset
+    from service.tables import Tables
+
+    with LocalCluster(node_timeout_ms=1000, full_coverage=full_coverage) as cluster:
+        client = store_client(
+            Settings(redis_url=cluster.url, redis_cluster=True, queue_redis_url="redis://unused")
+        )
+        store = RedisEventStore(client)
+        tables = Tables(store)
+        victim = cluster.master_ports[0]
+        table_id = next(
+            f"t-{n}"
+            for n in range(100)
+            if client.get_node_from_key(store.meta_key(f"t-{n}")).port != victim
+        )
+        rules = resolve_ruleset("three-card")
+        tables.execute(table_id, CreateTable(table_id, rules, b"s" * 32, "casino-a"), create=True)
+        cluster.kill(victim)
+        survivor = cluster.client(next(p for p in cluster.master_ports if p != victim), 1.0)
+        until(lambda: _failed(survivor, victim), "the killed master marked as failed")
+        if full_coverage:
+            until(lambda: not _state_ok(survivor), "the cluster down")
+            with pytest.raises(StoreUnavailable):
+                tables.execute(table_id, SeatPlayer("p0", 50))
+        else:
+            tables.execute(table_id, SeatPlayer("p0", 50))
+            assert store.load(table_id).version == 2
+
+
+def _failed(client: Any, port: int) -> bool:
+    """Whether the node `client` talks to has marked the node on `port` as failed (FAIL, not
+    only suspected: PFAIL)."""
+    nodes = client.execute_command("CLUSTER NODES")  # redis-py parses it: address -> fields
+    return any(
+        address.startswith(f"127.0.0.1:{port}") and "fail" in node["flags"].split(",")
+        for address, node in nodes.items()
+    )

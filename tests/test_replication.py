@@ -30,17 +30,9 @@ from service.rules.decide import CreateTable, Deal, SeatPlayer, VoidHand
 from service.rules.ruleset import resolve_ruleset
 from service.tables import OutcomeUnknown, Tables
 from tests.apiclient import AUDITOR, OPERATOR, Api, _serve
-from tests.cluster import LocalCluster
+from tests.cluster import LocalCluster, until
 from tests.failover import Unreplicated
 from tests.sse import Stream
-
-
-def _until(done: Callable[[], bool], what: str, within_s: float = 30) -> None:
-    deadline = time.monotonic() + within_s
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within_s} s: {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -57,7 +49,7 @@ def pair() -> Iterator[tuple[RedisServer, RedisServer]]:
                 "master_sync_in_progress"
             )
 
-        _until(synced, "the replica in sync")
+        until(synced, "the replica in sync")
         yield master, replica
 
 
@@ -170,13 +162,13 @@ def test_a_forced_failover_while_commands_run_loses_no_acknowledged_command():
         for thread in players:
             thread.start()
         try:
-            _until(lambda: len(acknowledged) > 60, "commands acknowledged before the failover")
+            until(lambda: len(acknowledged) > 60, "commands acknowledged before the failover")
             victim = client.get_node_from_key(store.meta_key(ids[0])).port
             promoted = cluster.replica_of(victim)
             cluster.client(promoted).execute_command("CLUSTER FAILOVER", "FORCE")
-            _until(lambda: promoted in cluster.masters(), "the replica promoted")
+            until(lambda: promoted in cluster.masters(), "the replica promoted")
             count = len(acknowledged)
-            _until(lambda: len(acknowledged) > count + 60, "commands acknowledged after it")
+            until(lambda: len(acknowledged) > count + 60, "commands acknowledged after it")
         finally:
             stop.set()
             for thread in players:
@@ -228,8 +220,8 @@ def test_a_command_to_a_stopped_master_is_answered_by_its_promoted_replica(bypas
         try:
             seating = threading.Thread(target=seat, daemon=True)
             seating.start()
-            _until(lambda: cluster.slot_owner().get(slot, master) != master, "a replica promoted")
-            _until(lambda: bool(answered), "the seat answered while the master is stopped", 10)
+            until(lambda: cluster.slot_owner().get(slot, master) != master, "a replica promoted")
+            until(lambda: bool(answered), "the seat answered while the master is stopped", 10)
         finally:
             cluster.resume(master)
         assert answered == [2]
@@ -282,7 +274,7 @@ def test_a_master_demoted_during_wait_answers_503_never_500(bypass, key):
         waiter = threading.Thread(target=seat)
         waiter.start()
         blocked = cluster.client(master)
-        _until(
+        until(
             lambda: any(
                 c.get("cmd") == "wait" and "b" in c.get("flags", "") for c in blocked.client_list()
             ),
@@ -352,7 +344,7 @@ def test_followers_apply_only_what_a_replica_holds_so_a_lost_suffix_forks_nothin
     finally:
         os.kill(replica.pid, signal.SIGCONT)
     tables.execute(table_id, SeatPlayer("p2", 1000))  # made at the lost one's version
-    _until(lambda: follower.catch_up(table_id) > 0, "the follower applied the confirmed seat")
+    until(lambda: follower.catch_up(table_id) > 0, "the follower applied the confirmed seat")
     assert recorded.events[table_id] == [stored.data for stored in store.read(table_id)]
     client.close()
 
@@ -381,7 +373,7 @@ def test_a_subscriber_never_sees_an_event_that_a_failover_lost(replicated_api):
     client = redis.Redis.from_url(master.url)
     path = f"/v1/tables/{table}/stream"
     with Stream.open(api.base, path, token=OPERATOR, after=0) as stream:
-        assert [m.id for m in stream.events_until(2)] == [1, 2]
+        assert [m.id for m in stream.eventsuntil(2)] == [1, 2]
         kept = Unreplicated(client, RedisEventStore(client), table)
         os.kill(replica.pid, signal.SIGSTOP)
         try:
@@ -391,7 +383,7 @@ def test_a_subscriber_never_sees_an_event_that_a_failover_lost(replicated_api):
         finally:
             os.kill(replica.pid, signal.SIGCONT)
         _confirmed(lambda: _seat(api, table, "p1", "k2"))
-        (third,) = stream.events_until(3)
+        (third,) = stream.eventsuntil(3)
     assert third.data["data"]["player_id"] == "p1", third.data
     client.close()
 

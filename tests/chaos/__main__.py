@@ -44,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep the processes' logs and the history after a clean run too",
     )
+    parser.add_argument(
+        "--full-coverage",
+        action="store_true",
+        help="cluster-require-full-coverage yes (Redis's default; the recommended topology: no)",
+    )
     parser.add_argument("--report", help="also write the report as JSON to this file")
     args = parser.parse_args(argv)
     options = Options(
@@ -57,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         deadline_tables=not args.no_deadline_tables,
         other_faults=not args.no_other_faults,
         keep=args.keep,
+        full_coverage=args.full_coverage,
     )
     signal.signal(signal.SIGTERM, _stop)  # unwinds the run: everything it started is stopped
     try:

@@ -44,6 +44,7 @@ class Options:
     deadline_tables: bool = True  # a third of the tables with 1 s deadlines and auto_resolve
     other_faults: bool = True  # API node, dispatcher, PostgreSQL, replica kills between them
     keep: bool = False  # the logs and the history kept after a clean run too
+    full_coverage: bool = False  # cluster-require-full-coverage (Redis's default: yes)
 
 
 def run(options: Options) -> dict[str, Any]:
@@ -53,7 +54,9 @@ def run(options: Options) -> dict[str, Any]:
     tables = [f"chaos-{options.seed}-{n}" for n in range(options.tables)]
     history = History()
     with (
-        Topology(options.min_replicas, replicas=options.replicas) as topology,
+        Topology(
+            options.min_replicas, replicas=options.replicas, full_coverage=options.full_coverage
+        ) as topology,
         Receiver(seed=options.seed) as receiver,
     ):
         hook = requests.post(

@@ -143,12 +143,21 @@ class ApiNode(GutsProcess):
 class Topology:
     """Everything above, started by `__enter__` and stopped by `__exit__` whatever happened."""
 
-    def __init__(self, min_replicas: int = 1, web_workers: int = 1, replicas: int = 1) -> None:
+    def __init__(
+        self,
+        min_replicas: int = 1,
+        web_workers: int = 1,
+        replicas: int = 1,
+        full_coverage: bool = False,
+    ) -> None:
         self.min_replicas = min_replicas
         self.web_workers = web_workers
         self.workdir = Path(tempfile.mkdtemp(prefix="guts-chaos-run-"))
         self.cluster = LocalCluster(
-            replicas=replicas, node_timeout_ms=NODE_TIMEOUT_MS, durable=True
+            replicas=replicas,
+            node_timeout_ms=NODE_TIMEOUT_MS,
+            durable=True,
+            full_coverage=full_coverage,  # (docs/operations.md recommends no)
         )
         self.queues = RedisServer()
         self.postgres = EmbeddedPostgres(self.workdir / "postgres")
