@@ -373,7 +373,7 @@ def test_a_subscriber_never_sees_an_event_that_a_failover_lost(replicated_api):
     client = redis.Redis.from_url(master.url)
     path = f"/v1/tables/{table}/stream"
     with Stream.open(api.base, path, token=OPERATOR, after=0) as stream:
-        assert [m.id for m in stream.eventsuntil(2)] == [1, 2]
+        assert [m.id for m in stream.events_until(2)] == [1, 2]
         kept = Unreplicated(client, RedisEventStore(client), table)
         os.kill(replica.pid, signal.SIGSTOP)
         try:
@@ -383,7 +383,7 @@ def test_a_subscriber_never_sees_an_event_that_a_failover_lost(replicated_api):
         finally:
             os.kill(replica.pid, signal.SIGCONT)
         _confirmed(lambda: _seat(api, table, "p1", "k2"))
-        (third,) = stream.eventsuntil(3)
+        (third,) = stream.events_until(3)
     assert third.data["data"]["player_id"] == "p1", third.data
     client.close()
 
