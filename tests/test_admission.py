@@ -19,36 +19,64 @@ def _until(condition, timeout: float = 10.0) -> None:
 
 
 def test_a_place_that_comes_free_goes_to_the_longest_waiter():
-    gate = FifoGate(1)
-    gate.enter()
-    served: list[int] = []
+    gate = FifoGate(1, patience_s=60)
+    holding = gate.enter()
+    served: list[tuple[int, int]] = []
     threads = []
     for n in range(5):  # they arrive one after the other
-        thread = threading.Thread(target=lambda n=n: (gate.enter(), served.append(n)))
+        thread = threading.Thread(target=lambda n=n: served.append((n, gate.enter())))
         thread.start()
         threads.append(thread)
         _until(lambda n=n: gate.waiting == n + 1)
     for n in range(5):
-        gate.leave()  # a newcomer now would wait behind everyone already waiting
+        gate.leave(holding)  # a newcomer now would wait behind everyone already waiting
         _until(lambda n=n: len(served) == n + 1)
-    gate.leave()
+        holding = served[-1][1]
+    gate.leave(holding)
     for thread in threads:
         thread.join()
-    assert served == [0, 1, 2, 3, 4]
+    assert [n for n, _ in served] == [0, 1, 2, 3, 4]
 
 
 def test_at_once_holders_enter_without_waiting_and_the_next_waits():
-    gate = FifoGate(2)
-    gate.enter()
+    gate = FifoGate(2, patience_s=60)
+    first = gate.enter()
     gate.enter()
     entered = threading.Event()
     thread = threading.Thread(target=lambda: (gate.enter(), entered.set()))
     thread.start()
     _until(lambda: gate.waiting == 1)
     assert not entered.is_set()
-    gate.leave()
+    gate.leave(first)
     thread.join(timeout=10)
     assert entered.is_set()
+
+
+def test_holders_in_past_their_patience_let_the_longest_waiter_in_beside_them():
+    """Two requests stuck on a Redis node that stopped answering hold the gate's two places;
+    past the gate's patience they no longer count, and the requests waiting behind them are
+    let in, in the order they came, while the stuck ones still hold theirs."""
+    gate = FifoGate(2, patience_s=0.2)
+    stuck = [gate.enter(), gate.enter()]
+    started = time.monotonic()
+    served: list[tuple[int, int, float]] = []
+    threads = []
+    for n in range(2):
+        thread = threading.Thread(
+            target=lambda n=n: served.append((n, gate.enter(), time.monotonic() - started)),
+            daemon=True,  # (a gate that never lets them in fails the test, and ends with it)
+        )
+        thread.start()
+        threads.append(thread)
+        _until(lambda n=n: gate.waiting == n + 1)
+    for thread in threads:
+        thread.join(timeout=10)
+    assert [n for n, *_ in served] == [0, 1]  # both in, first come first
+    assert all(waited >= 0.2 for *_, waited in served)  # once the stuck ones were past it
+    assert gate.waiting == 0
+    for token in [*stuck, *(token for _, token, _ in served)]:
+        gate.leave(token)
+    assert gate.enter()  # every place given back: one free at once
 
 
 def test_a_gate_needs_a_place():
@@ -62,10 +90,10 @@ def test_streams_pass_a_full_gate_and_other_requests_are_served_whole():
         return iter([b"a", b"b"])
 
     admitted = Admission(app, at_once=1)
-    admitted.gate.enter()  # the only place is taken
+    taken = admitted.gate.enter()  # the only place is taken
     stream = admitted({"PATH_INFO": "/v1/tables/t/stream"}, lambda *a: None)
     assert list(stream) == [b"a", b"b"]
-    admitted.gate.leave()
+    admitted.gate.leave(taken)
     assert admitted({"PATH_INFO": "/v1/tables/t"}, lambda *a: None) == [b"ab"]
     assert admitted.gate.waiting == 0
 
@@ -83,13 +111,13 @@ def test_the_body_is_read_before_waiting_for_a_place():
         return [environ["wsgi.input"].read()]
 
     admitted = Admission(app, at_once=1)
-    admitted.gate.enter()  # the only place is taken
+    taken = admitted.gate.enter()  # the only place is taken
     answers: list[object] = []
     environ = {"PATH_INFO": "/v1/tables", "CONTENT_LENGTH": "3", "wsgi.input": Input()}
     thread = threading.Thread(target=lambda: answers.append(admitted(environ, lambda *a: None)))
     thread.start()
     _until(lambda: admitted.gate.waiting == 1)
     assert read.is_set() and not answers  # read while it waits: a slow sender holds no place
-    admitted.gate.leave()
+    admitted.gate.leave(taken)
     thread.join(timeout=10)
     assert answers == [[b"xxx"]]
