@@ -121,3 +121,31 @@ def test_the_body_is_read_before_waiting_for_a_place():
     admitted.gate.leave(taken)
     thread.join(timeout=10)
     assert answers == [[b"xxx"]]
+
+
+def test_a_waiter_killed_while_it_waits_gives_its_turn_back(monkeypatch):
+    """A waiter interrupted in its wait (a greenlet killed) leaves the queue: the place goes
+    to whoever comes next, not to the killed waiter."""
+    import service.api.admission as admission
+
+    class Killed(BaseException):
+        pass
+
+    class DyingEvent(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            raise Killed
+
+    class DyingTurn(admission._Turn):
+        def __init__(self) -> None:
+            super().__init__()
+            self.event = DyingEvent()
+
+    gate = FifoGate(1, patience_s=60)
+    holding = gate.enter()
+    monkeypatch.setattr(admission, "_Turn", DyingTurn)
+    with pytest.raises(Killed):
+        gate.enter()
+    monkeypatch.undo()
+    assert gate.waiting == 0
+    gate.leave(holding)
+    assert gate.enter()  # the place came back, not handed to the killed waiter

@@ -45,7 +45,7 @@ module doc)."""
 
 
 class _Turn:
-    """A waiter's turn: `placed` once it holds a place (its `token`)."""
+    """A waiter's turn: its `event` is set once it was handed a place (its `token`)."""
 
     __slots__ = ("event", "token")
 
@@ -79,13 +79,22 @@ class FifoGate:
         # (A timed wait, for the patience: measured 2026-12-01, it also made the service's
         # requests cheaper under gunicorn's gevent workers, bench_http 0.42x -> 0.54x, where
         # the same gate waiting without a timeout did not; why is not understood yet.)
-        while not turn.event.wait(self.patience_s):  # (handed a place: `leave` set it)
-            with self._lock:  # a holder may have stopped counting meanwhile
-                if turn.event.is_set():
-                    break
-                if self._waiting[0] is turn and self._room():
-                    self._waiting.popleft()
-                    return self._hold()
+        try:
+            while not turn.event.wait(self.patience_s):  # (handed a place: `leave` set it)
+                with self._lock:  # a holder may have stopped counting meanwhile
+                    if turn.event.is_set():
+                        break
+                    if self._waiting[0] is turn and self._room():
+                        self._waiting.popleft()
+                        return self._hold()
+        except BaseException:  # (a waiter killed: its turn, or the place it was handed, back)
+            with self._lock:
+                placed = turn.event.is_set()
+                if not placed:
+                    self._waiting.remove(turn)
+            if placed:
+                self.leave(turn.token)
+            raise
         return turn.token
 
     @property
