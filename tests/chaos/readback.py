@@ -54,20 +54,28 @@ def _archive(url: str, table: str) -> dict[int, bytes]:
 
 
 def _api(topology: Topology, method: str, path: str, key: str = OPERATOR_KEY) -> Any:
-    for _ in range(20):
+    node = topology.api[0]
+    last = ""
+    started = time.monotonic()
+    while time.monotonic() < started + WAIT_S:  # (a node restarted by a fault may take a while)
         try:
             response = requests.request(
-                method,
-                topology.api[0].base + path,
-                headers={"Authorization": f"Bearer {key}"},
-                timeout=30,
+                method, node.base + path, headers={"Authorization": f"Bearer {key}"}, timeout=30
             )
             if response.status_code < 500:
+                if last:  # (shown with a failed run's output)
+                    waited = time.monotonic() - started
+                    print(f"read-back: {method} {path} answered after {waited:.1f} s ({last})")
                 return response.json()
-        except requests.RequestException:
-            pass
+            last = f"{response.status_code} {response.text[:500]}"
+        except requests.RequestException as error:
+            last = repr(error)
         time.sleep(1)
-    raise RuntimeError(f"{method} {path} never answered")
+    # (what it last answered, and the end of the node's log: a CI run keeps nothing else)
+    raise RuntimeError(
+        f"{method} {path} never answered in {WAIT_S:g} s; last: {last}\n"
+        f"{node.name}'s log ends:\n{node.log.read_text(errors='replace')[-4000:]}"
+    )
 
 
 def _archived(url: str, table: str, version: int) -> bool:

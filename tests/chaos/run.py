@@ -101,9 +101,13 @@ def run(options: Options) -> dict[str, Any]:
                 measure(fault, tables, history.attempts)
         observed = read_back(topology, history, receiver, tables)
         exits, uncaught = topology.dispatcher_exits(), topology.uncaught()
+        server_errors = [(said, topology.logged(said)) for said in history.server_errors]
     violations, counts = checker.check(observed, tables)
     report = _report(options, started, history, injector, observed, violations, counts)
     report["dispatcher_exits"], report["uncaught"] = exits, uncaught
+    report["server_errors"] = [
+        {"answered": said, "logged": logged} for said, logged in server_errors
+    ]
     _keep(topology.workdir, history, report, options.keep)
     return report
 
@@ -148,7 +152,7 @@ def _report(
         "lost_commands": [_lost(r, started) for r in history.records if r.key in lost],
         "forked_tables": len({d.split("@")[0].split(":")[0] for k, d in violations if k == "fork"}),
         "outcome_unknown": sum(1 for r in history.records if r.status is None),
-        "server_errors_500": history.server_errors,
+        "server_errors_500": len(history.server_errors),
         "faults": [
             {
                 "kind": f.kind,
@@ -245,6 +249,8 @@ def text(report: dict[str, Any]) -> str:
         lines.append(f"  {fault}")
     lines += [f"fault not injected: {e}" for e in report["fault_errors"]]
     lines += [f"  lost: {c}" for c in report["lost_commands"]]
+    for error in report.get("server_errors", []):
+        lines += [f"500: {error['answered']}", *(f"  {line}" for line in error["logged"])]
     kinds = Counter(v["kind"] for v in report["violations"])
     lines.append(f"violations: {len(report['violations'])} {dict(sorted(kinds.items()))}")
     lines += [f"  {v['kind']}: {v['detail']}" for v in report["violations"][:50]]

@@ -224,6 +224,20 @@ class Topology:
         logs = [process.log.read_text() for process in [*self.api, *self.dispatchers]]
         return dict(Counter(kind for log in logs for kind in said.findall(log)))
 
+    def logged(self, answered: str) -> list[str]:
+        """The API nodes' log lines of the error a 500 answered with: its body names a reference
+        ("ref X"), its log line the same reference and the traceback."""
+        ref = re.search(r"ref (\w+)", answered)
+        if ref is None:
+            return []
+        mark = f"ref={ref.group(1)}"
+        return [
+            line[-4000:]
+            for node in self.api
+            for line in node.log.read_text().splitlines()
+            if mark in line
+        ]
+
     def dispatcher_exits(self) -> int:
         """How often a dispatcher exited by itself: the `guts dispatch` processes (restarted
         here) and those of each `guts serve` (restarted by its supervisor, which logs it)."""

@@ -68,7 +68,8 @@ class History:
     attempts: list[tuple[float, float, str, bool, bool]] = field(default_factory=list)
     """(started, ended, table, answered, a command) of every attempt: of a command, or of a
     read of its table's state (not a command)."""
-    server_errors: int = 0  # 500s answered (retried: never acceptable)
+    server_errors: list[str] = field(default_factory=list)
+    """Every 500 answered (retried: never acceptable), as "METHOD path: detail"."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, record: Record) -> None:
@@ -119,8 +120,9 @@ class Client:
                 return record
             self.history.attempt(began, record.table, False)
             if response is not None and response.status_code == 500:
+                detail = _json(response).get("detail") or response.text[:200]
                 with self.history.lock:
-                    self.history.server_errors += 1
+                    self.history.server_errors.append(f"{record.method} {record.path}: {detail}")
             self._go_on(wait)
             wait = min(wait * 2, RETRY_S[1])
         return record
