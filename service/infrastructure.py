@@ -30,6 +30,7 @@ from service.audit.jobs import QueuedJobs
 from service.config import Settings
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.fail_fast import FailFastConnection, reread_at_most_every
+from service.eventlog.redis_errors import REDIS_ERRORS as REDIS_ERRORS  # (for service.api)
 from service.eventlog.redis_py_bypass import REREAD_S
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.replication import Replicated, replicated_upto
@@ -164,8 +165,11 @@ def event_store(
     )
 
 
-def wallet_of(settings: Settings, client: redis.Redis) -> Wallet:
-    """The casino wallets' records and calls on `client`, paced as `settings` say."""
+def wallet_of(
+    settings: Settings, client: redis.Redis, commands: Replicated | None = None
+) -> Wallet:
+    """The casino wallets' records and calls on `client`, paced as `settings` say; a debit's
+    confirmation sent through `commands` when given (an event store's)."""
     schedule = WalletSchedule(
         timeout_s=settings.wallet_timeout_s,
         first_retry_s=settings.wallet_first_retry_s,
@@ -174,7 +178,7 @@ def wallet_of(settings: Settings, client: redis.Redis) -> Wallet:
         debit_grace_s=settings.wallet_debit_grace_s,
     )
     keys = RedisEventStore(client, prefix=settings.key_prefix)  # (its keys' names only)
-    store = WalletStore(client, keys.idempotency_key, prefix=settings.key_prefix)
+    store = WalletStore(client, keys.idempotency_key, prefix=settings.key_prefix, commands=commands)
     return Wallet(store, schedule)
 
 
@@ -223,6 +227,7 @@ class TableServiceParts:
     store: RedisEventStore
     index: DueIndex
     archive: Archive | None
+    wallet: Wallet
 
 
 def build_table_service(
@@ -256,6 +261,7 @@ def build_table_service(
     # this one catches a table up when a request needs it current (a page of one table, a
     # loss-limit decision, a page of its hands).
     ledger = ledger_of(settings, redis_client, archive, store.commands)
+    wallet = wallet_of(settings, redis_client, store.commands)
     follower = Follower(
         store,
         [ledger if archive is None else archiver(store, archive)],
@@ -272,6 +278,6 @@ def build_table_service(
         archive=archive,
         archiver=None if archive is None else follower,
         webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
-        wallet=wallet_of(settings, redis_client),
+        wallet=wallet,
     )
-    return TableServiceParts(usecases, tables, store, index, archive)
+    return TableServiceParts(usecases, tables, store, index, archive, wallet)

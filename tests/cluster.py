@@ -87,11 +87,11 @@ class LocalCluster:
                 client.execute_command("CLUSTER ADDSLOTS", *range(n * share, last + 1))
             for port, bus in zip(self.ports[1:], self.bus_ports[1:], strict=True):
                 clients[0].execute_command("CLUSTER MEET", "127.0.0.1", port, bus)
-            self._wait(lambda: all(_knows(c, len(self.ports)) for c in clients), "meet")
+            until(lambda: all(_knows(c, len(self.ports)) for c in clients), "the nodes to meet")
             ids = [c.execute_command("CLUSTER MYID") for c in clients[: self.nodes]]
             for n, client in enumerate(clients[self.nodes :]):
-                self._wait(lambda c=client, i=ids[n % self.nodes]: _replicates(c, i), "replicate")
-            self._wait(lambda: all(_state_ok(c) and _synced(c) for c in clients), "come up")
+                until(lambda c=client, i=ids[n % self.nodes]: _replicates(c, i), "a replica")
+            until(lambda: all(_state_ok(c) and _synced(c) for c in clients), "the cluster up")
             for client in clients:
                 client.close()
         except BaseException:
@@ -130,13 +130,6 @@ class LocalCluster:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
-
-    def _wait(self, done: Callable[[], bool], what: str, within_s: float = 30) -> None:
-        deadline = time.monotonic() + within_s
-        while not done():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the local Redis Cluster did not {what} within {within_s} s")
-            time.sleep(0.05)
 
     def client(self, port: int, timeout_s: float = 5.0) -> redis.Redis:
         """A plain client of the node on `port` (a stopped node's commands time out)."""
@@ -201,9 +194,9 @@ class LocalCluster:
         )
 
     def wait_settled(self, within_s: float = 30) -> float:
-        """Wait for `settled`; the seconds it took (RuntimeError past `within_s`)."""
+        """Wait for `settled`; the seconds it took (AssertionError past `within_s`)."""
         started = time.monotonic()
-        self._wait(self.settled, "settle", within_s)
+        until(self.settled, "the cluster settled", within_s)
         return time.monotonic() - started
 
     def pause(self, port: int) -> None:
@@ -242,9 +235,9 @@ class LocalCluster:
 
     def wait_ok(self, within_s: float = 30) -> None:
         """Until every live node says the cluster is ok and every replica is in sync."""
-        self._wait(
+        until(
             lambda: all(_state_ok(self.client(p)) and _synced(self.client(p)) for p in self.live()),
-            "settle",
+            "every live node ok and every replica in sync",
             within_s,
         )
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.table_list import TableList
@@ -226,17 +228,24 @@ def test_a_worker_makes_the_store_client_once_for_the_webhook_jobs_it_forks(
     assert made == 1  # the worker's one client, not one a job
 
 
-def test_a_debit_is_recorded_in_the_round_trip_of_the_players_protections(cluster_client):
+@pytest.mark.parametrize("shortcut", [False, True], ids=["redis-py", "the store's shortcut"])
+def test_a_debit_is_recorded_in_the_round_trip_of_the_players_protections(
+    cluster_client, shortcut: bool
+):
     """A wallet-funded seat's debit rides the pipeline that reads the player's protections
     (docs/wallet.md): the ledger's keys and the wallet's are two hash tags, here on two
-    masters, and redis-py's cluster pipeline sends each its part; the debit's script is
-    sent whole (EVAL), so a master that never saw it runs it all the same."""
+    masters, and redis-py's cluster pipeline sends each its part (also when the stores are
+    given the event store's shortcut, which sends one connection's commands to one master);
+    the debit's script is sent whole (EVAL), so a master that never saw it runs it all the
+    same. Its confirmation goes to the wallet's master either way."""
     from service.projections.wallet import WalletStore
     from service.projections.wallet_calls import Wallet
     from service.rules import wallet as w
 
-    store = WalletStore(cluster_client, RedisEventStore(cluster_client).idempotency_key)
-    ledger, wallet = LedgerStore(cluster_client), Wallet(store)
+    events = RedisEventStore(cluster_client)
+    commands = events.commands if shortcut else None
+    store = WalletStore(cluster_client, events.idempotency_key, commands=commands)
+    ledger, wallet = LedgerStore(cluster_client, commands=commands), Wallet(store)
     ledger_slot = cluster_client.keyslot(ledger.key("casino-a", "limits"))
     wallet_slot = cluster_client.keyslot(store.key("casino-a", "tx"))
     assert cluster_client.nodes_manager.slots_cache[ledger_slot][0].name != (
@@ -269,6 +278,13 @@ def test_a_debit_is_recorded_in_the_round_trip_of_the_players_protections(cluste
     assert store.transaction("casino-a", "d-1") == begun[0]
     wallet.withdraw("casino-a", begun[0])
     assert store.transaction("casino-a", "d-1") is None
+    carried = wallet.carry_debit("casino-a", make(2))
+    ledger.seating("casino-a", "ann", carried)
+    begun = wallet.begin_debit("casino-a", make(2), carried)
+    assert begun is not None and begun[2]
+    wallet.confirm("casino-a", begun[0])
+    confirmed = store.transaction("casino-a", "d-2")
+    assert confirmed is not None and confirmed["status"] == w.CONFIRMED
 
 
 def test_the_loss_limits_and_the_due_index_follow_their_slots_through_the_shortcut(
@@ -287,6 +303,7 @@ def test_the_loss_limits_and_the_due_index_follow_their_slots_through_the_shortc
     ledger.set_limits("casino-a", "ann", Limits(loss_limit_24h=40))
     ledger.set_profile("casino-a", "ukgc")
     assert ledger.limits("casino-a", ["ann", "bob"]) == ({"ann": Limits(40)}, "ukgc")
+    assert ledger.seating("casino-a", "ann") == (Limits(40), "ukgc", None)
     assert index.record("table-1", 3, 1_000.0)
     for key in (ledger.key("casino-a", "limits"), index.index_key):
         slot = cluster_client.keyslot(key)
@@ -296,6 +313,7 @@ def test_the_loss_limits_and_the_due_index_follow_their_slots_through_the_shortc
             _move_slot(cluster_client, slot, target)
             assert ledger.limits("casino-a", ["ann", "bob"]) == ({"ann": Limits(40)}, "ukgc")
             assert ledger.limits("casino-a", []) == ({}, "ukgc")
+            assert ledger.seating("casino-a", "ann") == (Limits(40), "ukgc", None)
             assert index.record("table-1", 4, 2_000.0)
             assert not index.record("table-1", 3, 500.0)  # (an older version: ignored)
             assert cluster_client.zscore(index.index_key, "table-1") == 2_000.0

@@ -19,6 +19,7 @@ from service.application import TableService
 from service.application.errors import StoreUnavailable
 from service.config import Settings
 from service.infrastructure import (
+    REDIS_ERRORS,
     TableServiceParts,
     build_table_service,
     feed_confirmation,
@@ -65,7 +66,7 @@ def _token_secret(settings: Settings, client: redis.Redis) -> bytes | Callable[[
         try:
             client.set(key, secrets.token_hex(32), nx=True)
             value = client.get(key)
-        except redis.RedisError as error:
+        except REDIS_ERRORS as error:
             raise StoreUnavailable(f"Redis is unreachable: {error}") from error
         assert value is not None
         return value if isinstance(value, bytes) else str(value).encode()
@@ -151,6 +152,7 @@ def create_app(
     app.extensions["guts"] = services
     metrics = Metrics()
     built.tables.on_conflict = metrics.conflicts.inc
+    built.wallet.on_call = metrics.wallet_call
     app.extensions["guts_metrics"] = metrics
     _add_routes(app, settings, usecases)
     if "flask_request_bypass" not in settings.shortcuts_off:

@@ -58,6 +58,7 @@ from service.application import Caller, TableReads
 from service.application.access import may_view
 from service.application.errors import CorruptLog, Forbidden, StoreUnavailable
 from service.application.reads import render_events
+from service.infrastructure import REDIS_ERRORS
 from service.rules.errors import GutsError
 from service.rules.state import TableState
 from service.rules.views import Viewer
@@ -240,7 +241,7 @@ class Feed:
                         self._notice(notice["data"])
                     for table_id in waiting:
                         self._deliver_safely(table_id)
-            except (redis.RedisError, StoreUnavailable) as error:
+            except (*REDIS_ERRORS, StoreUnavailable) as error:
                 log.warning("the live feed lost Redis; it reconnects", extra={"error": str(error)})
                 threading.Event().wait(pause)
                 pause = min(pause * 2, 2.0)
@@ -272,7 +273,7 @@ class Feed:
         and never the listener, which serves every other table."""
         try:
             self._deliver(table_id)
-        except (redis.RedisError, StoreUnavailable):
+        except (*REDIS_ERRORS, StoreUnavailable):
             raise  # the listener reconnects
         except Exception as error:  # noqa: BLE001 - see the docstring
             log.exception("the live feed failed on a table", extra={"table_id": table_id})

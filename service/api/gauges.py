@@ -34,6 +34,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from prometheus_client.registry import Collector
 
 from service.application.ports import DispatcherVitals
+from service.infrastructure import REDIS_ERRORS
 from service.projections.webhooks import WebhookStore
 
 SAMPLE_S = 1.0
@@ -166,14 +167,14 @@ class FromRedis(Collector):
             )
             del count  # (the +Inf bucket is the count)
             yield lateness
-        except redis.RedisError:
+        except REDIS_ERRORS:
             pass
         lag = float("nan")
         if self.archived:
             try:
                 measured = self.vitals.archive_lag()
                 lag = math.nan if measured.events is None else float(measured.events)
-            except redis.RedisError:
+            except REDIS_ERRORS:
                 pass
         else:
             lag = 0.0
@@ -184,7 +185,7 @@ class FromRedis(Collector):
         )
         try:
             backlog = float(self.webhooks.backlog())
-        except redis.RedisError:
+        except REDIS_ERRORS:
             backlog = math.nan
         yield GaugeMetricFamily(
             "guts_webhook_backlog",

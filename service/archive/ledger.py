@@ -21,7 +21,9 @@ class ArchiveLedger(LedgerStore):
     archive is (its `apply` keeps the entries)."""
 
     def __init__(self, archive: Archive, ledger: LedgerStore) -> None:
-        super().__init__(ledger.client, ledger.prefix)
+        # (with `ledger`'s way to Redis: its limits read on a request's path, and a seat's
+        # protections, go through the event store's shortcut when it was given)
+        super().__init__(ledger.client, ledger.prefix, commands=ledger.commands)
         self.archive = archive
 
     @reachable

@@ -44,7 +44,8 @@ import orjson
 import redis
 
 from .decoding import member_text, parse_each, recorded_version, what_failed
-from .replication import Replicated
+from .redis_errors import REDIS_ERRORS
+from .replication import Replicated, plain
 from .store import CorruptLog, EventStore, check_due
 
 log = logging.getLogger("guts.quarantine")
@@ -61,7 +62,7 @@ class DueIndex:
         """`commands`: how `record` is sent (an event store's `commands`, its shortcut around
         redis-py when on); None: redis-py's public API."""
         self.client = client
-        self.commands = commands
+        self.commands = commands or plain(client)
         self.index_key = f"{prefix}:{{%due}}:index"
         self.versions_key = f"{prefix}:{{%due}}:versions"
         self.quarantine_key = f"{prefix}:{{%due}}:quarantine"
@@ -73,9 +74,7 @@ class DueIndex:
         """Index the table's due as of `version` (None: nothing due); False when a later
         version was recorded already."""
         args = _record_args(table_id, version, due)
-        if self.commands is not None:
-            return bool(self.commands.run(self._record, self._record_keys, args)[0])
-        return bool(self._record(keys=self._record_keys, args=args))
+        return bool(self.commands.run(self._record, self._record_keys, args)[0])
 
     def record_many(self, records: Sequence[tuple[str, int, float | None]]) -> int:
         """`record` each (table id, version, due), in one script call (so on a Redis Cluster
@@ -273,7 +272,7 @@ class QuarantineView:
             self._held = self.index.quarantined()
             # (what `add` told of before this read began, the read holds)
             self._added = {t: a for t, a in self._added.items() if a[1] >= started}
-        except redis.RedisError:
+        except REDIS_ERRORS:
             pass  # Redis away: what this process saw last (its loads fail anyway)
         self._fresh_until = time.monotonic() + self.ttl_s
 

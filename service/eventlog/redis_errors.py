@@ -8,12 +8,13 @@ from collections.abc import Iterator
 
 import redis
 from redis.cluster import RedisCluster
-from redis.exceptions import ClusterError, SlotNotCoveredError
+from redis.exceptions import ClusterError, RedisClusterException, SlotNotCoveredError
 
 from service.eventlog.decoding import CorruptTable
 from service.eventlog.store import StoreError, StoreUnavailable
 
 __all__ = [
+    "REDIS_ERRORS",
     "bytes_of",
     "demoted",
     "failing_over",
@@ -30,6 +31,20 @@ has no master for a slot yet: ``UNBLOCKED ... (master -> replica?)`` to a ``WAIT
 blocked command) on a master made a replica, ``READONLY`` to a write on it, ``MASTERDOWN``
 from a replica whose master is away, ``LOADING`` from a node reading its files,
 ``CLUSTERDOWN`` and ``TRYAGAIN`` while slots move."""
+
+REDIS_ERRORS = (redis.RedisError, RedisClusterException)
+"""What redis-py raises for a Redis or a Redis Cluster: its cluster client's own errors
+(RedisClusterException, such as a cluster none of whose nodes it can reach) are not
+RedisErrors."""
+
+_CLUSTER_AWAY = (
+    "Redis Cluster cannot be connected",
+    "startup_nodes could not agree",
+    "All slots are not covered",
+)
+"""How redis-py's cluster client says, when it maps the cluster again (after a node went
+away), that no node it knows answered, or that the nodes disagree or leave slots uncovered
+(mid-failover)."""
 
 FAILOVER_ERRORS = (
     redis.ConnectionError,
@@ -49,6 +64,8 @@ def failing_over(error: BaseException) -> bool:
     an unexpected error."""
     if isinstance(error, FAILOVER_ERRORS):
         return True
+    if isinstance(error, RedisClusterException):
+        return str(error).startswith(_CLUSTER_AWAY)
     return isinstance(error, redis.ResponseError) and str(error).startswith(_FAILOVER_REPLIES)
 
 
@@ -94,7 +111,7 @@ def redis_errors() -> Iterator[None]:
     """Turn redis-py errors into the store's: unreachable Redis -> StoreUnavailable."""
     try:
         yield
-    except (redis.RedisError, SlotNotCoveredError) as error:
+    except REDIS_ERRORS as error:
         raise store_error(error) from error
 
 
@@ -104,7 +121,7 @@ def table_errors(table_id: str, what: str) -> Iterator[None]:
     wrote it outside the store) is that table's CorruptTable."""
     try:
         yield
-    except (redis.RedisError, SlotNotCoveredError) as error:
+    except REDIS_ERRORS as error:
         raise store_error(error, table_id, what) from error
 
 

@@ -51,7 +51,6 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote
 
 import redis
-from redis.exceptions import SlotNotCoveredError
 
 from service.eventlog.append_args import append_call
 from service.eventlog.append_reply import append_outcome
@@ -68,6 +67,7 @@ from service.eventlog.decoding import (
     version_of_id,
 )
 from service.eventlog.redis_errors import (
+    REDIS_ERRORS,
     bytes_of,
     demoted,
     redis_errors,
@@ -233,7 +233,7 @@ class RedisEventStore:
         )
         try:  # (inline rather than `with redis_errors()`: this runs on every command)
             reply, acked = self.replication.run(self._append_script, keys, args)
-        except (redis.RedisError, SlotNotCoveredError) as error:
+        except REDIS_ERRORS as error:
             if self.min_replicas and demoted(error):  # the script may have run: unconfirmed
                 made = expected_version + len(events)
                 raise NotReplicated(table_id, made, None, self.min_replicas) from error

@@ -32,7 +32,15 @@ from redis.exceptions import (
 
 from service.eventlog.store import NotReplicated, StoredEvent
 
-__all__ = ["REROUTED", "Replicated", "pipelined", "replicated_log", "replicated_upto", "rerouted"]
+__all__ = [
+    "REROUTED",
+    "Replicated",
+    "pipelined",
+    "plain",
+    "replicated_log",
+    "replicated_upto",
+    "rerouted",
+]
 
 REROUTED = (
     redis.ConnectionError,
@@ -82,6 +90,12 @@ def pipelined(client: redis.Redis) -> CallMany:
         return list(replies)
 
     return call_many
+
+
+def plain(client: redis.Redis) -> Replicated:
+    """Scripts and commands on `client` through redis-py's public API, no replica asked (a
+    store given no event store's `commands`)."""
+    return Replicated(client, client.execute_command, pipelined(client))
 
 
 class Replicated:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import redis
 
+from service.eventlog.redis_errors import REDIS_ERRORS
 from service.pacing import Backoff
 
 log = logging.getLogger("guts.lease")
@@ -89,7 +90,7 @@ def run_while_holding(
         while not stop.is_set():
             try:
                 held, failures, wait = lease.hold(), 0, renew_s
-            except redis.RedisError as error:  # unreachable, or refused: looked at again
+            except REDIS_ERRORS as error:  # unreachable, or refused: looked at again
                 failures += 1
                 held, wait = False, backoff.delay(failures)
                 log.warning(
@@ -112,5 +113,5 @@ def run_while_holding(
             runner.join(timeout=10)
             try:
                 lease.release()
-            except redis.RedisError:
+            except REDIS_ERRORS:
                 pass  # it expires

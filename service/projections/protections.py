@@ -18,9 +18,9 @@ from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 import orjson
 import redis
-from redis.exceptions import SlotNotCoveredError
+from redis.cluster import RedisCluster
 
-from service.eventlog.redis_errors import failing_over
+from service.eventlog.redis_errors import REDIS_ERRORS, failing_over
 from service.eventlog.store import StoreUnavailable
 from service.rules.limit_changes import DEFAULT_PROFILE
 from service.rules.limits import Limits
@@ -41,10 +41,10 @@ class CallsMany(Protocol):
 
 
 class Carried(Protocol):
-    """Another store's step that a round trip of this one carries (one pipeline, any keys):
-    `queue` adds its commands, `took` is handed their replies."""
+    """Another store's step that a round trip of this one carries (sent with its commands on
+    one connection, any keys): `commands` are its commands, `took` is handed their replies."""
 
-    def queue(self, pipe: Any) -> None: ...
+    commands: tuple[tuple[Any, ...], ...]
 
     def took(self, replies: list[Any]) -> None: ...
 
@@ -58,7 +58,7 @@ def reachable(method: Callable[P, R]) -> Callable[P, R]:
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return method(*args, **kwargs)
-        except (redis.RedisError, SlotNotCoveredError) as error:
+        except REDIS_ERRORS as error:
             if not failing_over(error):
                 raise
             raise StoreUnavailable(f"Redis is unreachable: {str(error)[:200]}") from error
@@ -79,22 +79,37 @@ class PlayerProtections:
         """The key of `parts` in `tenant`'s ledger."""
         return ":".join((f"{self.prefix}:{{%ledger:{tenant}}}", *parts))
 
+    def _together(self, read: list[tuple[Any, ...]], also: Carried | None = None) -> list[Any]:
+        """The replies to `read` (commands on one tenant's keys, the second, if any, an
+        ``HMGET``) and to `also`'s commands, in one round trip: through `commands` (on a Redis
+        Cluster only without `also`, whose keys are another slot's), else redis-py's pipeline.
+        A slot that moved answers the first command alone through `commands` (the others
+        None, where an ``HMGET`` answers a list): `read` is then sent again the pipeline's way,
+        never taken for keys that hold nothing."""
+        carried = also.commands if also is not None else ()
+        if self.commands is not None and not (carried and isinstance(self.client, RedisCluster)):
+            replies = self.commands.call_many(*read, *carried)
+            if carried or len(read) < 2 or replies[1] is not None:
+                if also is not None:
+                    also.took(replies[len(read) :])
+                return replies
+        pipe = self.client.pipeline(transaction=False)
+        for command in (*read, *carried):
+            pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+        replies = pipe.execute()
+        if also is not None:
+            also.took(replies[len(read) :])
+        return list(replies)
+
     @reachable
     def limits(self, tenant: str, player_ids: Sequence[str]) -> tuple[dict[str, Limits], str]:
         """The limits set for each of `player_ids` (players without any are left out) and the
         tenant's player-protection profile, whose defaults the others get: one round trip
         (both keys under the tenant's hash tag)."""
-        read: list[tuple[str, ...]] = [("HGET", self.key(tenant, "settings"), "profile")]
+        read: list[tuple[Any, ...]] = [("HGET", self.key(tenant, "settings"), "profile")]
         if player_ids:
             read.append(("HMGET", self.key(tenant, "limits"), *player_ids))
-        replies = None if self.commands is None else self.commands.call_many(*read)
-        if replies is None or (player_ids and replies[1] is None):
-            # (None after the HGET: a slot that moved answered the first command alone)
-            pipe = self.client.pipeline(transaction=False)
-            for command in read:
-                pipe.execute_command(*command)  # type: ignore[no-untyped-call]
-            replies = pipe.execute()
-        found, *raw = replies
+        found, *raw = self._together(read)
         stored = {
             pid: Limits(**orjson.loads(data))
             for pid, data in zip(player_ids, raw[0] if raw else [], strict=True)
@@ -163,17 +178,15 @@ class PlayerProtections:
     @reachable
     def seating(self, tenant: str, player_id: str, also: Carried | None = None) -> Seating:
         """What a seat of `player_id` asks (the limits set for them, None: none; the tenant's
-        profile; `cool_down_until`) in one round trip, which carries `also` when given."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hget(self.key(tenant, "settings"), "profile")
-        pipe.hget(self.key(tenant, "limits"), player_id)
-        pipe.zscore(self.key(tenant, "cool-downs"), player_id)
-        if also is not None:
-            also.queue(pipe)
-        chosen, data, score, *carried = pipe.execute()
-        if also is not None:
-            also.took(carried)
-        until = None if score is None else iso(datetime.fromtimestamp(score / 1000, UTC))
+        profile; `cool_down_until`) in one round trip (`_together`), which carries `also`
+        when given."""
+        read: list[tuple[Any, ...]] = [
+            ("HGET", self.key(tenant, "settings"), "profile"),
+            ("HMGET", self.key(tenant, "limits"), player_id),  # (a list: never None
+            ("ZSCORE", self.key(tenant, "cool-downs"), player_id),  # unless the slot moved)
+        ]
+        chosen, (data,), score, *_ = self._together(read, also)
+        until = None if score is None else iso(datetime.fromtimestamp(float(score) / 1000, UTC))
         limits = Limits(**orjson.loads(data)) if data else None
         return limits, chosen.decode() if chosen else DEFAULT_PROFILE, until
 

@@ -32,11 +32,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import orjson
 import redis
 
+from service.eventlog.replication import plain
 from service.projections.wallet_messages import check_settings
 from service.projections.webhook_messages import new_secret
 from service.rules import wallet as w
@@ -133,6 +134,13 @@ def rollback_key(transaction_id: str) -> str:
     return f"rollback:{transaction_id}"
 
 
+class RunsScripts(Protocol):
+    """Scripts run on one connection of the store's Redis
+    (`service.eventlog.replication.Replicated`): the reply, and how many replicas hold it."""
+
+    def run(self, script: Any, keys: list[Any], args: list[Any]) -> tuple[Any, int | None]: ...
+
+
 class WalletStore:
     """Every tenant's wallet settings and transactions under `prefix` (see the module doc).
     `idempotency_key(table_id, key)` names a table's idempotency record (the event store's)."""
@@ -143,11 +151,16 @@ class WalletStore:
         idempotency_key: Callable[[str, str], bytes],
         prefix: str = "guts",
         clock: Callable[[], float] = time.time,
+        commands: RunsScripts | None = None,
     ) -> None:
+        """`commands`: how `settle` is sent, on a seat's path (a debit's confirmation): an
+        event store's `commands`, its shortcut around redis-py when on; None: redis-py's
+        public API (`service.eventlog.replication.plain`)."""
         self.client = client
         self.prefix = prefix
         self.clock = clock
         self.idempotency_key = idempotency_key
+        self.commands = commands or plain(client)
         self._open = client.register_script(OPEN)
         self._withdraw = client.register_script(_WITHDRAW)
         self._settle = client.register_script(_SETTLE)
@@ -255,7 +268,8 @@ class WalletStore:
             after["settled_at"] = _iso(self._now())
         keys = [self.key(tenant, "tx"), self.key(tenant, "due")]
         args = [record_key(before), before["status"], before["attempts"], orjson.dumps(after)]
-        done = self._settle(keys=keys, args=[*args, _score(due)])
+        args.append(_score(due))
+        done = self.commands.run(self._settle, keys, args)[0]
         return after if done else None
 
     def claim_rollback(self, table_id: str, transaction_id: str) -> bool:

@@ -18,6 +18,7 @@ one transaction cannot both change it, and each re-reads and decides again when 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -44,6 +45,9 @@ CLAIM_LEASE_S = 30.0
 Make = Callable[[dict[str, Any]], dict[str, Any]]
 """A debit's record made of the tenant's wallet settings."""
 Send = Callable[[str, str, str, dict[str, Any], float], Answer]
+Observe = Callable[[str, str, float], None]
+"""Told of each call made: its path (``debit``, ``credit``, ``rollback``), its outcome
+(``ok``, ``refused``: another of the contract's answers, ``unknown``) and its seconds."""
 Change = Callable[[dict[str, Any]], "tuple[dict[str, Any], Due] | None"]
 """A change of a record: the changes and when it is due next, or None: leave it as it is."""
 
@@ -62,6 +66,7 @@ class Wallet:
         self.store = store
         self.schedule = schedule or WalletSchedule()
         self.send = send
+        self.on_call: Observe = _unobserved  # (the API's /metrics sets it)
         # what the application reads and sets goes straight to the store
         self.settings = store.settings
         self.put_settings = store.put_settings
@@ -277,7 +282,10 @@ class Wallet:
             return Answer(None, problem="the tenant has no wallet settings")
         payload = {k: record[k] for k in fields}
         url, secret = settings["url"], settings["secret"]
-        return self.send(url, path, secret, payload, self.schedule.timeout_s)
+        started = time.perf_counter()
+        answer = self.send(url, path, secret, payload, self.schedule.timeout_s)
+        self.on_call(path, _outcome_of(answer), time.perf_counter() - started)
+        return answer
 
     def _change(
         self, tenant: str, key: str, change: Change, known: dict[str, Any] | None = None
@@ -299,6 +307,17 @@ class Wallet:
 
     def _now(self) -> float:
         return self.store.clock()
+
+
+def _outcome_of(answer: Answer) -> str:
+    """A call's outcome as `Observe` is told it."""
+    if answer.status is None:
+        return "unknown"
+    return "ok" if answer.status == "ok" else "refused"
+
+
+def _unobserved(path: str, outcome: str, seconds: float) -> None:
+    pass
 
 
 def _pending_to(changes: dict[str, Any]) -> Change:
@@ -325,8 +344,8 @@ def _attempted(changes: dict[str, Any], due: Due) -> Change:
 
 class CarriedDebit:
     """A debit's record (`record`, made with the tenant's `settings`) written by a round
-    trip of another store (`service.projections.protections.Carried`): `OPEN` in its
-    pipeline, sent whole (EVAL: a registered script there would cost a round trip of its
+    trip of another store (`service.projections.protections.Carried`): `OPEN` among its
+    commands, sent whole (EVAL: a registered script there would cost a round trip of its
     own to check that Redis has it, and a cluster's pipeline refuses EVALSHA); `replies`
     its answer once that ran."""
 
@@ -339,12 +358,9 @@ class CarriedDebit:
         settings: dict[str, Any],
     ) -> None:
         self.record, self.settings = record, settings
-        self.keys, self.args = store.opening(tenant, record, due, settings)
+        keys, args = store.opening(tenant, record, due, settings)
+        self.commands = (("EVAL", OPEN, len(keys), *keys, *args),)
         self.replies: list[Any] = []
-
-    def queue(self, pipe: Any) -> None:  # (a cluster's pipeline has no `eval` method: the
-        # command as redis-py sends it, routed by its keys)
-        pipe.execute_command("EVAL", OPEN, len(self.keys), *self.keys, *self.args)
 
     def took(self, replies: list[Any]) -> None:
         self.replies = replies

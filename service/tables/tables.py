@@ -260,6 +260,10 @@ class Tables(Upkeep, Held):
         except Exception:
             if known is not None:  # what this process knew may be behind: say no only on
                 return Attempt()  # the stored state
+            if sub.idempotency_key is not None:  # the same request, sent twice at once, may
+                seen = self.store.find_idempotent(sub.table_id, sub.idempotency_key)  # have
+                if seen is not None:  # landed since the first look: its answer, not a "no"
+                    return self._replay(sub.table_id, seen, sub.request_hash)
             raise
         return self._commit(sub, decided)
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-import redis
-
 from service.eventlog.codec import decode_current
 from service.eventlog.due_index import DueIndex
+from service.eventlog.redis_errors import REDIS_ERRORS
 from service.eventlog.store import CorruptLog, EventStore
 from service.eventlog.table_list import TableList
 from service.rules.errors import GutsError
@@ -81,7 +80,7 @@ class Upkeep:
             return
         try:
             self.index.record(table_id, version, due)
-        except redis.RedisError as error:  # (a master away: by the hundred, no traceback)
+        except REDIS_ERRORS as error:  # (a master away: by the hundred, no traceback)
             log.warning(
                 "due not indexed for table %s: %s", table_id, error, extra={"table_id": table_id}
             )

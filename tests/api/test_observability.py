@@ -7,19 +7,13 @@ import json
 import re
 
 from tests.apiclient import Api
+from tests.metrics import samples
 
 
 def _metric(api: Api, name: str, **labels: str) -> float:
     """The value of one sample on /metrics (0 when it is not there yet)."""
-    text = api.get("/metrics", token=None).text
-    for line in text.splitlines():
-        match = re.fullmatch(r"(\w+)\{(.*)\} (\S+)", line)
-        if match is None or match.group(1) != name:
-            continue
-        found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2)))
-        if found == labels:
-            return float(match.group(3))
-    return 0.0
+    found = samples(api.get("/metrics", token=None).text).get(name, [])
+    return next((value for have, value in found if have == labels), 0.0)
 
 
 def test_commands_are_counted_by_type_and_outcome_and_timed_by_route(api: Api):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import re
 import socket
 import threading
 import time
@@ -27,6 +26,7 @@ from service.infrastructure import open_archive, store_client
 from service.logs import StderrLines
 from service.processes.redis_server import free_port
 from tests.apiclient import Api, follow_webhooks
+from tests.metrics import Samples, samples
 from workers.dispatcher import build_archiver, build_dispatcher
 
 DEADLINE_S = 15.0
@@ -281,21 +281,14 @@ def test_the_log_lines_a_request_causes_carry_its_id(
 # --- /metrics --------------------------------------------------------------------------------
 
 
-def _samples(api: Api) -> dict[str, list[tuple[dict[str, str], float]]]:
+def _samples(api: Api) -> Samples:
     """Every sample on /metrics, by name."""
-    found: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for line in api.get("/metrics", token=None).text.splitlines():
-        match = re.fullmatch(r"(\w+)(?:\{(.*)\})? (\S+)", line)
-        if match is None:
-            continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2) or ""))
-        found.setdefault(match.group(1), []).append((labels, float(match.group(3))))
-    return found
+    return samples(api.get("/metrics", token=None).text)
 
 
-def _one(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
-    values = [value for found, value in samples.get(name, []) if labels.items() <= found.items()]
-    assert len(values) == 1, (name, labels, samples.get(name))
+def _one(found: Samples, name: str, **labels: str) -> float:
+    values = [value for have, value in found.get(name, []) if labels.items() <= have.items()]
+    assert len(values) == 1, (name, labels, found.get(name))
     return values[0]
 
 

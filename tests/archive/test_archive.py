@@ -162,6 +162,28 @@ def test_the_list_of_hands_pages_newest_first_and_filters(archived_api: Api) -> 
     )
 
 
+def test_the_archives_ledger_reads_a_requests_protections_the_event_stores_way(
+    archived_api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an archive the ledger is the archive's (its pages and net losses in PostgreSQL);
+    its Redis reads on a request's path, a seat's protections and the loss limits at a deal,
+    still go the event store's way (its shortcut around redis-py when on), as they do without
+    an archive: none went through redis-py's pool (whose checkout polls each connection
+    through gevent's hub)."""
+    commands = _services(archived_api).usecases.tables.store.commands
+    sent: list[str] = []
+    call_many = commands.call_many
+
+    def counted(*batch: tuple[Any, ...]) -> list[Any]:
+        sent.extend(str(command[0]) for command in batch)
+        return call_many(*batch)
+
+    monkeypatch.setattr(commands, "call_many", counted)
+    table, _ = _played(archived_api, hands=1, players=2)
+    assert sent.count("ZSCORE") == 2  # each seat's protections (its cool-down among them)
+    assert sent.count("HGET") >= 3  # the profile: at each seat, and at the deal's limits
+
+
 def _q(moment: str) -> str:
     return moment.replace("+", "%2B")
 

@@ -9,10 +9,14 @@ after 5 s, doubling, up to 1 h) and a local wallet that answers at once (the tes
 `tests/wallet_server.py`, made not idempotent so that a credit paid twice would show).
 
 1. Seats: `--seats` plain seats and as many wallet-funded ones, interleaved, one at a time;
-   p50, p90 and p99 of each, and the p50 of a signed wallet call made from this process (one wallet
-   round trip, over a kept connection as the API's calls are), and how many connections the
-   wallet accepted for the seats' debits. Goal: a wallet-funded seat costs one wallet round trip
-   more than a plain seat (the debit; the records it writes are a few Redis round trips more).
+   p50, p90 and p99 of each; and one wallet round trip, measured three ways: the p50 of a
+   signed wallet call made from this process after each pair of seats (the machine as busy as
+   the seats' debits find it: the dispatcher's followers react to each seat), the p50 of as
+   many made after the seats (quiet), and the mean of the seats' debits as the service timed
+   them (``guts_wallet_call_seconds`` in its /metrics); each over a kept connection, as the
+   API's calls are; and how many connections the wallet accepted for the seats' debits. Goal:
+   a wallet-funded seat costs one wallet round trip more than a plain seat (the debit; the
+   records it writes are a few Redis round trips more).
 2. Credits: `--credits` wallet-funded seats on tables of 6, then the wallet goes down (nothing
    listens on its port) and every table is ended (a credit per seat); after `--down` seconds
    the wallet comes back, and the run waits until no credit is pending (or 5 minutes). Goal:
@@ -37,6 +41,7 @@ import requests
 
 from service.processes.redis_server import RedisServer, free_port
 from service.projections.wallet_messages import call
+from tests.metrics import samples, total
 from tests.wallet_server import TestWallet
 
 KEY = "bench-operator-key"
@@ -90,6 +95,13 @@ class Bench:
         assert seated.status_code == 201, seated.text
         return took
 
+    def debits_timed(self) -> tuple[float, float]:
+        """(count, seconds) of the debits answered ok, as the service timed them."""
+        found = samples(self.session.get(f"{self.base}/metrics", timeout=30).text)
+        ok = {"call": "debit", "outcome": "ok"}
+        name = "guts_wallet_call_seconds"
+        return total(found, f"{name}_count", **ok), total(found, f"{name}_sum", **ok)
+
     def stop(self) -> None:
         self.served.send_signal(signal.SIGTERM)
         self.served.wait(timeout=60)
@@ -100,34 +112,50 @@ def _ms(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1] * 1000 if len(values) > 1 else 0.0
 
 
+def _trip(wallet: TestWallet, transaction_id: str) -> float:
+    """One signed wallet call made from this process (a credit), in seconds."""
+    payload = {"transaction_id": transaction_id, "player_id": "rt", "table_id": "t",
+               "amount": 1, "currency": "EUR", "reason": "cash_out"}  # fmt: skip
+    started = time.perf_counter()
+    assert call(wallet.url, "credit", wallet.secret, payload, 5.0).status == "ok"
+    return time.perf_counter() - started
+
+
 def seats(bench: Bench, wallet: TestWallet, count: int) -> None:
     plain: list[float] = []
     funded: list[float] = []
+    between: list[float] = []  # a call after each pair of seats, as busy as the seats find it
     tables = {"chips": bench.table(), "wallet": bench.table()}
+    _trip(wallet, "between-first")  # (this process's connection, kept: not counted below)
     connections = wallet.connections
+    timed = bench.debits_timed()
     for n in range(count):
         for funding, times in (("chips", plain), ("wallet", funded)):
             if n and n % SEATS_PER_TABLE == 0:
                 tables[funding] = bench.table()
             times.append(bench.seat(tables[funding], f"s{funding}{n}", funding))
+        between.append(_trip(wallet, f"between-{n}"))
     connections = wallet.connections - connections
-    trips = []
-    for n in range(count):
-        payload = {"transaction_id": f"trip-{n}", "player_id": "rt", "table_id": "t",
-                   "amount": 1, "currency": "EUR", "reason": "cash_out"}  # fmt: skip
-        started = time.perf_counter()
-        assert call(wallet.url, "credit", wallet.secret, payload, 5.0).status == "ok"
-        trips.append(time.perf_counter() - started)
-    p50_plain, p50_funded, p50_trip = (_ms(v, 50) for v in (plain, funded, trips))
+    debits, debit_s = (
+        after - before for after, before in zip(bench.debits_timed(), timed, strict=True)
+    )
+    quiet = [_trip(wallet, f"trip-{n}") for n in range(count)]
+    p50_plain, p50_funded = _ms(plain, 50), _ms(funded, 50)
+    p50_between, p50_quiet = _ms(between, 50), _ms(quiet, 50)
+    mean_debit = debit_s / debits * 1000 if debits else float("nan")
     print(f"seats: {count} plain, {count} wallet-funded (interleaved, one at a time)")
     for name, times in (("plain seat        ", plain), ("wallet-funded seat", funded)):
         spread = " ".join(f"p{q} {_ms(times, q):.2f} ms" for q in (90, 99))
         print(f"  {name}  p50 {_ms(times, 50):.2f} ms  {spread}")
-    print(f"  one wallet call     p50 {p50_trip:.2f} ms (from this process); the seats' "
-          f"{count} debits took {connections} connection(s)")  # fmt: skip
+    print(f"  one wallet call     p50 {p50_between:.2f} ms from this process between the seats, "
+          f"{p50_quiet:.2f} ms after them (quiet); {mean_debit:.2f} ms the mean of the seats' "
+          f"{debits:.0f} debits as the service timed them; the debits took {connections} "
+          "connection(s)")  # fmt: skip
     extra = p50_funded - p50_plain
-    print(f"  a wallet-funded seat costs {extra:.2f} ms more = {extra / p50_trip:.2f} wallet "
-          f"round trips ({p50_funded / p50_plain:.2f}x a plain seat)")  # fmt: skip
+    print(f"  a wallet-funded seat costs {extra:.2f} ms more = {extra / p50_between:.2f} wallet "
+          f"calls made between the seats ({extra / mean_debit:.2f} as the service times them, "
+          f"{extra / p50_quiet:.2f} quiet calls; {p50_funded / p50_plain:.2f}x a plain "
+          "seat)")  # fmt: skip
 
 
 def credits(bench: Bench, wallet: TestWallet, client: redis.Redis, count: int, down: float) -> int:

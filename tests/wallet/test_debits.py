@@ -14,6 +14,7 @@ import yaml
 
 from service.projections.ledger import LedgerStore
 from tests.apiclient import AUDITOR_A, REGULATOR, SERVED, Api, As
+from tests.metrics import samples, total
 from tests.openapi_helpers import SpecValidator
 from tests.wallet.conftest import PLAYERS, connect, transactions
 from tests.wallet_server import TestWallet
@@ -347,3 +348,35 @@ def test_a_player_who_lost_up_to_their_loss_limit_is_refused_a_top_up_from_the_w
     topped = wallet_api.post(f"{chips}/1/chips", {"amount": 5, "funding": "wallet"})
     assert topped.status_code == 200, topped.text
     assert wallet.count("debit") == 3
+
+
+def _wallet_calls(api: Api) -> dict[tuple[str, str], tuple[float, float]]:
+    """(call, outcome) -> (count, seconds) of the guts_wallet_call_seconds histogram."""
+    found = samples(api.get("/metrics", token=None).text)
+    name = "guts_wallet_call_seconds"
+    return {
+        (labels["call"], labels["outcome"]): (count, total(found, f"{name}_sum", **labels))
+        for labels, count in found.get(f"{name}_count", [])
+    }
+
+
+def test_each_wallet_call_is_timed_in_metrics_by_call_and_outcome(
+    wallet_api: Api, wallet: TestWallet
+):
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card")
+    assert _seat(wallet_api, table, "ann", 10).status_code == 201
+    assert _seat(wallet_api, table, "poor", 30).status_code == 409  # insufficient funds
+    wallet.slow_s = 0.3
+    wallet.fail("debit", "slow")  # (answered in time: 0.3 s of a 0.5 s timeout)
+    assert _seat(wallet_api, table, "bob", 10).status_code == 201
+    wallet.fail("debit", "500")
+    assert _seat(wallet_api, table, "cat", 10).status_code == 502  # then rolled back
+    calls = _wallet_calls(wallet_api)
+    assert {key: count for key, (count, _) in calls.items()} == {
+        ("debit", "ok"): 2,
+        ("debit", "refused"): 1,
+        ("debit", "unknown"): 1,
+        ("rollback", "ok"): 1,
+    }
+    assert calls["debit", "ok"][1] >= 0.3  # the slow one's 0.3 s is in it
