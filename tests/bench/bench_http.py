@@ -539,7 +539,7 @@ def _read_counts(label: str, path: Path) -> Measurement:
 def report(rounds: list[tuple[Measurement, Measurement]]) -> bool:
     """Print every round and the median ratios; True when both goals hold on the medians."""
     print(
-        f"\n{CLIENTS} clients (wrk -t{CLIENTS} -c{CLIENTS}), {WEB_WORKERS} sync gunicorn workers "
+        f"\n{CLIENTS} clients (wrk -t{CLIENTS} -c{CLIENTS}), {WEB_WORKERS} gevent gunicorn workers "
         f"per target, {WARMUP_S:.0f} s warm-up + {MEASURE_S:.0f} s measured per run, "
         f"{len(rounds)} alternating rounds, {os.cpu_count()} CPUs\n"
     )
