@@ -208,6 +208,25 @@ def test_a_create_racing_its_own_retry_is_answered_with_the_replay_not_a_conflic
     assert store.load("t").version == 1
 
 
+def test_a_command_racing_its_own_copy_is_answered_with_the_replay_not_a_refusal():
+    """Two copies of one seat request with one Idempotency-Key, on two processes: the second
+    looked for the key before the first's append landed, then finds the player seated. Its
+    answer is the first's, replayed, not a refusal of a seat already taken."""
+    store = LateRecords()
+    first, second = Tables(store), Tables(store)
+    first.execute("t", CreateTable("t", resolve_ruleset("three-card")), create=True)
+
+    def seat(tables: Tables):
+        return tables.execute("t", SeatPlayer("p0", 10), idempotency_key="k", request_hash="h")
+
+    store.missed = 1  # the first copy sees the store as it is
+    landed = seat(first)
+    store.missed = 0  # the second copy's look comes before the first's append
+    again = seat(second)
+    assert (again.answer, again.replayed) == (landed.answer, True)
+    assert store.load("t").version == 2  # seated once
+
+
 def test_a_cache_holding_an_event_the_log_lost_reloads_instead_of_forking_the_log(redis_client):
     """A failover lost the first process's last event; the second then wrote a different one
     at that version. The first process's cached state is at the right version with the wrong
