@@ -16,6 +16,7 @@ import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -73,13 +74,24 @@ class GutsProcess:
         if self.process is None:
             return
         try:
-            children = psutil.Process(self.process.pid).children(recursive=True)
+            top = psutil.Process(self.process.pid)
+            children = top.children(recursive=True)
         except psutil.NoSuchProcess:
             children = []
         _signal_group(self.process, signal.SIGKILL)
-        for child in children:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()
+        # Until every descendant is gone: one forked while this looked (a gunicorn worker the
+        # master was starting) would outlive the kill, keep the port and answer /livez while
+        # the restarted node fails to bind it (CI, 2026-12-02: api-0 refused every
+        # connection after its restart).
+        while children:
+            for child in children:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    for grandchild in child.children(recursive=True):
+                        with contextlib.suppress(psutil.NoSuchProcess):
+                            grandchild.kill()
+                    child.kill()
+            _, alive = psutil.wait_procs(children, timeout=5)
+            children = alive
         self.process.wait()
 
     def crash(self) -> None:
@@ -124,6 +136,18 @@ class ApiNode(GutsProcess):
         self.base = f"http://127.0.0.1:{self.port}"
         args = ["serve", "--port", str(self.port), "--workers", str(workers)]
         super().__init__(name, [*args, "--data-dir", str(logs / name)], env, logs)
+
+    def start(self) -> None:
+        """Once nothing listens on its port any more (a killed node's orphaned worker exits
+        when it sees its master gone, within about a second), as a restart by systemd would
+        find it after the old unit's processes are gone."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", self.port)) != 0:
+                    break
+            time.sleep(0.1)
+        super().start()
 
     def wait_healthy(self, seconds: float = START_TIMEOUT_S) -> None:
         deadline = time.monotonic() + seconds
