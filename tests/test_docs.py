@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from tests.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -202,7 +203,7 @@ def test_rules_md_presets_are_the_codes_presets():
 def test_openapi_rule_options_are_the_rulesets_options():
     from service.rules.ruleset import OPTION_NAMES
 
-    spec = yaml.safe_load((ROOT / "openapi.yaml").read_text())
+    spec = load_spec()
     properties = spec["components"]["schemas"]["RuleOptions"]["properties"]
     assert set(properties) == set(OPTION_NAMES)
 

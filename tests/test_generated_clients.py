@@ -29,9 +29,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.apiclient import AUDITOR, OPERATOR, Api
+from tests.spec import load_spec
 
 SPEC = Path(__file__).resolve().parents[1] / "openapi.yaml"
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -45,7 +45,7 @@ GENERATOR_TIMEOUT_S = 300
 
 def _operations() -> dict[tuple[str, str], str]:
     """(METHOD, path) -> operationId of every operation in openapi.yaml."""
-    spec = yaml.safe_load(SPEC.read_text())
+    spec = load_spec()
     return {
         (method.upper(), path): operation.get("operationId", "")
         for path, item in spec["paths"].items()

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 import schemathesis
-import yaml
 from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
 from schemathesis.checks import not_a_server_error
@@ -40,6 +39,7 @@ from service.config import Settings
 from service.eventlog.vitals import Vitals
 from tests.apiclient import AUDITOR, OPERATOR, Api
 from tests.openapi_helpers import BUGS, PLAN, SpecValidator, World, aim_body, aim_path, audit_runner
+from tests.spec import load_spec
 
 SPEC_FILE = Path(__file__).resolve().parents[1] / "openapi.yaml"
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -56,8 +56,7 @@ MAX_EXAMPLES = int(os.environ.get("GUTS_FUZZ_EXAMPLES", "25"))
 
 
 def _spec() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load(SPEC_FILE.read_text())
-    return loaded
+    return load_spec()
 
 
 # --- the document -----------------------------------------------------------------------------

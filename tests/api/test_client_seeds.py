@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from service.fairness import verify_history
 from tests.apiclient import AUDITOR, OPERATOR, Api
 from tests.openapi_helpers import SpecValidator
+from tests.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = SpecValidator(yaml.safe_load((ROOT / "openapi.yaml").read_text()))
+SPEC = SpecValidator(load_spec())
 SEED_PATH = "/v1/tables/{table_id}/players/{seat}/client-seed"
 
 

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import http.client
 import re
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
 
 from tests.apiclient import Api
+from tests.spec import load_spec
 
-SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+SPEC = load_spec()
 METHODS = {"get", "put", "post", "delete", "patch"}
 PARAMETERS = {
     "table_id": "t1",

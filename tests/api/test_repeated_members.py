@@ -4,15 +4,14 @@ operation that takes a body, and writes nothing: the last copy does not win
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.apiclient import OPERATOR, Api
+from tests.spec import load_spec
 
-SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+SPEC = load_spec()
 
 
 def _schema(node: dict[str, Any]) -> dict[str, Any]:

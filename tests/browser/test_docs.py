@@ -4,12 +4,10 @@ violation and no request to another host."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tests.apiclient import Api
+from tests.spec import load_spec
 
 METHODS = ("get", "post", "put", "patch", "delete")
 WAIT_MS = 20_000  # how long the page may take to render the spec (a bound, not a timing)
@@ -20,7 +18,7 @@ def test_docs_renders_every_operation_under_the_plays_policy(
 ):
     from playwright.sync_api import expect
 
-    spec = yaml.safe_load(Path("openapi.yaml").read_text())
+    spec = load_spec()
     operations = {
         (method, path, op["operationId"])
         for path, item in spec["paths"].items()

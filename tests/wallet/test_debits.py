@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from service.projections.ledger import LedgerStore
 from tests.apiclient import AUDITOR_A, REGULATOR, SERVED, Api, As
 from tests.metrics import samples, total
 from tests.openapi_helpers import SpecValidator
+from tests.spec import load_spec
 from tests.wallet.conftest import PLAYERS, connect, transactions
 from tests.wallet_server import TestWallet
 
@@ -192,7 +192,7 @@ def test_top_ups_of_a_wallet_funded_seat_come_from_the_wallet(wallet_api: Api, w
 
 
 def test_the_wallets_answers_are_the_documented_ones(wallet_api: Api, wallet: TestWallet):
-    spec = SpecValidator(yaml.safe_load((ROOT / "openapi.yaml").read_text()))
+    spec = SpecValidator(load_spec())
     settings = {"url": wallet.url, "currency": "EUR", "chip_value_minor": 100}
     made = wallet_api.call("PUT", "/v1/wallet", settings)
     wallet.secret = spec("PUT", "/v1/wallet", made)["secret"]

@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from tests.apiclient import AUDITOR, Api
+from tests.spec import load_spec
 from tests.tampering import rewrite_entries, rewrite_log
 
 
@@ -453,13 +454,10 @@ def test_an_archived_event_rewritten_in_redis_is_named_by_the_archive(
 
 
 def test_the_kinds_of_discrepancy_are_the_ones_the_api_documents():
-    from pathlib import Path
-
-    import yaml
 
     from service.audit.findings import KINDS
 
-    spec = yaml.safe_load((Path(__file__).parents[2] / "openapi.yaml").read_text())
+    spec = load_spec()
     found = spec["components"]["schemas"]["AuditReport"]["properties"]["first_discrepancy"]
     assert found["oneOf"][0]["properties"]["kind"]["enum"] == list(KINDS)
 
