@@ -24,7 +24,10 @@ class Person:
     every answer 404 (a missing file, the favicon included)."""
 
     def __init__(self, browser: Any, contexts: list[Any], **options: Any) -> None:
-        self.context = browser.new_context(**options)
+        # Reduced motion: the countdown ring steps instead of gliding (its transition redrew
+        # the page 60 times a second while a clock ran, in software here: a quarter of the
+        # browser's CPU in tests/browser/test_play_protection.py).
+        self.context = browser.new_context(**{"reduced_motion": "reduce", **options})
         contexts.append(self.context)
         self.urls: list[str] = []
         self.errors: list[str] = []

@@ -99,6 +99,11 @@ def test_three_players_play_a_hand_live_and_verify_it(browser, contexts, served:
         expect(player.page.locator(".seat:not(.mine) .card.back")).to_have_count(6)
         expect(player.page.locator(".seat:not(.mine) .card:not(.back)")).to_have_count(0)
         expect(player.page.locator("#countdown")).to_have_text(re.compile(r"^\d+ s$"))
+        # Every page here prefers reduced motion (tests/browser/pages.py): the ring steps.
+        gliding = player.page.locator(".ring-left").evaluate(
+            "(ring) => getComputedStyle(ring).transitionDuration"
+        )
+        assert gliding == "0s", gliding
         expect(player.page.locator(".seat.mine .seat-name")).to_contain_text(
             ["alice", "bob", "carol"][seat]
         )
