@@ -244,6 +244,15 @@ class Measurement:
     machine: CpuTimes | None = None  # the whole machine's CPU time in the measured window
     server_cpu_s: float = math.nan  # the target's gunicorn workers' CPU time in the window
     redis_cpu_s: float = math.nan  # Redis's CPU time in the window (user and system)
+    redis_calls: dict[str, int] = dataclasses.field(default_factory=dict)  # command -> calls
+
+    def calls_per_request(self) -> str:
+        """Redis's commands in the window per counted request, the most frequent first (every
+        request of a hand counted, its deal and resolve too, as for the CPU times)."""
+        if not self.counted:
+            return ""
+        common = sorted(self.redis_calls.items(), key=lambda kv: -kv[1])
+        return ", ".join(f"{name} {calls / self.counted:.2f}" for name, calls in common[:6])
 
     @property
     def server_cpu_us(self) -> float:
@@ -478,10 +487,11 @@ def run_wrk(
     try:
         time.sleep(max(0.0, config["t0"] - time.monotonic()))
         before, served_before = CpuTimes.now(), _children_cpu_s(server)
-        redis_before = _redis_cpu_s(redis_url)
+        redis_before, calls_before = _redis_cpu_s(redis_url), _redis_calls(redis_url)
         time.sleep(max(0.0, config["t1"] - time.monotonic()))
         after, served_after = CpuTimes.now(), _children_cpu_s(server)
         redis_cpu_s = _redis_cpu_s(redis_url) - redis_before
+        calls_after = _redis_calls(redis_url)
         if wrk.wait(timeout=duration_s + 30) != 0:
             raise RuntimeError(f"wrk failed (exit {wrk.returncode}) against {base}")
     finally:
@@ -491,8 +501,13 @@ def run_wrk(
     machine = after - before if before and after else None
     server_cpu_s = sum(served_after.get(pid, 0.0) - cpu for pid, cpu in served_before.items())
     counts = _read_counts(label, out)
+    calls = {name: n - calls_before.get(name, 0) for name, n in calls_after.items()}
     return dataclasses.replace(
-        counts, machine=machine, server_cpu_s=server_cpu_s or math.nan, redis_cpu_s=redis_cpu_s
+        counts,
+        machine=machine,
+        server_cpu_s=server_cpu_s or math.nan,
+        redis_cpu_s=redis_cpu_s,
+        redis_calls={name: n for name, n in calls.items() if n > 0},
     )
 
 
@@ -503,6 +518,15 @@ def _redis_cpu_s(url: str | None) -> float:
     with redis.Redis.from_url(url) as client:
         cpu = client.info("cpu")
     return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
+def _redis_calls(url: str | None) -> dict[str, int]:
+    """How many times the Redis at `url` has run each command (INFO commandstats; none: {})."""
+    if url is None:
+        return {}
+    with redis.Redis.from_url(url) as client:
+        stats = client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
 
 
 def _children_cpu_s(pid: int | None) -> dict[int, float]:
@@ -574,6 +598,7 @@ def report(rounds: list[tuple[Measurement, Measurement]]) -> bool:
         print(
             f"{'   ratios':28}{throughput:10.2f}{'':10}{tail:10.2f}{'':36}{efficiency:8.2f}{note}"
         )
+        print(f"{'   Redis calls / declare':28}{service.calls_per_request()}")
     print()
     _print_cpu(rounds)
     if len(throughputs) < MIN_STEADY_ROUNDS:
