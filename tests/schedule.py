@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from itertools import islice
 
 LONGEST: dict[str, dict[str, float]] = {
     # module -> {test (without its parameters; each parametrized case counts alone), or "*":
@@ -137,9 +138,9 @@ def spread(nodeids: Sequence[str], workers: int) -> list[int]:
             order.extend(units[unit])
             owed += others * weights[unit] / loads[worker]
             take = min(round(owed), others) - given
-            order.extend(next(rest) for _ in range(take))
-            given += take
-        order.extend(next(rest) for _ in range(others - given))
+            order.extend(islice(rest, take))  # (fewer when the others ran out: a selection
+            given += take  # such as -k can leave fewer than the workers' runs ask for)
+        order.extend(islice(rest, others - given))
     order.extend(rest)
     return order
 

@@ -372,21 +372,28 @@ def _eventually(predicate: Any, within_s: float) -> Any:
 
 
 class Load(threading.Thread):
-    """Asks /healthz again and again until stopped; keeps (time, answered 200) of each."""
+    """Asks /healthz again and again until stopped; keeps (time, answered 200) of each, and
+    what each other answer was (`failures`: its time, status and body, or the error)."""
 
     def __init__(self, base: str) -> None:
         super().__init__(daemon=True)
         self.base = base
         self.results: list[tuple[float, bool]] = []
+        self.failures: list[str] = []
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while not self.stopped.is_set():
+            began = time.monotonic()
             try:
-                ok = requests.get(self.base + "/healthz", timeout=5).status_code == 200
-            except requests.RequestException:
-                ok = False
+                answer = requests.get(self.base + "/healthz", timeout=5)
+                ok = answer.status_code == 200
+                what = f"{answer.status_code} {answer.text[:600]}"
+            except requests.RequestException as error:
+                ok, what = False, repr(error)
             self.results.append((time.monotonic(), ok))
+            if not ok:
+                self.failures.append(f"at {began:.3f}, {time.monotonic() - began:.3f} s: {what}")
             time.sleep(0.01)
 
     def answered_since(self, since: float) -> bool:
@@ -407,6 +414,7 @@ def test_serve_restarts_a_killed_child_and_hands_still_close_by_themselves(
     try:
         assert _eventually(lambda: load.answered_since(0), START_TIMEOUT_S)
         os.kill(killed, signal.SIGKILL)
+        killed_at = time.monotonic()
 
         def replaced() -> bool:
             now = _child_pids(served.process.pid, child)
@@ -421,7 +429,10 @@ def test_serve_restarts_a_killed_child_and_hands_still_close_by_themselves(
         load.stopped.set()
         load.join()
     if child not in ("gunicorn", "redis"):  # the API did not go away at all
-        assert all(ok for _, ok in load.results), f"the API failed while {child} restarted"
+        assert all(ok for _, ok in load.results), (
+            f"the API failed while {child} restarted (killed at {killed_at:.3f}):\n"
+            + "\n".join(load.failures[:5])
+        )
     assert not [pid for pid, _, pgrp, _ in _processes() if pgrp == killed], "leftovers"
     if child == "redis":
         assert "the embedded Redis restarted" in served.output()
