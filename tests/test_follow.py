@@ -30,10 +30,10 @@ class EventCounts:
     """A projection for the test: how many events of each type each table has had, and, for
     each event, how many times it was applied (exactly once, or the follower is wrong)."""
 
-    name = "event-counts"
-
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, prefix: str = "test") -> None:
         self.client = client
+        self.prefix = prefix  # (projections with their own prefixes keep their own counts)
+        self.name = f"event-counts-{prefix}"
         self.script = client.register_script(_APPLY)
 
     def tidy(self, table_id: str, position: int) -> None:
@@ -42,18 +42,22 @@ class EventCounts:
     def positions(self, tables: Sequence[tuple[str, str]]) -> list[int]:
         pipe = self.client.pipeline(transaction=False)
         for tenant, table_id in tables:
-            pipe.hget(f"test:{{{tenant}}}:positions", table_id)
+            pipe.hget(f"{self.prefix}:{{{tenant}}}:positions", table_id)
         return [int(p or 0) for p in pipe.execute()]
 
     def apply(self, followed: Followed) -> bool:
         tenant, table_id = followed.tenant, followed.table_id
-        keys = [f"test:{{{tenant}}}:positions", f"test:{{{tenant}}}:applied:{table_id}"]
+        keys = [
+            f"{self.prefix}:{{{tenant}}}:positions",
+            f"{self.prefix}:{{{tenant}}}:applied:{table_id}",
+        ]
         last = followed.events[-1][0]
         versions = [str(v) for v, _ in followed.events]
         return bool(self.script(keys=keys, args=[table_id, followed.after, last, *versions]))
 
     def applied(self, tenant: str, table_id: str) -> dict[int, int]:
-        raw = cast(dict[bytes, bytes], self.client.hgetall(f"test:{{{tenant}}}:applied:{table_id}"))
+        key = f"{self.prefix}:{{{tenant}}}:applied:{table_id}"
+        raw = cast(dict[bytes, bytes], self.client.hgetall(key))
         return {int(k): int(v) for k, v in raw.items()}
 
 
@@ -77,6 +81,42 @@ def test_catching_up_applies_every_event_once_and_again_nothing(redis_client):
     assert counts.applied("casino-a", "t1") == {1: 1, 2: 1, 3: 1, 4: 1}
     assert follower.catch_up("t1") == 0
     assert follower.catch_up("no-such-table") == 0
+
+
+class CountedReads(RedisEventStore):
+    """The store, counting the follower's reads of the log."""
+
+    reads = 0
+
+    def read(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.reads += 1
+        return super().read(*args, **kwargs)
+
+
+def test_projections_at_one_position_share_one_read_and_one_confirmation(redis_client):
+    store = CountedReads(redis_client)
+    tables = Tables(store)
+    _table(tables, "t1")
+    projections = [EventCounts(redis_client, prefix) for prefix in ("a", "b", "c")]
+    confirmed: list[int] = []
+    follower = Follower(store, projections, confirm=lambda t, last: not confirmed.append(1))
+    follower.tenant("t1")  # (its first event, read once for good)
+    store.reads = 0
+    assert follower.catch_up("t1", upto=4) == 3 * 4
+    assert store.reads == 1 and len(confirmed) == 1
+    assert [p.applied("default", "t1") for p in projections] == [{1: 1, 2: 1, 3: 1, 4: 1}] * 3
+
+
+def test_projections_at_different_positions_each_apply_every_event_once(redis_client):
+    store = RedisEventStore(redis_client)
+    tables = Tables(store)
+    _table(tables, "t1", players=5)  # versions 1-6
+    behind, ahead = EventCounts(redis_client, "behind"), EventCounts(redis_client, "ahead")
+    assert Follower(store, [ahead], batch=2).catch_up("t1", upto=4) == 4
+    tables.execute("t1", SeatPlayer("late", 50))  # version 7
+    assert Follower(store, [behind, ahead], batch=2).catch_up("t1", upto=7) == 7 + 3
+    assert behind.applied("default", "t1") == {v: 1 for v in range(1, 8)}
+    assert ahead.applied("default", "t1") == {v: 1 for v in range(1, 8)}
 
 
 def test_followers_racing_on_one_table_apply_each_event_exactly_once(redis_client):

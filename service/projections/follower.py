@@ -192,22 +192,52 @@ class Follower:
         tenant = self.tenant(table_id)
         if tenant is None:
             return 0
-        applied = 0
+        behind: list[tuple[Projection, int]] = []
         for projection in self.projections:
             (position,) = projection.positions([(tenant, table_id)])
             if isinstance(position, CorruptLog):
                 raise position
-            applied += self._advance(projection, tenant, table_id, position, upto)
+            if upto is None or position < upto:
+                behind.append((projection, position))
+        if not behind:
+            return 0
+        # One read (and one confirmation) from the position furthest behind, for them all:
+        # each projection starts on its part of it (the events after its own position).
+        lowest = min(position for _, position in behind)
+        shared = self._confirmed(table_id, lowest)
+        if not shared:
+            return 0  # (nothing after the lowest: the others are at the log's end too)
+        applied = 0
+        for projection, position in behind:
+            applied += self._advance(projection, tenant, table_id, position, upto, shared)
         return applied
 
+    def _confirmed(self, table_id: str, position: int) -> list[StoredEvent]:
+        """The next batch of events after `position` (`_read`), or none while the replicas do
+        not hold its last (not replicated yet: the next notice or sweep looks again)."""
+        stored = self._read(table_id, position)
+        if stored and self.confirm and not self.confirm(table_id, stored[-1]):
+            return []
+        return stored
+
     def _advance(
-        self, projection: Projection, tenant: str, table_id: str, position: int, upto: int | None
+        self,
+        projection: Projection,
+        tenant: str,
+        table_id: str,
+        position: int,
+        upto: int | None,
+        read: Sequence[StoredEvent] = (),
     ) -> int:
+        """Apply `table_id`'s events after `position` to `projection` (up to `upto`, when
+        given); `read`: a confirmed batch already read, whose events after `position` come
+        first."""
         applied = 0
+        first = [event for event in read if event.version > position]
         while upto is None or position < upto:
-            stored = self._read(table_id, position)
-            if not stored or (self.confirm and not self.confirm(table_id, stored[-1])):
-                break  # (not replicated yet: the next notice or sweep looks again)
+            stored, first = first or self._confirmed(table_id, position), []
+            if not stored:
+                break
             if projection.apply(Followed(table_id, tenant, position, stored=tuple(stored))):
                 applied += len(stored)
                 position = stored[-1].version
