@@ -82,6 +82,13 @@ def _configure_serve(parser: argparse.ArgumentParser, settings: Settings) -> Non
         "streams at once (GUTS_WEB_WORKERS)",
     )
     parser.add_argument(
+        "--dispatchers",
+        type=int,
+        default=settings.dispatchers,
+        help="deadline dispatchers to run beside the API (0: none, where `guts dispatch` runs "
+        "elsewhere) (GUTS_DISPATCHERS)",
+    )
+    parser.add_argument(
         "--data-dir",
         default=settings.data_dir,
         help="where the embedded Redis (when REDIS_URL is unset) and the embedded PostgreSQL "
@@ -105,6 +112,8 @@ def _configure_worker(parser: argparse.ArgumentParser, settings: Settings) -> No
 def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.workers < 1:
         return fail("--workers must be at least 1", code=2)
+    if args.dispatchers < 0:
+        return fail("--dispatchers must be 0 or more", code=2)
     if args.redis_wait < 0:
         return fail("--redis-wait must be 0 (for ever) or more seconds", code=2)
     missing = missing_dependency()
@@ -120,6 +129,7 @@ def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
         data_dir=Path(args.data_dir),
         log_level=args.log_level,
         redis_wait_s=args.redis_wait,
+        dispatchers=args.dispatchers,
     )
 
 

@@ -85,6 +85,8 @@ class Settings:
     port: int = 8000
     data_dir: str = "data"
     web_workers: int = 2
+    dispatchers: int = 2
+    """Dispatchers `guts serve` runs (0: none, where they run elsewhere: `guts dispatch`)."""
     worker_connections: int = 6000
     stream_capacity: int = 0
     """Streams one node (one gunicorn) holds open at most; 0: derived from the workers and
@@ -173,6 +175,7 @@ class Settings:
             port=int(env.get("GUTS_PORT", 8000)),
             data_dir=env.get("GUTS_DATA_DIR", "data"),
             web_workers=int(env.get("GUTS_WEB_WORKERS", 2)),
+            dispatchers=int(env.get("GUTS_DISPATCHERS", 2)),
             worker_connections=int(env.get("GUTS_WORKER_CONNECTIONS", 6000)),
             stream_capacity=int(env.get("GUTS_STREAM_CAPACITY", 0)),
             log_level=_level(env.get("GUTS_LOG_LEVEL", "info")),

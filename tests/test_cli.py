@@ -200,9 +200,10 @@ def test_serve_runs_everything_stops_on_sigterm_and_keeps_tables(
         assert OPERATOR_KEY not in output and AUDITOR_KEY not in output, "a key was printed"
 
 
-def test_serve_refuses_zero_web_workers() -> None:
+@pytest.mark.parametrize(("flag", "value"), [("--workers", "0"), ("--dispatchers", "-1")])
+def test_serve_refuses_zero_web_workers_and_negative_dispatchers(flag: str, value: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "service.cli", "serve", "--workers", "0"],
+        [sys.executable, "-m", "service.cli", "serve", flag, value],
         cwd=REPO,
         env=_env(),
         capture_output=True,
@@ -210,7 +211,37 @@ def test_serve_refuses_zero_web_workers() -> None:
         timeout=30,
     )
     assert result.returncode == 2
-    assert "--workers" in result.stderr
+    assert flag in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "dispatchers"),
+    [(("--dispatchers", "0"), {}, 0), ((), {"GUTS_DISPATCHERS": "1"}, 1)],
+    ids=["flag-0", "env-1"],
+)
+def test_serve_runs_as_many_dispatchers_as_asked(
+    serve: list[Served], tmp_path: Path, args: tuple[str, ...], env: dict[str, str],
+    dispatchers: int,
+) -> None:  # fmt: skip
+    """`--dispatchers` (GUTS_DISPATCHERS): 0 for an API node whose service runs `guts
+    dispatch` elsewhere; its /readyz then waits for a dispatcher's heartbeat from elsewhere."""
+    served = Served(tmp_path / "data", tmp_path, env=_env(**env), args=args)
+    serve.append(served)
+
+    def listening() -> bool:
+        return "listening on" in served.output()
+
+    assert _eventually(listening, START_TIMEOUT_S), served.output()
+    assert len(_child_pids(served.process.pid, "dispatcher")) == dispatchers
+    assert len(_child_pids(served.process.pid, "worker")) == 1
+    ready = requests.get(served.base + "/readyz", timeout=5)
+    dispatcher = ready.json()["checks"]["dispatcher"]
+    if dispatchers:
+        assert _eventually(
+            lambda: requests.get(served.base + "/readyz", timeout=5).status_code == 200, 30
+        )
+    else:
+        assert ready.status_code == 503 and dispatcher["ok"] is False, ready.text
 
 
 @pytest.mark.parametrize("command", ["serve", "dispatch", "worker"])

@@ -33,9 +33,6 @@ from service.processes.supervisor import ChildSpec, ServerSpec, StopSignal, Supe
 
 WSGI_APP = "service.wsgi:app"
 START_TIMEOUT_S = 30.0
-DISPATCHERS = 2
-"""Dispatchers ``guts serve`` runs: they share the clock's work safely (each claims what is due
-with a short lease), so one killed leaves the other acting on deadlines while it restarts."""
 DISPATCHER_HANG_S = 30.0
 """A dispatcher beats at every look at the index (every 20 ms) and before each wait for Redis
 (10 s at most): still for this long, it is hung, and replaced."""
@@ -57,6 +54,7 @@ def serve(
     data_dir: Path,
     log_level: str = "info",
     redis_wait_s: float = 60.0,
+    dispatchers: int = 2,
 ) -> int:
     """Run Redis (unless REDIS_URL is set) and the children of :func:`serve_children`,
     restarting any that dies, until a signal (or until a REDIS_URL that never answered has
@@ -76,7 +74,7 @@ def serve(
             if stop.signum is not None:
                 return 0
             specs = serve_children(
-                host, port, workers, redis_url, metrics_dir, log_level, database_url
+                host, port, workers, redis_url, metrics_dir, log_level, database_url, dispatchers
             )
             servers = [
                 ServerSpec(name, server)
@@ -180,11 +178,15 @@ def serve_children(
     metrics_dir: str,
     log_level: str = "info",
     database_url: str | None = None,
+    dispatchers: int = 2,
 ) -> list[ChildSpec]:
     """What `guts serve` runs, all on `redis_url` (and the archive at `database_url`) and
     logging at `log_level`: gunicorn (metrics in multiprocess mode), one `guts worker`
-    (audits, webhooks) and ``DISPATCHERS`` `guts dispatch` (deadlines; one of them at a time
-    follows the logs for the projections and the archive). One line per child."""
+    (audits, webhooks) and `dispatchers` `guts dispatch` (deadlines; one of them at a time
+    follows the logs for the projections and the archive). Two by default: they share the
+    clock's work safely (each claims what is due with a short lease), so one killed leaves the
+    other acting on deadlines while it restarts; none on an API node whose service runs its
+    dispatchers elsewhere. One line per child."""
     env = {**os.environ, "REDIS_URL": redis_url, "GUTS_LOG_LEVEL": log_level}
     if database_url:
         env["GUTS_DATABASE_URL"] = database_url
@@ -195,7 +197,7 @@ def serve_children(
         ChildSpec("worker", _guts("worker", *level), env, hang_s=WORKER_HANG_S),
         *(
             ChildSpec(f"dispatcher-{n}", _guts("dispatch", *level), env, hang_s=DISPATCHER_HANG_S)
-            for n in range(1, DISPATCHERS + 1)
+            for n in range(1, dispatchers + 1)
         ),
     ]
 

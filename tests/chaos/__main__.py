@@ -49,6 +49,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="cluster-require-full-coverage yes (Redis's default; the recommended topology: no)",
     )
+    parser.add_argument(
+        "--serve-dispatchers",
+        type=int,
+        default=2,
+        help="dispatchers each API node runs of its own, beside the two `guts dispatch`",
+    )
     parser.add_argument("--report", help="also write the report as JSON to this file")
     args = parser.parse_args(argv)
     options = Options(
@@ -63,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         other_faults=not args.no_other_faults,
         keep=args.keep,
         full_coverage=args.full_coverage,
+        serve_dispatchers=args.serve_dispatchers,
     )
     signal.signal(signal.SIGTERM, _stop)  # unwinds the run: everything it started is stopped
     try:

@@ -45,6 +45,7 @@ class Options:
     other_faults: bool = True  # API node, dispatcher, PostgreSQL, replica kills between them
     keep: bool = False  # the logs and the history kept after a clean run too
     full_coverage: bool = False  # cluster-require-full-coverage (Redis's default: yes)
+    serve_dispatchers: int = 2  # each API node's own dispatchers, beside the two `guts dispatch`
 
 
 def run(options: Options) -> dict[str, Any]:
@@ -55,7 +56,10 @@ def run(options: Options) -> dict[str, Any]:
     history = History()
     with (
         Topology(
-            options.min_replicas, replicas=options.replicas, full_coverage=options.full_coverage
+            options.min_replicas,
+            replicas=options.replicas,
+            full_coverage=options.full_coverage,
+            serve_dispatchers=options.serve_dispatchers,
         ) as topology,
         Receiver(seed=options.seed) as receiver,
     ):

@@ -173,8 +173,10 @@ class Topology:
         web_workers: int = 1,
         replicas: int = 1,
         full_coverage: bool = False,
+        serve_dispatchers: int = 2,
     ) -> None:
         self.min_replicas = min_replicas
+        self.serve_dispatchers = serve_dispatchers  # each API node's own (GUTS_DISPATCHERS)
         self.web_workers = web_workers
         self.workdir = Path(tempfile.mkdtemp(prefix="guts-chaos-run-"))
         self.cluster = LocalCluster(
@@ -228,7 +230,8 @@ class Topology:
                 migrate(conn)
             logs = self.workdir
             for n in range(2):
-                self.api.append(ApiNode(f"api-{n}", self.env(), logs, self.web_workers))
+                node_env = {**self.env(), "GUTS_DISPATCHERS": str(self.serve_dispatchers)}
+                self.api.append(ApiNode(f"api-{n}", node_env, logs, self.web_workers))
                 self.dispatchers.append(
                     GutsProcess(f"dispatch-{n}", ["dispatch"], self.env(), logs)
                 )
