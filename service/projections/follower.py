@@ -40,7 +40,6 @@ from typing import Any, Protocol
 
 import redis
 
-from service.eventlog import decoding
 from service.eventlog.codec import (
     GENESIS,
     CodecError,
@@ -49,7 +48,7 @@ from service.eventlog.codec import (
     stored_hash,
     tenant_of_first,
 )
-from service.eventlog.decoding import CorruptTable, parse_each
+from service.eventlog.decoding import CorruptTable
 from service.eventlog.due_index import DueIndex
 from service.eventlog.store import CorruptLog, EventStore, StoredEvent, StoreUnavailable
 from service.pacing import Backoff
@@ -107,26 +106,6 @@ class Projection(Protocol):
         """After a sweep found the table caught up at `position`: finish what a crash may
         have left half done (the archive trims what it holds; most have nothing to do)."""
         ...
-
-
-def hash_positions(
-    client: Any,
-    key_of: Callable[[str], str],
-    tables: Sequence[tuple[str, str]],
-    projection: str,
-) -> list[int | CorruptTable]:
-    """`Projection.positions` for a projection that keeps its positions in one hash per
-    tenant (`key_of(tenant)`, table id -> version): one pipelined round trip, each table's
-    position parsed on its own (its CorruptTable when it does not parse)."""
-    pipe = client.pipeline(transaction=False)
-    for tenant, table_id in tables:
-        pipe.hget(key_of(tenant), table_id)
-    return parse_each(
-        [table_id for _, table_id in tables],
-        pipe.execute(raise_on_error=False),
-        lambda table_id, raw: decoding.position(table_id, projection, raw),
-        f"{projection} positions",
-    )
 
 
 class Follower:

@@ -42,7 +42,8 @@ import redis
 
 from service.eventlog.decoding import CorruptTable, book_data, position
 from service.eventlog.store import BadCursor
-from service.projections.follower import Followed, hash_positions
+from service.projections.follower import Followed
+from service.projections.positions import hash_positions
 from service.projections.protections import (
     DAY_MS,
     CallsMany,

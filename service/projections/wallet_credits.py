@@ -25,7 +25,8 @@ from typing import Any, cast
 import orjson
 
 from service.eventlog.decoding import CorruptTable
-from service.projections.follower import Followed, hash_positions
+from service.projections.follower import Followed
+from service.projections.positions import hash_positions
 from service.projections.wallet import WalletStore
 from service.rules import events as ev
 from service.rules import wallet as w

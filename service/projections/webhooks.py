@@ -49,7 +49,8 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from service.eventlog.decoding import CorruptTable
-from service.projections.follower import Followed, hash_positions
+from service.projections.follower import Followed
+from service.projections.positions import hash_positions
 from service.projections.webhook_messages import (
     EVENT_NAMES,
     BadWebhook,
