@@ -54,7 +54,7 @@ def serve(
     data_dir: Path,
     log_level: str = "info",
     redis_wait_s: float = 60.0,
-    dispatchers: int = 2,
+    dispatchers: int,
 ) -> int:
     """Run Redis (unless REDIS_URL is set) and the children of :func:`serve_children`,
     restarting any that dies, until a signal (or until a REDIS_URL that never answered has
@@ -176,17 +176,17 @@ def serve_children(
     workers: int,
     redis_url: str,
     metrics_dir: str,
-    log_level: str = "info",
-    database_url: str | None = None,
-    dispatchers: int = 2,
+    log_level: str,
+    database_url: str | None,
+    dispatchers: int,
 ) -> list[ChildSpec]:
     """What `guts serve` runs, all on `redis_url` (and the archive at `database_url`) and
     logging at `log_level`: gunicorn (metrics in multiprocess mode), one `guts worker`
     (audits, webhooks) and `dispatchers` `guts dispatch` (deadlines; one of them at a time
-    follows the logs for the projections and the archive). Two by default: they share the
-    clock's work safely (each claims what is due with a short lease), so one killed leaves the
-    other acting on deadlines while it restarts; none on an API node whose service runs its
-    dispatchers elsewhere. One line per child."""
+    follows the logs for the projections and the archive). Two by default (GUTS_DISPATCHERS):
+    they share the clock's work safely (each claims what is due with a short lease), so one
+    killed leaves the other acting on deadlines while it restarts; none on an API node whose
+    service runs its dispatchers elsewhere. One line per child."""
     env = {**os.environ, "REDIS_URL": redis_url, "GUTS_LOG_LEVEL": log_level}
     if database_url:
         env["GUTS_DATABASE_URL"] = database_url

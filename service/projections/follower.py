@@ -188,7 +188,8 @@ class Follower:
             return 0  # (nothing after the lowest: the others are at the log's end too)
         applied = 0
         for projection, position in behind:
-            applied += self._advance(projection, tenant, table_id, position, upto, shared)
+            first = [event for event in shared if event.version > position]
+            applied += self._advance(projection, tenant, table_id, position, upto, first)
         return applied
 
     def _confirmed(self, table_id: str, position: int) -> list[StoredEvent]:
@@ -206,15 +207,14 @@ class Follower:
         table_id: str,
         position: int,
         upto: int | None,
-        read: Sequence[StoredEvent] = (),
+        first: list[StoredEvent],
     ) -> int:
         """Apply `table_id`'s events after `position` to `projection` (up to `upto`, when
-        given); `read`: a confirmed batch already read, whose events after `position` come
-        first."""
+        given), starting with `first` (confirmed, read already; none: read them)."""
         applied = 0
-        first = [event for event in read if event.version > position]
         while upto is None or position < upto:
-            stored, first = first or self._confirmed(table_id, position), []
+            stored = first or self._confirmed(table_id, position)
+            first = []
             if not stored:
                 break
             if projection.apply(Followed(table_id, tenant, position, stored=tuple(stored))):

@@ -487,11 +487,11 @@ def run_wrk(
     try:
         time.sleep(max(0.0, config["t0"] - time.monotonic()))
         before, served_before = CpuTimes.now(), _children_cpu_s(server)
-        redis_before, calls_before = _redis_cpu_s(redis_url), _redis_calls(redis_url)
+        redis_before, calls_before = _redis_counters(redis_url)
         time.sleep(max(0.0, config["t1"] - time.monotonic()))
         after, served_after = CpuTimes.now(), _children_cpu_s(server)
-        redis_cpu_s = _redis_cpu_s(redis_url) - redis_before
-        calls_after = _redis_calls(redis_url)
+        redis_after, calls_after = _redis_counters(redis_url)
+        redis_cpu_s = redis_after - redis_before
         if wrk.wait(timeout=duration_s + 30) != 0:
             raise RuntimeError(f"wrk failed (exit {wrk.returncode}) against {base}")
     finally:
@@ -511,22 +511,20 @@ def run_wrk(
     )
 
 
-def _redis_cpu_s(url: str | None) -> float:
-    """The CPU time (user and system, s) the Redis at `url` has used (none: NaN)."""
+def _redis_counters(url: str | None) -> tuple[float, dict[str, int]]:
+    """The CPU time (user and system, s) the Redis at `url` has used, and how many times it
+    has run each command, read by one INFO (none: NaN and {})."""
     if url is None:
-        return math.nan
+        return math.nan, {}
     with redis.Redis.from_url(url) as client:
-        cpu = client.info("cpu")
-    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
-
-
-def _redis_calls(url: str | None) -> dict[str, int]:
-    """How many times the Redis at `url` has run each command (INFO commandstats; none: {})."""
-    if url is None:
-        return {}
-    with redis.Redis.from_url(url) as client:
-        stats = client.info("commandstats")
-    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+        info = client.info("everything")
+    cpu = float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+    calls = {
+        name.removeprefix("cmdstat_"): int(value["calls"])
+        for name, value in info.items()
+        if name.startswith("cmdstat_")
+    }
+    return cpu, calls
 
 
 def _children_cpu_s(pid: int | None) -> dict[int, float]:
