@@ -104,10 +104,14 @@ def cluster_client(_session_cluster_client: Any) -> Any:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto` (pyproject.toml): one worker more than the cores. Many tests wait on servers
-    they started (Redis, PostgreSQL, gunicorn, a browser), so a core is often idle: on 2 cores
-    the suite took 225 s with 3 workers, 286 s with 2 (2026-11-26)."""
-    return (os.cpu_count() or 1) + 1
+    """`-n auto` (pyproject.toml): two workers more than the cores. Many tests wait on servers
+    they started (Redis, PostgreSQL, gunicorn, a browser) or on the real clock, so a core is
+    often idle: on 2 cores the suite took 225 s with 3 workers, 286 s with 2 (2026-11-26, 2,242
+    tests); with 3,308 tests (2026-12-03), 306 s with 4 workers and 292 s with 5 (a browser
+    test's page then timed out once), where 3 took 360 s (before the dispatchers waited on the
+    due index instead of polling it); the processes' CPU, as process accounting counted it,
+    was 466 and 479 CPU-s (2 cores give at most 2 a second)."""
+    return (os.cpu_count() or 1) + 2
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,11 +1,13 @@
 """The deadline dispatcher: acts on tables when something falls due on them.
 
-Modelled on Sidekiq's scheduled poller: every dispatcher process polls the due index (see
+Modelled on Sidekiq's scheduled poller: every dispatcher process looks at the due index (see
 ``service.eventlog.due_index``), claims the tables due now with one atomic step (a short lease,
 so any dispatcher may die and none is special), and acts on each through the application
 service's ``close_due`` use case, which asks the rules what is due (``service.rules.clock``).
 Acting is a version-checked append, so two dispatchers, or a dispatcher and a player, never
-both act on one deadline.
+both act on one deadline. Between two looks it waits on the index's wake list until the
+earliest due it saw, at most `poll_s`: a record that brings an earlier due (a hand whose
+declarations completed under ``auto_resolve`` is due at once) wakes one waiting dispatcher.
 
 A claimed table is first checked against its stored due (one pipelined read for the whole
 batch), so a backlog of stale entries (hands that moved on, tables gone) costs a read each and
@@ -50,14 +52,19 @@ from service.tables import OutcomeUnknown, Tables
 log = logging.getLogger("guts.dispatcher")
 _GONE = 1 << 62
 """The version an index record of a table that does not exist carries (later than any)."""
+_SHORTEST_WAIT_S = 0.01
+"""A wait shorter than this is slept, not waited on the index (Redis counts in ms)."""
 
 
 @dataclass(frozen=True)
 class DispatchTimes:
     """How a dispatcher paces itself (seconds)."""
 
-    poll_s: float = 0.02
-    """Longest sleep between two looks at the index (new dues are at least this fresh)."""
+    poll_s: float = 0.25
+    """Longest wait between two looks at the index: how late a due can be acted on when the
+    wake that told of it went to a dispatcher that then died (the others' next look finds it),
+    and how long a stop waits for the wait under way. Shorter than the client's socket
+    timeout (``GUTS_REDIS_TIMEOUT_S``): the wait is a blocking command."""
     lease_s: float = 0.5
     """How long a claimed table is left to its claimant before another may take it: what a
     deadline can be late when its claimant dies between the claim and the act. Acting on a
@@ -170,6 +177,17 @@ class Dispatcher:
             return self.times.poll_s
         return min(self.times.poll_s, max(0.0, head - self.clock()))
 
+    def wait(self, stop: threading.Event) -> None:
+        """Wait `sleep_s`, on the index's wake list (woken by a record of an earlier due);
+        a moment too short to be worth a round trip on `stop`."""
+        wait = self.sleep_s()
+        if stop.is_set() or wait <= 0:
+            return
+        if wait < _SHORTEST_WAIT_S:
+            stop.wait(wait)
+        else:
+            self.index.wait(wait)
+
     def repair(self) -> int:
         """Index dues that a crash kept out of the index; how many."""
         self._held = set(self.index.quarantined())
@@ -201,7 +219,10 @@ class Dispatcher:
                     next_repair = time.monotonic() + self.times.repair_s * random.uniform(0.8, 1.2)
                 while self.tick() and not stop.is_set():
                     pass
-                wait, failures = self.sleep_s(), 0
+                failures = 0
+                beat()
+                self.wait(stop)
+                continue
             except Exception as error:
                 if not redis_away(error):  # (a failover: CLUSTERDOWN, TRYAGAIN, READONLY...)
                     raise
@@ -213,8 +234,7 @@ class Dispatcher:
                     wait,
                     extra={"retry_s": wait, "error": type(error).__name__},
                 )
-            if wait > 0:
-                stop.wait(wait)
+            stop.wait(wait)
         if self.vitals is not None:
             with contextlib.suppress(redis.RedisError):
                 self.vitals.stopped(self.id)
@@ -225,7 +245,8 @@ def build_dispatcher(
 ) -> Dispatcher:
     """A dispatcher on `client` for the tables under `settings.key_prefix`."""
     usecases, index = _usecases(settings, client, archive)
-    return Dispatcher(usecases, index, vitals=Vitals(client, prefix=settings.key_prefix))
+    times = DispatchTimes(poll_s=min(DispatchTimes.poll_s, settings.redis_timeout_s / 2))
+    return Dispatcher(usecases, index, times, vitals=Vitals(client, prefix=settings.key_prefix))
 
 
 def protection_service(

@@ -25,6 +25,10 @@ index keys share one Redis Cluster slot and never a table's)::
                                      stored value that does not parse: `decoding`), answered
                                      409 by the API and retried by the dispatchers only every
                                      ``retry_s``
+    P:{%due}:wake        list        at most one token, pushed by a record that brings a due
+                                     earlier than the index's earliest: it wakes a dispatcher
+                                     waiting on it (`wait`), which otherwise sleeps until the
+                                     earliest due it saw, or its longest poll
 
 Every value read here is parsed per table (``service.eventlog.decoding``): one table's bad
 record never fails a batch, and a member that names no table (not UTF-8) is dropped.
@@ -66,7 +70,8 @@ class DueIndex:
         self.index_key = f"{prefix}:{{%due}}:index"
         self.versions_key = f"{prefix}:{{%due}}:versions"
         self.quarantine_key = f"{prefix}:{{%due}}:quarantine"
-        self._record_keys = [self.index_key, self.versions_key]
+        self.wake_key = f"{prefix}:{{%due}}:wake"
+        self._record_keys = [self.index_key, self.versions_key, self.wake_key]
         self._record = client.register_script((_LUA / "due_record.lua").read_text())
         self._claim = client.register_script((_LUA / "due_claim.lua").read_text())
 
@@ -104,6 +109,12 @@ class DueIndex:
             else:
                 ids.append(table_id)
         return ids, float(head) if head else None
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait until a record brings a due earlier than the index's earliest (or one into an
+        empty index), at most `timeout_s` (at least 0.01 s: Redis counts a blocking wait in
+        ms, and 0 means for ever); whether one did. One waiting dispatcher wakes per token."""
+        return self.client.blpop([self.wake_key], timeout=max(0.01, timeout_s)) is not None
 
     def due_at(self, table_id: str) -> float | None:
         """The table's due moment as indexed (None: not indexed)."""

@@ -107,10 +107,15 @@ def test_a_deal_indexes_its_deadline_and_the_append_touches_only_its_table(
     # The append's one PUBLISH is a notice for the live feeds (a channel, not a key).
     notices = [words[1:] for name, words in scripted if name == "PUBLISH"]
     assert notices == [["guts:appended", str(dealt["version"]), table]], notices
-    in_scripts = [words[1] for name, words in scripted if name != "PUBLISH"]
-    append_keys = in_scripts[: len(in_scripts) - 3]  # the record script's are the last three
+    in_scripts = [(name, words[1]) for name, words in scripted if name != "PUBLISH"]
+    first_due = next(i for i, (_, key) in enumerate(in_scripts) if "{%due}" in key)
+    append_keys = [key for _, key in in_scripts[:first_due]]
     assert append_keys and all(f"{{{table}}}" in key for key in append_keys), in_scripts
-    assert all("{%due}" in key for key in in_scripts[len(append_keys) :]), in_scripts
+    record = in_scripts[first_due:]  # the record script's: the index's keys only
+    assert all("{%due}" in key for _, key in record), in_scripts
+    # The index was empty: the record wakes a waiting dispatcher (one token on the wake list).
+    wake = dispatcher.index.wake_key
+    assert record[-2:] == [("RPUSH", wake), ("LTRIM", wake)], record
     deadline = parse_iso(dealt["deadline"]).timestamp()
     assert dispatcher.index.due_at(table) == pytest.approx(deadline, abs=0.001)
     assert dispatcher.tables.store.dues([table])[0][1] == pytest.approx(deadline, abs=0.001)
@@ -255,6 +260,51 @@ def test_a_claim_says_the_earliest_due_left_so_the_dispatcher_knows_how_long_to_
     assert index.claim_and_peek(100.1, lease_s=0.5, limit=10) == ([], 100.5)
     assert index.record("early", 2, None)  # settled: nothing due on it any more
     assert index.claim_and_peek(100.6, lease_s=0.5, limit=10) == ([], 130.0)
+
+
+def test_a_record_earlier_than_the_index_head_wakes_one_waiting_dispatcher(redis_client):
+    index = DueIndex(redis_client)
+    assert index.record("first", 1, 200.0)  # into an empty index: a wake
+    assert index.wait(5.0) is True
+    assert index.wait(0.05) is False  # one token, taken
+    assert index.record("later", 1, 300.0)  # not before the head: no wake
+    assert index.record("first", 2, 250.0)  # the head moved later: no wake
+    assert index.wait(0.05) is False
+    assert index.record("earlier", 1, 100.0)  # before the head (250): a wake
+    assert index.record("earliest", 1, 50.0)  # another, before anyone waited: still one token
+    assert redis_client.llen(index.wake_key) == 1
+    assert index.wait(5.0) is True and index.wait(0.05) is False
+    assert index.record("gone", 1, None) is True and index.wait(0.05) is False  # nothing due
+
+
+def test_a_dispatcher_waiting_out_a_long_poll_acts_on_a_due_recorded_meanwhile(
+    api: Api, make_dispatcher
+):
+    """A hand whose declarations completed under auto_resolve is due at once: its record
+    wakes the dispatcher, which would otherwise look at the index again only after its poll
+    (an hour here), and the hand resolves."""
+    table, tokens, _ = _deal(api, timeout_s=30, preset="monte-carlo")
+    dispatcher = make_dispatcher(poll_s=3600.0, repair_s=3600.0)
+    stop = threading.Event()
+    running = threading.Thread(target=dispatcher.run, args=(stop,))
+    running.start()
+    try:
+        until = time.monotonic() + 10
+        while dispatcher.sleep_s() > 60:  # until it has looked: it then waits for the deadline
+            assert time.monotonic() < until, "the dispatcher never looked at the index"
+            time.sleep(0.01)
+        for token in tokens:
+            api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=token)
+        until = time.monotonic() + 10
+        while api.get(f"/v1/tables/{table}").json()["hand"] is not None:
+            assert time.monotonic() < until, "the due recorded meanwhile was not acted on"
+            time.sleep(0.02)
+    finally:
+        stop.set()
+        dispatcher.index.client.rpush(dispatcher.index.wake_key, 1)  # end the wait under way
+        running.join(timeout=10)
+    assert not running.is_alive()
+    assert [e["type"] for e in _events(api, table)].count("hand_resolved") == 1
 
 
 def test_auto_resolve_settles_a_hand_once_everyone_declared(api: Api, dispatcher: Dispatcher):
