@@ -55,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         default=2,
         help="dispatchers each API node runs of its own, beside the two `guts dispatch`",
     )
+    parser.add_argument(
+        "--pace",
+        type=float,
+        default=0.0,
+        help="seconds between two steps of a table's client at most (0: as fast as answered)",
+    )
     parser.add_argument("--report", help="also write the report as JSON to this file")
     args = parser.parse_args(argv)
     options = Options(
@@ -70,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         keep=args.keep,
         full_coverage=args.full_coverage,
         serve_dispatchers=args.serve_dispatchers,
+        pace_s=args.pace,
     )
     signal.signal(signal.SIGTERM, _stop)  # unwinds the run: everything it started is stopped
     try:

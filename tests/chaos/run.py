@@ -46,6 +46,7 @@ class Options:
     keep: bool = False  # the logs and the history kept after a clean run too
     full_coverage: bool = False  # cluster-require-full-coverage (Redis's default: yes)
     serve_dispatchers: int = 2  # each API node's own dispatchers, beside the two `guts dispatch`
+    pace_s: float = 0.0  # each table's client: a step at most this often (0: as fast as answered)
 
 
 def run(options: Options) -> dict[str, Any]:
@@ -87,7 +88,9 @@ def run(options: Options) -> dict[str, Any]:
         pool, playing = ThreadPoolExecutor(1), ThreadPoolExecutor(len(players))
         try:
             faults = pool.submit(injector.run)
-            games = [playing.submit(play, player, stop) for player in players]
+            games = [
+                playing.submit(play, player, stop, pace_s=options.pace_s) for player in players
+            ]
             time.sleep(max(0.0, options.duration - (time.monotonic() - started)))
             faults.result()  # every fault of the plan is made, however long they took
             time.sleep(AFTER_S)  # and the service is seen playing on after the last one

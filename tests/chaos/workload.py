@@ -260,12 +260,18 @@ def _passed(deadline: str) -> bool:
     return datetime.fromisoformat(deadline.replace("Z", "+00:00")) <= datetime.now(UTC)
 
 
-def play(player: TablePlayer, stop: threading.Event, finish_s: float = 60.0) -> None:
-    """Play until `stop`, then finish the hand in play (for at most `finish_s`)."""
+def play(
+    player: TablePlayer, stop: threading.Event, finish_s: float = 60.0, pace_s: float = 0.0
+) -> None:
+    """Play until `stop`, a step at most every `pace_s` (0: each as soon as the one before is
+    answered), then finish the hand in play (for at most `finish_s`)."""
     if not player.create():
         return
     while not stop.is_set():
+        began = time.monotonic()
         player.step(finishing=False)
+        if pace_s:
+            stop.wait(pace_s - (time.monotonic() - began))
     until = time.monotonic() + finish_s
     while time.monotonic() < until and player.step(finishing=True):
         pass
