@@ -91,6 +91,9 @@ class Settings:
     stream_capacity: int = 0
     """Streams one node (one gunicorn) holds open at most; 0: derived from the workers and
     their connections (`service.api.stream_slots.default_capacity`)."""
+    stream_keep_alive_s: float = 10.0
+    """A quiet stream's keep-alive comment comes at least this often (the contract: 15 s at
+    most); it is also how soon a stream whose client vanished is found out and ends."""
     log_level: str = "info"
     redis_wait_s: float = 60.0
     cors_origins: tuple[str, ...] = ()
@@ -132,6 +135,11 @@ class Settings:
             _rate(f"GUTS_RATE_LIMIT_{name.upper()}", getattr(self, f"rate_limit_{name}"))
         for tenant, limit in self.rate_limit_tenants.items():
             _rate(f"GUTS_RATE_LIMIT_TENANTS ({tenant})", limit)
+        if not 0 < self.stream_keep_alive_s <= 15:
+            raise ValueError(
+                "GUTS_STREAM_KEEP_ALIVE_S must be more than 0 and at most 15 (seconds: the "
+                "contract promises a quiet stream a comment at least every 15 s)"
+            )
         if self.worker_connections < 2 or self.stream_capacity < 0:
             raise ValueError(
                 "GUTS_WORKER_CONNECTIONS must be at least 2 and GUTS_STREAM_CAPACITY at least 0"
@@ -178,6 +186,7 @@ class Settings:
             dispatchers=int(env.get("GUTS_DISPATCHERS", 2)),
             worker_connections=int(env.get("GUTS_WORKER_CONNECTIONS", 6000)),
             stream_capacity=int(env.get("GUTS_STREAM_CAPACITY", 0)),
+            stream_keep_alive_s=float(env.get("GUTS_STREAM_KEEP_ALIVE_S", 10)),
             log_level=_level(env.get("GUTS_LOG_LEVEL", "info")),
             redis_wait_s=float(env.get("GUTS_REDIS_WAIT_S", 60)),
             cors_origins=_keys(env.get("GUTS_CORS_ORIGINS", "")),

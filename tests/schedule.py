@@ -32,10 +32,6 @@ LONGEST: dict[str, dict[str, float]] = {
     "tests/browser/test_play_protection.py": {
         "*": 127,
     },
-    "tests/test_stream_capacity.py": {
-        "test_past_the_capacity_a_stream_is_refused_and_commands_are_served": 94,
-        "test_a_killed_client_or_worker_gives_its_streams_places_back": 55,
-    },
     "tests/browser/test_admin.py": {
         "*": 83,
     },

@@ -44,6 +44,7 @@ def node(
         GUTS_DATABASE_URL=clean_archive,
         GUTS_WEB_WORKERS="2",
         GUTS_STREAM_CAPACITY=str(CAPACITY),
+        GUTS_STREAM_KEEP_ALIVE_S="1",  # a vanished client's stream is found out within 1 s
     )
     served = Served(tmp_path / "data", tmp_path, env=env)
     try:
@@ -174,3 +175,26 @@ def _opens(node: Served, table: str, streams: list[Stream]) -> bool:
             return False
         streams.append(stream)
     return True
+
+
+def test_the_keep_alive_period_is_the_nodes_setting(node: Served) -> None:
+    """The node runs with GUTS_STREAM_KEEP_ALIVE_S=1: a quiet stream's keep-alive comes within
+    a few seconds, not the default 10."""
+    table = node.call("POST", "/v1/tables", {"preset": "three-card"}).json()["table_id"]
+    with Stream.open(node.base, f"/v1/tables/{table}/stream", token=OPERATOR_KEY, after=99) as s:
+        first = s.next()
+        assert first is not None and first.comment == "connected"
+        started = time.monotonic()
+        second = s.next()
+        assert second is not None and second.comment == "keep-alive"
+        assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "15.5", "60"])
+def test_a_keep_alive_period_outside_the_contract_is_refused(value: str) -> None:
+    from service.config import Settings
+
+    with pytest.raises(ValueError, match="GUTS_STREAM_KEEP_ALIVE_S must be more than 0"):
+        Settings.from_env({"GUTS_STREAM_KEEP_ALIVE_S": value})
+    assert Settings.from_env({"GUTS_STREAM_KEEP_ALIVE_S": "15"}).stream_keep_alive_s == 15
+    assert Settings.from_env({}).stream_keep_alive_s == 10

@@ -193,6 +193,7 @@ def _live_feed(
         built.usecases,
         built.store.notices,
         slots=slots,
+        keep_alive_s=settings.stream_keep_alive_s,
         confirm=feed_confirmation(built.store),
     )
     return feed, slots

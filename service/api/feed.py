@@ -79,7 +79,8 @@ from .subscription import (
 log = logging.getLogger("guts.feed")
 
 KEEP_ALIVE_S = 10.0
-"""A comment line at least this often on a quiet stream (the contract says 15 s at most)."""
+"""A comment line at least this often on a quiet stream (the contract says 15 s at most;
+``GUTS_STREAM_KEEP_ALIVE_S``, `Settings.stream_keep_alive_s`, for the API's feed)."""
 LAG_LIMIT_S = 30.0
 """How long a subscriber's queue may stay full before the subscriber is dropped."""
 
