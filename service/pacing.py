@@ -9,7 +9,7 @@ import os
 import time
 from dataclasses import dataclass
 
-__all__ = ["HEARTBEAT_ENV", "Backoff", "Heartbeat"]
+__all__ = ["HEARTBEAT_ENV", "REDIS_AWAY", "Backoff", "Heartbeat"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,12 @@ class Backoff:
         """The wait before the restart that follows `failures` deaths in a row (1 or more)."""
         return float(min(self.cap_s, self.first_s * 2 ** max(0, failures - 1)))
 
+
+REDIS_AWAY = Backoff(first_s=0.5, cap_s=2.0)
+"""How every loop that needs Redis (the clock, the followers, their lease, the webhook, wallet
+and protection duties) waits while Redis cannot be reached: half a second, doubling, at most
+2 s, so it goes on at most 2 s after Redis answers again (a failover, a restart); a try is a
+connection attempt, cheap for both sides."""
 
 HEARTBEAT_ENV = "GUTS_HEARTBEAT_FILE"
 """The environment variable that names a supervised child's heartbeat file."""

@@ -45,7 +45,7 @@ from service.eventlog.store import CorruptLog
 from service.eventlog.table_list import TableList
 from service.eventlog.vitals import Vitals
 from service.infrastructure import event_store, ledger_of, queue_client
-from service.pacing import Backoff
+from service.pacing import REDIS_AWAY, Backoff
 from service.projections.ledger import LedgerStore
 from service.tables import OutcomeUnknown, Tables
 
@@ -76,8 +76,8 @@ class DispatchTimes:
     """Period of the repair that re-indexes dues a crash kept from the index."""
     quarantine_retry_s: float = 300.0
     """How long a table that cannot be loaded is left alone before it is tried again."""
-    backoff: Backoff = Backoff(first_s=1.0, cap_s=10.0)
-    """Waits while Redis cannot be reached (the supervisor's schedule: doubling, capped)."""
+    backoff: Backoff = REDIS_AWAY
+    """Waits while Redis cannot be reached (`service.pacing.REDIS_AWAY`)."""
     beat_s: float = 1.0
     """Period of the heartbeat (``/readyz`` wants one within the last 5 s)."""
 

@@ -14,10 +14,9 @@ import threading
 
 from service.application.usecases import TableService
 from service.eventlog.redis_errors import redis_away
-from service.pacing import Backoff
+from service.pacing import REDIS_AWAY
 
 log = logging.getLogger("guts.protection")
-REDIS_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
 GRACE_S = 5.0
 """How long an outbox entry is its writer's to apply before the dispatchers apply it."""
 
@@ -37,7 +36,7 @@ def run_protection_duty(
         except Exception as error:  # noqa: BLE001 - the duty outlives one bad entry
             if redis_away(error):  # (unreachable, or a failover: CLUSTERDOWN, TRYAGAIN...)
                 failures += 1
-                wait = REDIS_BACKOFF.delay(failures)
+                wait = REDIS_AWAY.delay(failures)
                 log.warning("protection: Redis unreachable (%s)", type(error).__name__)
             else:  # it comes round again
                 log.exception("protection: applying a limits change failed")

@@ -15,11 +15,10 @@ from typing import Any
 import redis
 
 from service.eventlog.redis_errors import redis_away
-from service.pacing import Backoff
+from service.pacing import REDIS_AWAY
 from service.projections.wallet_calls import CLAIM_LEASE_S, Wallet
 
 log = logging.getLogger("guts.wallet")
-REDIS_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
 LEASE_S = CLAIM_LEASE_S
 CALLERS = 16
 """Calls made at once (a slow wallet holds a caller for its timeout)."""
@@ -62,6 +61,6 @@ def run_wallet_duty(wallet: Wallet, stop: threading.Event, idle_s: float = 0.2) 
                 if not redis_away(error):  # (a failover: CLUSTERDOWN, TRYAGAIN, READONLY...)
                     raise
                 failures += 1
-                wait = REDIS_BACKOFF.delay(failures)
+                wait = REDIS_AWAY.delay(failures)
                 log.warning("wallet: Redis unreachable (%s)", type(error).__name__)
             stop.wait(wait)

@@ -11,12 +11,10 @@ import redis
 
 from service.config import Settings
 from service.eventlog.redis_errors import redis_away
-from service.pacing import Backoff
+from service.pacing import REDIS_AWAY
 from service.projections.webhooks import Schedule, WebhookStore
 
 log = logging.getLogger("guts.dispatcher")
-REDIS_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
-"""Waits while Redis cannot be reached (as the clock's)."""
 
 
 def webhook_schedule(settings: Settings) -> Schedule:
@@ -46,6 +44,6 @@ def queue_webhooks(
             if not redis_away(error):  # (a failover: CLUSTERDOWN, TRYAGAIN, READONLY...)
                 raise
             failures += 1
-            wait = REDIS_BACKOFF.delay(failures)
+            wait = REDIS_AWAY.delay(failures)
             log.warning("webhooks: Redis unreachable (%s)", type(error).__name__)
         stop.wait(wait)

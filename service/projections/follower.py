@@ -51,15 +51,13 @@ from service.eventlog.codec import (
 from service.eventlog.decoding import CorruptTable
 from service.eventlog.due_index import DueIndex
 from service.eventlog.store import CorruptLog, EventStore, StoredEvent, StoreUnavailable
-from service.pacing import Backoff
+from service.pacing import REDIS_AWAY, Backoff
 from service.rules import events as ev
 
 _UNREACHABLE = (StoreUnavailable, redis.ConnectionError, redis.TimeoutError)
 """What a follower waits out quietly (a warning, no traceback): its stores going away."""
 
 log = logging.getLogger("guts.follow")
-REDIS_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
-"""Waits while Redis cannot be reached (the supervisor's schedule: doubling, capped)."""
 
 
 class Followed:
@@ -119,7 +117,7 @@ class Follower:
         batch: int = 500,
         sweep_s: float = 5.0,
         settle_s: float = 0.0,
-        backoff: Backoff = REDIS_BACKOFF,
+        backoff: Backoff = REDIS_AWAY,
         index: DueIndex | None = None,
         quarantine_retry_s: float = 300.0,
         chained: bool = True,

@@ -22,12 +22,9 @@ from collections.abc import Callable
 import redis
 
 from service.eventlog.redis_errors import REDIS_ERRORS
-from service.pacing import Backoff
+from service.pacing import REDIS_AWAY, Backoff
 
 log = logging.getLogger("guts.lease")
-_BACKOFF = Backoff(first_s=1.0, cap_s=10.0)
-"""Waits while Redis cannot be reached."""
-
 _HOLD = """
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind ~= 'string' and kind ~= 'none' then redis.call('DEL', KEYS[1]) end
@@ -78,7 +75,7 @@ def run_while_holding(
     stop: threading.Event,
     *,
     renew_s: float = 2.0,
-    backoff: Backoff = _BACKOFF,
+    backoff: Backoff = REDIS_AWAY,
 ) -> None:
     """Until `stop`: run `duty(term)` in a thread while `lease` is held, and set `term` as
     soon as it is not (lost, or Redis unreachable: this process cannot tell that nobody else
