@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import secrets
 import time
 from collections.abc import Sequence
@@ -86,6 +87,12 @@ DELIVER_JOB = "workers.jobs.deliver_webhook"
 """The job of one attempt: ``deliver_webhook(key_prefix, tenant, delivery_id, schedule)``."""
 LEASE_S = 60.0
 """How long a claimed delivery is left to its attempt before it is due again."""
+ATTEMPT_TIMEOUTS = 3
+"""An attempt's job is ended by RQ (its ``job_timeout``) after this many of the schedule's
+`timeout_s` (30 s by default, under `LEASE_S`): the HTTP client's timeout bounds each read,
+not the whole answer, so a receiver answering a byte at a time would otherwise hold a worker
+until RQ's default (180 s), past its lease, and a second attempt of the delivery would start
+beside it."""
 
 
 _DERIVE = """
@@ -336,6 +343,7 @@ class WebhookStore:
                     delivery_id,
                     paced,
                     job_id=job_id,
+                    job_timeout=max(1, math.ceil(ATTEMPT_TIMEOUTS * schedule.timeout_s)),
                     result_ttl=3600,
                     failure_ttl=7 * 24 * 3600,
                 )

@@ -27,7 +27,8 @@ FAST = Schedule(first_retry_s=0.1, max_wait_s=0.4, retry_for_s=30.0, timeout_s=0
 
 class Receiver:
     """A local HTTP server that answers each POST with the next planned answer ("ok", "500",
-    "slow": later than the attempt's timeout, "redirect"), then "ok"; it keeps what came."""
+    "slow": later than the attempt's timeout, "redirect", "trickle": its head a line at a
+    time for 6 s), then "ok"; it keeps what came."""
 
     def __init__(self, plan: list[str]) -> None:
         self.plan = list(plan)
@@ -42,7 +43,15 @@ class Receiver:
                 receiver.received.append((headers, body, answer))
                 if answer == "slow":
                     time.sleep(1.0)
-                status = {"ok": 204, "500": 500, "slow": 204, "redirect": 302}[answer]
+                if answer == "trickle":  # a header line every 0.2 s, for 6 s: no read times out
+                    self.wfile.write(b"HTTP/1.1 204 No Content\r\n")
+                    for _ in range(30):
+                        self.wfile.write(b"X-Drip: 1\r\n")
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                status = {"ok": 204, "500": 500, "slow": 204, "redirect": 302, "trickle": 204}[
+                    answer
+                ]
                 self.send_response(status)
                 if answer == "redirect":
                     self.send_header("Location", f"http://127.0.0.1:{self.server.server_port}/else")
@@ -227,6 +236,37 @@ def test_an_attempt_lost_with_its_worker_is_made_again(api: Api, redis_client, r
     while (queued := store.queue_due(FAST, lease_s=0.2)) == 0 and time.monotonic() < requeued:
         time.sleep(0.02)
     assert queued == 1  # the lease ran out: queued again (once)
+    run_jobs()
+    (delivery,) = _deliveries(api, hook["webhook_id"])
+    assert delivery["status"] == "delivered" and len(target.accepted()) == 1
+
+
+def test_an_attempt_a_receiver_drags_out_is_ended_by_its_job_timeout_and_made_again(
+    api: Api, redis_client, run_jobs, receiver
+):
+    """Every read of the answer comes within the attempt's timeout (0.5 s), so only the job's
+    own timeout (3 of them, 2 s) ends it, long before the receiver would (6 s) and before the
+    delivery's lease runs out; the attempt is made again after the lease, and delivered."""
+    from rq.registry import FailedJobRegistry
+
+    target = receiver(["trickle"])
+    hook = _register(api, target.url, ["player_seated"])
+    table = api.table("three-card")
+    api.seat(table, "ann")
+    follow_webhooks(api, table)
+    store = WebhookStore(redis_client)
+    assert store.queue_due(FAST, lease_s=0.2) == 1
+    began = time.monotonic()
+    run_jobs()
+    assert time.monotonic() - began < 5, "the attempt ran until the receiver ended it"
+    failed = FailedJobRegistry(WEBHOOKS_QUEUE, connection=redis_client, serializer=JSONSerializer)
+    assert len(failed.get_job_ids()) == 1
+    (delivery,) = _deliveries(api, hook["webhook_id"])
+    assert delivery["status"] == "pending" and delivery["attempts"] == 0
+    requeued = time.monotonic() + 10  # (a bound on a busy machine)
+    while (queued := store.queue_due(FAST, lease_s=0.2)) == 0 and time.monotonic() < requeued:
+        time.sleep(0.02)
+    assert queued == 1
     run_jobs()
     (delivery,) = _deliveries(api, hook["webhook_id"])
     assert delivery["status"] == "delivered" and len(target.accepted()) == 1
