@@ -88,11 +88,8 @@ DELIVER_JOB = "workers.jobs.deliver_webhook"
 LEASE_S = 60.0
 """How long a claimed delivery is left to its attempt before it is due again."""
 ATTEMPT_TIMEOUTS = 3
-"""An attempt's job is ended by RQ (its ``job_timeout``) after this many of the schedule's
-`timeout_s` (30 s by default, under `LEASE_S`): the HTTP client's timeout bounds each read,
-not the whole answer, so a receiver answering a byte at a time would otherwise hold a worker
-until RQ's default (180 s), past its lease, and a second attempt of the delivery would start
-beside it."""
+"""An attempt's job is ended by RQ (``job_timeout``) after this many `timeout_s` (30 s by
+default, under `LEASE_S`): the HTTP client's timeout bounds each read, not the answer."""
 
 
 _DERIVE = """

@@ -28,15 +28,16 @@ PLAYERS = {"ann": 10_000, "bob": 10_000, "cat": 10_000, "poor": 50}
 @pytest.fixture
 def wallet() -> Iterator[TestWallet]:
     made = TestWallet(balances=PLAYERS)
-    made.slow_s = 1.0
+    made.slow_s = 2.5  # (past the test API's 2 s timeout)
     yield made
     made.close()
 
 
 @pytest.fixture
 def wallet_api(serve_with: Callable[..., Api], redis_client: Any, clean_archive: str) -> Api:
-    """An API server on an empty Redis whose wallet calls time out after 0.5 s."""
-    return serve_with(wallet_timeout_s=0.5, wallet_first_retry_s=0.1, wallet_max_wait_s=0.2)
+    """An API server on an empty Redis whose wallet calls time out after 2 s (0.5 s was
+    taken by a wallet answering at once on a busy machine: an unknown outcome, 502)."""
+    return serve_with(wallet_timeout_s=2.0, wallet_first_retry_s=0.1, wallet_max_wait_s=0.2)
 
 
 def connect(api: Api, wallet: TestWallet, currency: str = "EUR", value: int = 100) -> str:
