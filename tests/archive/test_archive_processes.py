@@ -234,7 +234,10 @@ def test_postgres_killed_while_hands_are_played_loses_nothing(
             120,
             "the archiver caught up after PostgreSQL came back",
         )
-        assert all(store.trimmed(t) > held[t] for t in held)  # trimming resumed
+        # Trimming resumed (each batch trims Redis after its commit: an archive that caught up
+        # may be read a moment before its last trim).
+        trims = lambda: all(store.trimmed(t) > held[t] for t in held)  # noqa: E731
+        _eventually(trims, 30, "trimming resumed")
     finally:
         dispatcher.kill()
         dispatcher.wait()
