@@ -4,6 +4,7 @@ its messages and comments as they come."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,3 +99,15 @@ class Stream:
         while (message := self.next()) is not None:
             found.append(message)
         return found
+
+
+def seconds_to_keep_alive(base: str, path: str, token: str) -> float:
+    """Open a quiet stream (after an event far ahead) at `path`: its ": connected" comment,
+    then how long its first ": keep-alive" comment took."""
+    with Stream.open(base, path, token=token, after=99) as stream:
+        first = stream.next()
+        assert first is not None and first.comment == "connected"
+        started = time.monotonic()
+        second = stream.next()
+        assert second is not None and second.comment == "keep-alive"
+        return time.monotonic() - started

@@ -52,8 +52,6 @@ from service.tables import OutcomeUnknown, Tables
 log = logging.getLogger("guts.dispatcher")
 _GONE = 1 << 62
 """The version an index record of a table that does not exist carries (later than any)."""
-_SHORTEST_WAIT_S = 0.01
-"""A wait shorter than this is slept, not waited on the index (Redis counts in ms)."""
 
 
 @dataclass(frozen=True)
@@ -179,11 +177,11 @@ class Dispatcher:
 
     def wait(self, stop: threading.Event) -> None:
         """Wait `sleep_s`, on the index's wake list (woken by a record of an earlier due);
-        a moment too short to be worth a round trip on `stop`."""
+        a moment shorter than the index's shortest wait on `stop` (no round trip)."""
         wait = self.sleep_s()
         if stop.is_set() or wait <= 0:
             return
-        if wait < _SHORTEST_WAIT_S:
+        if wait < self.index.SHORTEST_WAIT_S:
             stop.wait(wait)
         else:
             self.index.wait(wait)

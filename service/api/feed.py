@@ -58,6 +58,7 @@ from service.application import Caller, TableReads
 from service.application.access import may_view
 from service.application.errors import CorruptLog, Forbidden, StoreUnavailable
 from service.application.reads import render_events
+from service.config import Settings
 from service.infrastructure import REDIS_ERRORS
 from service.rules.errors import GutsError
 from service.rules.state import TableState
@@ -78,9 +79,6 @@ from .subscription import (
 
 log = logging.getLogger("guts.feed")
 
-KEEP_ALIVE_S = 10.0
-"""A comment line at least this often on a quiet stream (the contract says 15 s at most;
-``GUTS_STREAM_KEEP_ALIVE_S``, `Settings.stream_keep_alive_s`, for the API's feed)."""
 LAG_LIMIT_S = 30.0
 """How long a subscriber's queue may stay full before the subscriber is dropped."""
 
@@ -113,7 +111,7 @@ class Feed:
         channel: str,
         *,
         buffer: int = BUFFER,
-        keep_alive_s: float = KEEP_ALIVE_S,
+        keep_alive_s: float = Settings.stream_keep_alive_s,
         lag_limit_s: float = LAG_LIMIT_S,
         slots: StreamSlots | None = None,
         confirm: Callable[[str, int], bool] | None = None,

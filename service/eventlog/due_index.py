@@ -110,11 +110,15 @@ class DueIndex:
                 ids.append(table_id)
         return ids, float(head) if head else None
 
+    SHORTEST_WAIT_S = 0.01
+    """The shortest `wait` (Redis counts a blocking wait in ms, and 0 means for ever)."""
+
     def wait(self, timeout_s: float) -> bool:
         """Wait until a record brings a due earlier than the index's earliest (or one into an
-        empty index), at most `timeout_s` (at least 0.01 s: Redis counts a blocking wait in
-        ms, and 0 means for ever); whether one did. One waiting dispatcher wakes per token."""
-        return self.client.blpop([self.wake_key], timeout=max(0.01, timeout_s)) is not None
+        empty index), at most `timeout_s` (at least `SHORTEST_WAIT_S`); whether one did. One
+        waiting dispatcher wakes per token."""
+        timeout = max(self.SHORTEST_WAIT_S, timeout_s)
+        return self.client.blpop([self.wake_key], timeout=timeout) is not None
 
     def due_at(self, table_id: str) -> float | None:
         """The table's due moment as indexed (None: not indexed)."""

@@ -316,6 +316,7 @@ class WebhookStore:
         backlog would grow on itself)."""
         queue = Queue(WEBHOOKS_QUEUE, connection=queues or self.client, serializer=JSONSerializer)
         paced = asdict(schedule)
+        job_timeout = max(1, math.ceil(ATTEMPT_TIMEOUTS * schedule.timeout_s))
         queued = 0
         for tenant in self.tenants():
             for delivery_id in self.claim(tenant, limit, lease_s):
@@ -340,7 +341,7 @@ class WebhookStore:
                     delivery_id,
                     paced,
                     job_id=job_id,
-                    job_timeout=max(1, math.ceil(ATTEMPT_TIMEOUTS * schedule.timeout_s)),
+                    job_timeout=job_timeout,
                     result_ttl=3600,
                     failure_ttl=7 * 24 * 3600,
                 )

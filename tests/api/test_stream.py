@@ -14,7 +14,7 @@ import requests
 
 from service.application import TableService
 from tests.apiclient import AUDITOR, OPERATOR, Api
-from tests.sse import Stream
+from tests.sse import Stream, seconds_to_keep_alive
 
 T = "/v1/tables/{table_id}"
 
@@ -224,13 +224,7 @@ def test_a_subscriber_that_never_reads_is_dropped_and_holds_nobody_up(
 def test_a_quiet_stream_sends_keep_alive_comments(api: Api) -> None:
     table, _ = api.rules_table(2)
     # The keep-alive period is 10 s in the server: wait for one comment past "connected".
-    with Stream.open(api.base, f"/v1/tables/{table}/stream", token=OPERATOR, after=99) as s:
-        first = s.next()
-        assert first is not None and first.comment == "connected"
-        started = time.monotonic()
-        second = s.next()
-        assert second is not None and second.comment == "keep-alive"
-        assert time.monotonic() - started < 15
+    assert seconds_to_keep_alive(api.base, f"/v1/tables/{table}/stream", OPERATOR) < 15
 
 
 def test_who_may_stream(api: Api):
