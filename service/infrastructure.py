@@ -212,6 +212,15 @@ def vitals_of(settings: Settings, client: redis.Redis) -> Vitals:
     return Vitals(client, prefix=settings.key_prefix)
 
 
+def due_index(settings: Settings, client: redis.Redis, store: RedisEventStore) -> DueIndex:
+    """The due index for the tables of `store` (on `client`), its records sent the store's
+    way; on one Redis (not a cluster) the store's appends record a due with the events."""
+    index = DueIndex(client, prefix=settings.key_prefix, commands=store.commands)
+    if not settings.redis_cluster:
+        store.index_due_with(index.record_keys)
+    return index
+
+
 def quarantine_list(settings: Settings, client: redis.Redis) -> DueIndex:
     """The quarantined tables' list (the due index keeps it), read on `client`."""
     return DueIndex(client, prefix=settings.key_prefix)
@@ -252,7 +261,7 @@ def build_table_service(
     cache = StateCache(shared=inherited() if shared else None, namespace=namespace)
     # The index's record and the loss limits' read go on a request's path: the store's way
     # (its shortcut around redis-py, when on: measured in docs/benchmarks.md, bench_http).
-    index = DueIndex(redis_client, prefix=settings.key_prefix, commands=store.commands)
+    index = due_index(settings, redis_client, store)
     listing = TableList(redis_client, prefix=settings.key_prefix)
     # Every read and command of a quarantined table is refused (409); one found unreadable
     # here is quarantined (service.eventlog.decoding).

@@ -44,7 +44,7 @@ from service.eventlog.redis_errors import redis_away
 from service.eventlog.store import CorruptLog
 from service.eventlog.table_list import TableList
 from service.eventlog.vitals import Vitals
-from service.infrastructure import event_store, ledger_of, queue_client
+from service.infrastructure import due_index, event_store, ledger_of, queue_client
 from service.pacing import REDIS_AWAY, Backoff
 from service.projections.ledger import LedgerStore
 from service.tables import OutcomeUnknown, Tables
@@ -261,7 +261,7 @@ def _usecases(
     ledger: LedgerStore | None = None,
 ) -> tuple[TableService, DueIndex]:
     store = event_store(settings, client, archive)
-    index = DueIndex(client, prefix=settings.key_prefix)
+    index = due_index(settings, client, store)
     listing = TableList(client, prefix=settings.key_prefix)
     tables = Tables(store, index=index, listing=listing)
     jobs = QueuedJobs(client, queue_client(settings, client), settings.key_prefix)

@@ -3,7 +3,8 @@
 Redis (7.0) spends on each argument of a script about a fifth of what a small command costs
 it, so an append sends only what it needs: seven fixed arguments, then the snapshot, the
 idempotency record and the quota only when there is one (the seventh says which: ``s``,
-``i``, ``q``), then the events.
+``i``, ``q``; ``d`` for the due index's record, which takes keys and no argument), then the
+events.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class TableKeys(Protocol):
 
     notices: str
     idempotency_ttl_s: int
+    due_keys: list[bytes] | None
 
     def events_key(self, table_id: str) -> bytes: ...
 
@@ -43,8 +45,10 @@ def append_call(
     due: float | None,
     chain: Chain | None,
     quota: Quota | None,
+    index_due: bool = False,
 ) -> tuple[list[bytes], Args]:
-    """The keys and arguments of the append script for these (`EventStore.append`'s)."""
+    """The keys and arguments of the append script for these (`EventStore.append`'s; with
+    `index_due`, the due index's keys, `store.due_keys`, too)."""
     keys = [store.events_key(table_id), store.meta_key(table_id)]
     args: Args = [
         expected_version,
@@ -55,8 +59,8 @@ def append_call(
         "" if chain is None else chain.head,
         b"",
     ]
-    if snapshot is not None or idempotency is not None or quota is not None:
-        args[6] = _optional(store, table_id, keys, args, snapshot, idempotency, quota)
+    if snapshot is not None or idempotency is not None or quota is not None or index_due:
+        args[6] = _optional(store, table_id, keys, args, snapshot, idempotency, quota, index_due)
     args += events
     return keys, args
 
@@ -69,6 +73,7 @@ def _optional(
     snapshot: bytes | None,
     idempotency: Idempotency | None,
     quota: Quota | None,
+    index_due: bool,
 ) -> bytes:
     """Add the optional keys and arguments there are to `keys` and `args`, in the script's
     order; the flags that say which are there."""
@@ -80,6 +85,9 @@ def _optional(
         flags += b"i"
         keys.append(store.idempotency_key(table_id, idempotency.key))
         args += [store.idempotency_ttl_s, idempotency.request_hash, idempotency.response]
+    if index_due and store.due_keys is not None:  # (their keys before the quota's: the
+        flags += b"d"  # script finds the quota's counter last)
+        keys += store.due_keys
     if quota is not None:
         flags += b"q"
         keys.append(store.counter_key(table_id, quota.counter))

@@ -24,6 +24,7 @@ def append_outcome(
     expected_version: int,
     idempotency: Idempotency | None,
     quota: Quota | None,
+    due_indexed: bool = False,
 ) -> AppendResult:
     """The result of an append whose script answered `reply` (written, or replayed), else
     the error it means (a conflict, a reused key, a full counter, a corrupt table)."""
@@ -31,7 +32,7 @@ def append_outcome(
     if status == b"ok":
         if quota is not None:
             quota.counted = True
-        return AppendResult(version=int(reply[1]))
+        return AppendResult(version=int(reply[1]), due_indexed=due_indexed)
     if status == b"limited":
         assert quota is not None
         quota.counted = True

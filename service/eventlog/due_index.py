@@ -2,11 +2,14 @@
 
 A table's own due moment is written with its events (the ``due`` field of its meta hash, see
 ``redis_store``): that is the truth. This index is how dispatchers find due tables without
-reading every table, and is kept by separate, idempotent steps, never by the append:
+reading every table, and is kept by idempotent steps of its own:
 
 - after an append that changed the table's due, the application service *records* it
   (``lua/due_record.lua``): a record carries the table's version and is ignored when a later
   version was recorded already, so records that arrive out of order never move a due back;
+  on one Redis (not a cluster) the append script records it itself, in the same round trip
+  (``RedisEventStore.index_due_with``: the same step, ``lua/due_records.lua``, run by the
+  script that writes the events);
 - a dispatcher *claims* the tables due now (``lua/due_claim.lua``): each moves to the end of
   a short lease, so no other dispatcher takes it meanwhile, and it comes due again if its
   claimant dies; acting on the table records its next due (a new version), and a claim that
@@ -71,15 +74,18 @@ class DueIndex:
         self.versions_key = f"{prefix}:{{%due}}:versions"
         self.quarantine_key = f"{prefix}:{{%due}}:quarantine"
         self.wake_key = f"{prefix}:{{%due}}:wake"
-        self._record_keys = [self.index_key, self.versions_key, self.wake_key]
-        self._record = client.register_script((_LUA / "due_record.lua").read_text())
+        self.record_keys = [self.index_key, self.versions_key, self.wake_key]
+        """The keys a record writes (the append's too, where it records: `RedisEventStore.
+        index_due_with`)."""
+        records = (_LUA / "due_records.lua").read_text()
+        self._record = client.register_script(records + (_LUA / "due_record.lua").read_text())
         self._claim = client.register_script((_LUA / "due_claim.lua").read_text())
 
     def record(self, table_id: str, version: int, due: float | None) -> bool:
         """Index the table's due as of `version` (None: nothing due); False when a later
         version was recorded already."""
         args = _record_args(table_id, version, due)
-        return bool(self.commands.run(self._record, self._record_keys, args)[0])
+        return bool(self.commands.run(self._record, self.record_keys, args)[0])
 
     def record_many(self, records: Sequence[tuple[str, int, float | None]]) -> int:
         """`record` each (table id, version, due), in one script call (so on a Redis Cluster
@@ -87,7 +93,7 @@ class DueIndex:
         if not records:
             return 0
         args = [arg for record in records for arg in _record_args(*record)]
-        return int(self._record(keys=self._record_keys, args=args))
+        return int(self._record(keys=self.record_keys, args=args))
 
     def claim(self, now: float, lease_s: float, limit: int) -> list[str]:
         """The ids of up to `limit` tables due at `now`, each leased for `lease_s`."""

@@ -77,8 +77,9 @@ class InMemoryEventStore:
         due: float | None = None,
         chain: Chain | None = None,
         quota: Quota | None = None,
+        index_due: bool = False,
     ) -> AppendResult:
-        """See :meth:`EventStore.append`."""
+        """See :meth:`EventStore.append` (no due index here: `index_due` is ignored)."""
         check_append_args(expected_version, events, snapshot, due)
         with self._lock:
             table = self._tables.get(table_id)

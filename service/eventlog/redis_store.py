@@ -51,6 +51,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote
 
 import redis
+from redis.cluster import RedisCluster
 
 from service.eventlog.append_args import append_call
 from service.eventlog.append_reply import append_outcome
@@ -94,11 +95,13 @@ from service.eventlog.store import (
 
 __all__ = ["ArchiveReader", "RedisEventStore", "table_key_tag"]
 
-_QUOTA_LUA = (Path(__file__).parent / "lua" / "quota.lua").read_text()
-_APPEND_LUA = _QUOTA_LUA + (Path(__file__).parent / "lua" / "append.lua").read_text()
-_QUOTA_ONLY_LUA = _QUOTA_LUA + (Path(__file__).parent / "lua" / "quota_only.lua").read_text()
-_TRIM_LUA = (Path(__file__).parent / "lua" / "trim.lua").read_text()
-_IDEMPOTENT_LUA = (Path(__file__).parent / "lua" / "idempotent.lua").read_text()
+_LUA = Path(__file__).parent / "lua"
+_QUOTA_LUA = (_LUA / "quota.lua").read_text()
+_DUE_RECORDS_LUA = (_LUA / "due_records.lua").read_text()
+_APPEND_LUA = _QUOTA_LUA + _DUE_RECORDS_LUA + (_LUA / "append.lua").read_text()
+_QUOTA_ONLY_LUA = _QUOTA_LUA + (_LUA / "quota_only.lua").read_text()
+_TRIM_LUA = (_LUA / "trim.lua").read_text()
+_IDEMPOTENT_LUA = (_LUA / "idempotent.lua").read_text()
 
 
 class ArchiveReader(Protocol):
@@ -171,6 +174,8 @@ class RedisEventStore:
         many = pipelined(client) if direct is None else direct.call_many
         self.replication = Replicated(client, self._call, many, min_replicas, replica_timeout_ms)
         self.commands = Replicated(client, self._call, many)
+        self.due_keys: list[bytes] | None = None
+        """The due index's keys, when the append records a due there too (`index_due_with`)."""
         """The same path (the shortcut, when on) for what other stores on this client send on
         a request's path and need no replica to confirm: the due index's record, the loss
         limits' read (`service.infrastructure.build_table_service` hands it to them)."""
@@ -225,11 +230,23 @@ class RedisEventStore:
         due: float | None = None,
         chain: Chain | None = None,
         quota: Quota | None = None,
+        index_due: bool = False,
     ) -> AppendResult:
-        """See :meth:`EventStore.append`: one EVALSHA of the append script."""
+        """See :meth:`EventStore.append`: one EVALSHA of the append script (which records the
+        due in the due index too when asked and `index_due_with` was given the index)."""
         check_append_args(expected_version, events, snapshot, due)
+        indexed = index_due and self.due_keys is not None
         keys, args = append_call(
-            self, table_id, expected_version, events, snapshot, idempotency, due, chain, quota
+            self,
+            table_id,
+            expected_version,
+            events,
+            snapshot,
+            idempotency,
+            due,
+            chain,
+            quota,
+            indexed,
         )
         try:  # (inline rather than `with redis_errors()`: this runs on every command)
             reply, acked = self.replication.run(self._append_script, keys, args)
@@ -238,9 +255,18 @@ class RedisEventStore:
                 made = expected_version + len(events)
                 raise NotReplicated(table_id, made, None, self.min_replicas) from error
             raise store_error(error, table_id, "meta hash or stream") from error
-        appended = append_outcome(table_id, reply, expected_version, idempotency, quota)
+        appended = append_outcome(table_id, reply, expected_version, idempotency, quota, indexed)
         self.replication.check(table_id, appended.version, acked)
         return appended
+
+    def index_due_with(self, record_keys: Sequence[str]) -> None:
+        """Record a due asked to be indexed (``append(index_due=True)``) with the events, in
+        the due index of `record_keys` (`DueIndex.record_keys`): one round trip for both,
+        where they are two. Only where the index and the tables share one Redis: on a
+        cluster the index's slot is never a table's, and a script may touch one slot."""
+        if isinstance(self.client, RedisCluster):
+            raise ValueError("a cluster's append cannot record in the due index's slot")
+        self.due_keys = [key.encode() for key in record_keys]
 
     def count_request(self, table_id: str, quota: Quota) -> None:
         """See :meth:`EventStore.count_request`: one EVALSHA (no ``WAIT``: a counter lost in a

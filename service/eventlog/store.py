@@ -116,10 +116,13 @@ class AppendResult:
 
     ``version`` is the table's version after the call. ``replayed`` is set (and nothing was
     written) when the idempotency key had been seen before with the same request hash.
+    ``due_indexed``: the table's due was recorded in the due index with the events (asked by
+    ``index_due``, and the store can: one Redis); else the caller records it.
     """
 
     version: int
     replayed: Idempotency | None = None
+    due_indexed: bool = False
 
 
 class StoreError(Exception):
@@ -236,6 +239,7 @@ class EventStore(Protocol):
         due: float | None = None,
         chain: Chain | None = None,
         quota: Quota | None = None,
+        index_due: bool = False,
     ) -> AppendResult:
         """Atomically append ``events`` and, when ``snapshot`` is given, replace the snapshot
         (None keeps it: the events join its tail), and set the table's due moment to ``due``
@@ -255,6 +259,10 @@ class EventStore(Protocol):
         With ``quota``, the events are written only if its counter admits one more
         (counted with them: a conflict or a replay counts nothing), else :class:`OverLimit`
         and nothing written; it is marked counted either way.
+
+        With ``index_due``, a store that keeps the due index beside the table (one Redis)
+        records the new due there in the same step, as `DueIndex.record` would
+        (``AppendResult.due_indexed``); others ignore it.
         """
         ...
 

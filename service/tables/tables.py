@@ -10,9 +10,9 @@ the due index and the table list told). When another command won the race for th
 the command is decided again on the new state (bounded), unless the caller pinned a version
 with If-Match.
 
-Every append also stores the table's next due moment (`service.rules.clock.next_due`), and when
-the command changed it, the due index is told right after (a separate step: the append touches
-only the table's own keys; see `service.eventlog.due_index`).
+Every append also stores the table's next due moment (`service.rules.clock.next_due`); when the
+command changed it, the due index is told, by the append itself on one Redis, else right after
+(on a cluster the append touches only the table's own keys; see `service.eventlog.due_index`).
 
 Each process remembers the last state it stored or saw per table, decoded, brought up to date
 with the events its sibling workers stored (`service.tables.state_cache`). A command takes that
@@ -311,10 +311,19 @@ class Tables(Upkeep, Held):
         due = next_due(state)
         epoch = None if due is None else due.epoch
         record = self._record(sub, decided.answer)
+        moved = due != decided.due_before or before == 0  # (the index is told)
         try:
             chain = Chain(decided.loaded.head, head)
             appended = self.store.append(
-                table_id, before, encoded, snapshot, record, epoch, chain, sub.quota
+                table_id,
+                before,
+                encoded,
+                snapshot,
+                record,
+                epoch,
+                chain,
+                sub.quota,
+                index_due=moved and self.index is not None,
             )
         except VersionConflict as conflict:
             return self._lost_race(sub, conflict)
@@ -327,7 +336,7 @@ class Tables(Upkeep, Held):
             raise  # indexed (if it survives, it must fire; if not, the entry is stale)
         if appended.replayed is not None:
             return self._replay(table_id, appended.replayed, sub.request_hash)
-        if due != decided.due_before or before == 0:
+        if moved and not appended.due_indexed:
             self._index(table_id, appended.version, epoch)
         if before == 0:
             self._list({table_id: (state.created_at, state.tenant)})

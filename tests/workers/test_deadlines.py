@@ -82,7 +82,7 @@ def dispatcher(make_dispatcher) -> Dispatcher:
     return make_dispatcher()
 
 
-def test_a_deal_indexes_its_deadline_and_the_append_touches_only_its_table(
+def test_a_deal_indexes_its_deadline_in_the_round_trip_of_its_append_on_one_redis(
     api: Api, redis_client, dispatcher: Dispatcher
 ):
     table = api.table("three-card", decision_timeout_s=30)
@@ -98,9 +98,9 @@ def test_a_deal_indexes_its_deadline_and_the_append_touches_only_its_table(
     handshakes = {"HELLO", "CLIENT", "SELECT"}  # a new connection's (a server thread's first)
     sent = [name for client, name, _ in seen if client != "lua" and name not in handshakes]
     # The tenant's protection profile and the players' limits, read before deciding (one
-    # pipelined round trip; responsible gaming, no append), then the append, then the due's
-    # record.
-    assert sent == ["HGET", "HMGET", "EVALSHA", "EVALSHA", "PING"]
+    # pipelined round trip; responsible gaming, no append), then the append, which records
+    # the due in the index too (one Redis: `RedisEventStore.index_due_with`).
+    assert sent == ["HGET", "HMGET", "EVALSHA", "PING"]
     (limits,) = [c["command"].split()[1] for k, name, c in seen if name == "HMGET" and k != "lua"]
     assert limits == "guts:{%ledger:default}:limits"
     scripted = [(name, c["command"].split()) for client, name, c in seen if client == "lua"]
@@ -111,7 +111,7 @@ def test_a_deal_indexes_its_deadline_and_the_append_touches_only_its_table(
     first_due = next(i for i, (_, key) in enumerate(in_scripts) if "{%due}" in key)
     append_keys = [key for _, key in in_scripts[:first_due]]
     assert append_keys and all(f"{{{table}}}" in key for key in append_keys), in_scripts
-    record = in_scripts[first_due:]  # the record script's: the index's keys only
+    record = in_scripts[first_due:]  # once the table's are written: the index's keys only
     assert all("{%due}" in key for _, key in record), in_scripts
     # The index was empty: the record wakes a waiting dispatcher (one token on the wake list).
     wake = dispatcher.index.wake_key

@@ -1,13 +1,16 @@
 -- Append events to one table's log, if the table is at the expected version.
 -- Touches only the table's own keys (all under its hash tag).
--- KEYS: events, meta[, idempotency record][, the quota's counter (quota.lua)]
+-- KEYS: events, meta[, idempotency record][, the due index's three keys][, the quota's
+--       counter (quota.lua)]
 -- ARGV: expected_version, due ('' when nothing is due: the epoch seconds of the table's next
 --       due moment), the channel to publish the append's notice on ('' for none), the table
 --       id, the head the events chain from and the head they end at ('' and '' for none: the
---       stored head is then forgotten), what follows ('' or any of 's', 'i', 'q'): with 's'
---       the snapshot, with 'i' the idempotency record's ttl_s, request_hash and response,
+--       stored head is then forgotten), what follows ('' or any of 's', 'i', 'q', 'd'): with
+--       's' the snapshot, with 'i' the idempotency record's ttl_s, request_hash and response,
 --       with 'q' the quota's limit and window in ms (counted with the events), in that
---       order; then the events, to the end.
+--       order; then the events, to the end. With 'd' (on one Redis only: the index's keys
+--       are in another slot than the table's) the due is recorded in the due index at the
+--       new version once the events are written (`record_dues`, due_records.lua).
 -- The notice ("<version> <table id>") is not a key: it tells the live feeds to look.
 -- Each redis.call costs about as much as a small command sent alone, and each argument
 -- passed about a fifth of that: so one HSET writes the meta fields, a field is deleted only
@@ -15,11 +18,12 @@
 local events_key, meta_key = KEYS[1], KEYS[2]
 local flags = ARGV[7]
 local at = 8  -- the next argument
-local snapshot, idem_at, quota_at = nil, nil, nil
+local snapshot, idem_at, quota_at, index_at = nil, nil, nil, nil
 if flags ~= '' then
   if string.find(flags, 's', 1, true) then snapshot, at = ARGV[at], at + 1 end
   if string.find(flags, 'i', 1, true) then idem_at, at = at, at + 3 end
   if string.find(flags, 'q', 1, true) then quota_at, at = at, at + 2 end
+  if string.find(flags, 'd', 1, true) then index_at = idem_at and 4 or 3 end
 end
 local idem_key = idem_at and KEYS[3]
 local quota_key = quota_at and KEYS[#KEYS]
@@ -118,6 +122,9 @@ end
 if idem_key then
   redis.call('HSET', idem_key, 'request_hash', ARGV[idem_at + 1], 'response', ARGV[idem_at + 2])
   redis.call('EXPIRE', idem_key, ARGV[idem_at])
+end
+if index_at then
+  record_dues(KEYS[index_at], KEYS[index_at + 1], KEYS[index_at + 2], {ARGV[4], now, ARGV[2]})
 end
 if ARGV[3] ~= '' then
   redis.call('PUBLISH', ARGV[3], now .. ' ' .. ARGV[4])
