@@ -12,7 +12,7 @@ import redis
 
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
-from service.eventlog.store import Idempotency, VersionConflict
+from service.eventlog.store import Idempotency, OverLimit, Quota, VersionConflict
 from service.rules.decide import CreateTable, Deal, Declare, SeatPlayer
 from service.rules.ruleset import resolve_ruleset
 from service.rules.times import parse_iso
@@ -69,6 +69,21 @@ def test_an_append_that_writes_nothing_records_nothing(redis_client):
     replayed = store.append("t", 1, [b"e2"], None, record, due=7.0, index_due=True)
     assert replayed.replayed is not None and not replayed.due_indexed
     assert index.due_at("t") == 100.0 and _versions(redis_client, index) == {b"t": b"1"}
+
+
+def test_the_fold_keeps_its_keys_apart_from_an_idempotency_record_and_a_quota(redis_client):
+    store, index = _folded(redis_client)
+    quota = Quota("c", limit=2, window_ms=60_000)
+    record = Idempotency("k", "h", b"{}")
+    made = store.append("t", 0, [b"e1"], b"snap", record, 42.0, quota=quota, index_due=True)
+    assert made.due_indexed and quota.counted and index.due_at("t") == 42.0
+    assert store.find_idempotent("t", "k") == record
+    again = Quota("c", limit=2, window_ms=60_000)
+    store.append("t", 1, [b"e2"], None, None, 43.0, quota=again, index_due=True)
+    assert index.due_at("t") == 43.0
+    with pytest.raises(OverLimit):  # (the counter is full: nothing written, nothing indexed)
+        store.append("t", 2, [b"e3"], None, None, 44.0, quota=Quota("c", 2, 60_000), index_due=True)
+    assert index.due_at("t") == 43.0 and _versions(redis_client, index) == {b"t": b"2"}
 
 
 def test_a_record_folded_into_an_append_never_moves_a_later_record_back(redis_client):
