@@ -25,12 +25,13 @@ has copied and verified them: ``service.archive``), never past the snapshot nor 
 ``keep`` events; ``read`` takes the events a stream no longer holds from the archive, so
 readers see one log.
 
-Every key of a table carries the hash tag ``{T}``, and the append script touches only the
-keys of its own table, so a table lives in one Redis Cluster slot. ``T`` is the table id
+Every key of a table carries the hash tag ``{T}``, so a table lives in one Redis Cluster slot,
+where the append script touches only its table's keys (on one Redis it may also record the
+due in the due index: ``index_due_with``). ``T`` is the table id
 percent-encoded (RFC 3986 unreserved characters kept), so ids with ``{``, ``}``, ``:`` or
 spaces cannot bleed into the key structure: ``t-1`` is stored as ``guts:{t-1}:...``, ``a}b``
 as ``guts:{a%7Db}:...`` (and ``""`` as ``guts:{%}:...``). There is no global key: the list of
-tables is found by scanning for meta hashes, and the index of due tables is kept apart
+tables is found by scanning for meta hashes, and the index of due tables has its own
 (``service.eventlog.due_index``).
 
 Loads and appends, the commands every table command makes, go through redis-py's
