@@ -176,15 +176,16 @@ class Dispatcher:
         return min(self.times.poll_s, max(0.0, head - self.clock()))
 
     def wait(self, stop: threading.Event) -> None:
-        """Wait `sleep_s`, on the index's wake list (woken by a record of an earlier due);
-        a moment shorter than the index's shortest wait on `stop` (no round trip)."""
+        """Wait `sleep_s`, on the index's wake list (woken by a record of an earlier due),
+        precisely when it ends at a due (`DueIndex.wait`); a moment shorter than the index's
+        shortest wait on `stop` (no round trip)."""
         wait = self.sleep_s()
         if stop.is_set() or wait <= 0:
             return
         if wait < self.index.SHORTEST_WAIT_S:
             stop.wait(wait)
         else:
-            self.index.wait(wait)
+            self.index.wait(wait, precise=wait < self.times.poll_s)
 
     def repair(self) -> int:
         """Index dues that a crash kept out of the index; how many."""

@@ -119,12 +119,34 @@ class DueIndex:
     SHORTEST_WAIT_S = 0.01
     """The shortest `wait` (Redis counts a blocking wait in ms, and 0 means for ever)."""
 
-    def wait(self, timeout_s: float) -> bool:
+    TIMER_S = 0.1
+    """How late Redis may end a blocking wait: it looks at blocked clients' timeouts at each
+    tick of its timer, 10 a second by default (``hz 10``), so a ``BLPOP`` for 30 ms returns
+    after about 100 ms."""
+    STEP_S = 0.01
+    """How often the last `TIMER_S` of a `precise` wait looks at the wake list."""
+
+    def wait(self, timeout_s: float, *, precise: bool = False) -> bool:
         """Wait until a record brings a due earlier than the index's earliest (or one into an
         empty index), at most `timeout_s` (at least `SHORTEST_WAIT_S`); whether one did. One
-        waiting dispatcher wakes per token."""
+        waiting dispatcher wakes per token. A `precise` wait (one that ends at a due) blocks
+        (``BLPOP``) only until `TIMER_S` before its end, and looks at the list every `STEP_S`
+        after that (``LPOP``, not blocking), so that it ends within a few ms of `timeout_s`,
+        whatever Redis's timer."""
         timeout = max(self.SHORTEST_WAIT_S, timeout_s)
-        return self.client.blpop([self.wake_key], timeout=timeout) is not None
+        if not precise:
+            return self.client.blpop([self.wake_key], timeout=timeout) is not None
+        end = time.monotonic() + timeout
+        blocking = timeout - self.TIMER_S
+        if blocking >= self.SHORTEST_WAIT_S:
+            if self.client.blpop([self.wake_key], timeout=blocking) is not None:
+                return True
+        while self.client.lpop(self.wake_key) is None:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(self.STEP_S, left))
+        return True
 
     def due_at(self, table_id: str) -> float | None:
         """The table's due moment as indexed (None: not indexed)."""
