@@ -296,6 +296,20 @@ def test_a_master_demoted_during_wait_answers_503_never_500(bypass, key):
         client.close()
 
 
+@pytest.mark.parametrize("bypass", [True, False], ids=["shortcut", "redis-py"])
+def test_a_lookup_sent_to_a_master_demoted_just_before_answers_503_never_500(pair, bypass):
+    """A retry's look-up of its idempotency record reaching a node that a failover has just
+    made a replica (found in the short chaos run: a 500): the script writes nothing when there
+    is no record, so it runs there, and its ``WAIT`` is refused ("WAIT cannot be used with
+    replica instances"): a failover under way (StoreUnavailable, 503), as a READONLY is."""
+    _, replica = pair
+    client = redis.Redis.from_url(replica.url)
+    store = RedisEventStore(client, prefix="t", min_replicas=1, bypass_redis_py=bypass)
+    with pytest.raises(StoreUnavailable):
+        store.find_idempotent("t1", "k")
+    client.close()
+
+
 class _Recorded:
     """A projection that keeps the events it was given (what a ledger or an archive derives
     from), per table, with its position."""

@@ -25,12 +25,21 @@ __all__ = [
     "table_errors",
 ]
 
-_FAILOVER_REPLIES = ("UNBLOCKED", "READONLY", "MASTERDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN")
+_FAILOVER_REPLIES = (
+    "UNBLOCKED",
+    "READONLY",
+    "WAIT cannot be used with replica",
+    "MASTERDOWN",
+    "LOADING",
+    "CLUSTERDOWN",
+    "TRYAGAIN",
+)
 """How a Redis error reply starts when its node is being demoted or promoted, or the cluster
 has no master for a slot yet: ``UNBLOCKED ... (master -> replica?)`` to a ``WAIT`` (or any
-blocked command) on a master made a replica, ``READONLY`` to a write on it, ``MASTERDOWN``
-from a replica whose master is away, ``LOADING`` from a node reading its files,
-``CLUSTERDOWN`` and ``TRYAGAIN`` while slots move."""
+blocked command) on a master made a replica, ``READONLY`` to a write on it, ``WAIT cannot be
+used with replica instances`` to a ``WAIT`` sent to it (after a script that wrote nothing),
+``MASTERDOWN`` from a replica whose master is away, ``LOADING`` from a node reading its
+files, ``CLUSTERDOWN`` and ``TRYAGAIN`` while slots move."""
 
 REDIS_ERRORS = (redis.RedisError, RedisClusterException)
 """What redis-py raises for a Redis or a Redis Cluster: its cluster client's own errors
