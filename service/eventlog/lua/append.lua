@@ -1,5 +1,5 @@
 -- Append events to one table's log, if the table is at the expected version.
--- Touches only the table's own keys (all under its hash tag).
+-- Touches only the table's own keys (all under its hash tag), but for the due index's with 'd'.
 -- KEYS: events, meta[, idempotency record][, the due index's three keys][, the quota's
 --       counter (quota.lua)]
 -- ARGV: expected_version, due ('' when nothing is due: the epoch seconds of the table's next
