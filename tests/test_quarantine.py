@@ -231,7 +231,7 @@ def _wait(condition: Callable[[], Any], within_s: float, what: str) -> Any:
         if found:
             return found
         assert time.monotonic() < until, f"{what} within {within_s} s"
-        time.sleep(0.02)
+        time.sleep(0.1)
 
 
 def _closed_at(api: Any, table: str) -> float | None:

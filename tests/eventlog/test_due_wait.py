@@ -48,13 +48,22 @@ def test_a_wait_to_look_again_blocks_once_for_all_of_it(redis_client):
 def test_a_record_of_an_earlier_due_wakes_a_precise_wait(redis_client):
     index = DueIndex(redis_client, prefix="test")
     index.record("later", 1, time.time() + 3600)
+    # That record (into an empty index) left a token, which would end the wait at once: the
+    # wait must be woken by the record below, made while it blocks.
+    redis_client.delete(index.wake_key)
     woke: list[bool] = []
     waiting = threading.Thread(target=lambda: woke.append(index.wait(5.0, precise=True)))
     waiting.start()
     deadline = time.monotonic() + 10
-    while not any(c.get("cmd") == "blpop" for c in redis_client.client_list()):
+    while not any(_blocked_in_blpop(c) for c in redis_client.client_list()):
         assert time.monotonic() < deadline and waiting.is_alive(), "the wait never blocked"
         time.sleep(0.01)  # (until it blocks: the record must come while it waits)
     index.record("sooner", 1, time.time() + 60)
     waiting.join(10)
     assert woke == [True]
+
+
+def _blocked_in_blpop(client: dict[str, str]) -> bool:
+    """Whether a connection (a line of CLIENT LIST) is blocked in a BLPOP now: its last
+    command alone would still say blpop once the BLPOP has returned."""
+    return client.get("cmd") == "blpop" and "b" in client.get("flags", "")
