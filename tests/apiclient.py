@@ -27,6 +27,7 @@ class Api:
     def __init__(self, base: str) -> None:
         self.base = base
         self.session = requests.Session()
+        self.session.trust_env = False  # (no proxy or netrc look-ups per request)
 
     def call(
         self,
