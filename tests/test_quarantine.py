@@ -175,7 +175,7 @@ def running(
     client = redis.Redis.from_url(redis_url, decode_responses=False)
     settings = Settings(redis_url=redis_url, key_prefix=PREFIX)
     dispatcher = build_dispatcher(settings, client)
-    dispatcher.times = DispatchTimes(poll_s=0.01, repair_s=0.5)
+    dispatcher.times = DispatchTimes(repair_s=0.5)
     follower, notices = build_follower(settings, client)  # the ledger's and the webhooks'
     follower.sweep_s = 0.5
     archive = Archive.open(database_url, size=2)
