@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-from tests.browser.pages import AUDITOR, OPERATOR, Person
+from tests.browser.pages import AUDITOR, OPERATOR, WAIT_MS, Person
 from tests.browser.pages import get as _get
 from tests.browser.pages import need_the_live_feed as _need_the_live_feed
 from tests.browser.pages import playwright_expect as _expect
@@ -270,3 +270,53 @@ def test_after_a_restart_the_pages_resume_the_feed_with_a_new_ticket(
         first.kill()
         if second is not None:
             second.kill()
+
+
+def test_a_view_answered_late_never_replaces_a_newer_one(browser, contexts, served: Served):
+    """The page fetches the table's view again after events; two fetches can answer out of
+    order (one browser, several connections, two server workers). The older view, answered
+    last, is dropped: the page keeps showing the newer one."""
+    from urllib.parse import urlencode
+
+    from tests.browser.pages import post
+
+    expect = _expect()
+    table = post(served, "/v1/tables", OPERATOR, {"preset": "three-card", "ante": 1})["table_id"]
+    tokens = [
+        post(served, f"/v1/tables/{table}/players", OPERATOR, {"player_id": p, "buy_in": 50})[
+            "token"
+        ]
+        for p in ("ann", "ben")
+    ]
+    ann = Person(browser, contexts)
+    page = ann.page
+    page.goto(f"{served.base}/play#{urlencode({'table': table, 'seat': '0', 'token': tokens[0]})}")
+    expect(page.locator("#feed-state")).to_have_attribute("data-state", "live")
+    ben = page.locator(".seat[data-seat='1'] .seat-status")
+    expect(ben).to_contain_text("playing")
+
+    held: list[tuple[Any, Any]] = []  # the first view asked for after this: (route, its answer)
+
+    def hold_the_first(route: Any) -> None:
+        if held or route.request.method != "GET":
+            route.continue_()
+        else:
+            held.append((route, route.fetch()))
+
+    page.route(f"{served.base}/v1/tables/{table}", hold_the_first)
+    post(served, f"/v1/tables/{table}/players/1/sit-out", OPERATOR)
+    for _ in range(WAIT_MS // 20):  # (the handler runs while Playwright is waited on)
+        if held:
+            break
+        page.wait_for_timeout(20)
+    expect(ben).to_contain_text("playing")  # (the view that says otherwise is held)
+    post(served, f"/v1/tables/{table}/players/1/sit-in", OPERATOR)
+    ((route, older),) = held
+    assert older.json()["seats"][1]["status"] == "sitting_out"
+    page.wait_for_timeout(300)  # the sit-in's view, asked for after the held one, answered
+    expect(ben).to_contain_text("playing")
+    with page.expect_event("requestfinished"):
+        route.fulfill(response=older)
+    page.wait_for_timeout(300)  # (the page reads the answer and would render it)
+    expect(ben).to_contain_text("playing")
+    assert ann.errors == []

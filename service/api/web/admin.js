@@ -5,7 +5,7 @@
 // the protection profile) and admin-audits.js (audits, collusion reports, quarantine). Strings
 // come from i18n.js; nothing from another host.
 
-import { $, actWith, api, button, element, forgetKey, keepKey, storedKey, tablePath, withQuery } from "/play/api.js";
+import { $, actWith, api, button, element, forgetKey, keepKey, olderThan, storedKey, tablePath, withQuery } from "/play/api.js";
 import { follow } from "/play/feed.js";
 import { startI18n, t } from "/play/i18n.js";
 import { EventLog, learnNames } from "/play/words.js";
@@ -69,6 +69,7 @@ async function loadTables(after = "", status = $("tables-status").value) {
 
 async function refreshLive() {
   const view = await api("GET", tablePath(office.table));
+  if (olderThan(view, office.view)) return;
   office.view = view;
   learnNames(view.seats);
   $("live").hidden = false;

@@ -67,6 +67,12 @@ export function withQuery(path, query) {
 
 export const tablePath = (table, rest = "") => `/v1/tables/${encodeURIComponent(table)}${rest}`;
 
+/** Whether the table `view` just fetched is older than the one `shown`: two fetches of a
+ * table can answer out of order (several connections, several server workers), and the one
+ * answered last must not replace a newer view. */
+export const olderThan = (view, shown) =>
+  Boolean(shown) && shown.table_id === view.table_id && shown.version > view.version;
+
 /** A DOM element with text and attributes. */
 export function element(tag, text, attributes = {}) {
   const node = document.createElement(tag);

@@ -9,7 +9,7 @@
 // again when the feed says the table moved, and words the reveal and the settlement from the
 // feed's events and the finished hand's history (which names the hands shown).
 
-import { $, actWith, api, button, element, forgetKey, keepKey, serverNow, session, storedKey, tablePath } from "/play/api.js";
+import { $, actWith, api, button, element, forgetKey, keepKey, olderThan, serverNow, session, storedKey, tablePath } from "/play/api.js";
 import { countdownRing, setRing } from "/play/cards.js";
 import { buildRuleForm, renderRuleForm, ruleOverrides } from "/play/create.js";
 import { follow } from "/play/feed.js";
@@ -110,6 +110,7 @@ function renderResult() {
 
 async function refresh() {
   const view = await api("GET", tablePath(page.table));
+  if (olderThan(view, page.view)) return;
   page.view = view;
   render(view);
 }
