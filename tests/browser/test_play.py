@@ -292,8 +292,8 @@ def test_a_view_answered_late_never_replaces_a_newer_one(browser, contexts, serv
     page = ann.page
     page.goto(f"{served.base}/play#{urlencode({'table': table, 'seat': '0', 'token': tokens[0]})}")
     expect(page.locator("#feed-state")).to_have_attribute("data-state", "live")
-    ben = page.locator(".seat[data-seat='1'] .seat-status")
-    expect(ben).to_contain_text("playing")
+    ann_status, ben_status = (page.locator(f".seat[data-seat='{n}'] .seat-status") for n in (0, 1))
+    expect(ben_status).to_contain_text("playing")
 
     held: list[tuple[Any, Any]] = []  # the first view asked for after this: (route, its answer)
 
@@ -304,19 +304,18 @@ def test_a_view_answered_late_never_replaces_a_newer_one(browser, contexts, serv
             held.append((route, route.fetch()))
 
     page.route(f"{served.base}/v1/tables/{table}", hold_the_first)
-    post(served, f"/v1/tables/{table}/players/1/sit-out", OPERATOR)
+    post(served, f"/v1/tables/{table}/players/1/sit-out", OPERATOR)  # ben out: held
     for _ in range(WAIT_MS // 20):  # (the handler runs while Playwright is waited on)
         if held:
             break
         page.wait_for_timeout(20)
-    expect(ben).to_contain_text("playing")  # (the view that says otherwise is held)
-    post(served, f"/v1/tables/{table}/players/1/sit-in", OPERATOR)
     ((route, older),) = held
-    assert older.json()["seats"][1]["status"] == "sitting_out"
-    page.wait_for_timeout(300)  # the sit-in's view, asked for after the held one, answered
-    expect(ben).to_contain_text("playing")
+    assert [s["status"] for s in older.json()["seats"]] == ["active", "sitting_out"]
+    post(served, f"/v1/tables/{table}/players/0/sit-out", OPERATOR)  # ann out too: answered
+    expect(ann_status).to_contain_text("sitting out")  # (only the newer view says so)
+    expect(ben_status).to_contain_text("sitting out")
     with page.expect_event("requestfinished"):
-        route.fulfill(response=older)
+        route.fulfill(response=older)  # the older view (ann playing) answered last
     page.wait_for_timeout(300)  # (the page reads the answer and would render it)
-    expect(ben).to_contain_text("playing")
+    expect(ann_status).to_contain_text("sitting out")
     assert ann.errors == []
