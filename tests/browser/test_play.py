@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 import requests
 
 from tests.browser.pages import AUDITOR, OPERATOR, WAIT_MS, Person
@@ -41,6 +42,7 @@ def open_table(browser: Any, contexts: list[Any], served: Served, names: list[st
     operator = Person(browser, contexts)
     page = operator.page
     page.goto(served.base + "/play")
+    expect(page.locator("body")).to_have_attribute("data-ready", "1")  # (its forms wired)
     # The operator's key goes into the page (this tab's sessionStorage), never into a URL.
     page.get_by_label("Operator or auditor key").fill(OPERATOR)
     page.get_by_role("button", name="Use this key").click()
@@ -319,3 +321,24 @@ def test_a_view_answered_late_never_replaces_a_newer_one(browser, contexts, serv
     page.wait_for_timeout(300)  # (the page reads the answer and would render it)
     expect(ann_status).to_contain_text("sitting out")
     assert ann.errors == []
+
+
+@pytest.mark.parametrize("path", ["/play", "/admin"])
+def test_a_key_submitted_before_the_script_runs_goes_nowhere(browser, contexts, served, path):
+    """Before the page's script has wired its forms (here it never loads), the key form
+    submitted by Enter or by its button loads nothing: the key never goes into a URL (a plain
+    form would load the page again with ``?key=...``, as a loaded suite once did)."""
+    person = Person(browser, contexts)
+    page = person.page
+    held: list[Any] = []
+    # The page's scripts are never answered: none runs.
+    page.route(f"{served.base}/play/*.js", lambda route: held.append(route))
+    page.goto(served.base + path, wait_until="commit")
+    secret = "a-key-that-must-stay-out-of-urls"
+    page.locator("#key").fill(secret)
+    page.locator("#key").press("Enter")
+    page.locator("#key-form button[type=submit]").click()
+    page.wait_for_timeout(300)  # (a navigation would have been asked for by now)
+    assert held, "the page's script was asked for"
+    assert page.url == served.base + path
+    assert [url for url in person.urls if secret in url] == []
