@@ -138,10 +138,14 @@ class TableReads:
     # --- the log --------------------------------------------------------------------------
 
     def events(self, caller: Caller, table_id: str, after: int, limit: int) -> Outcome:
-        """The events after version `after` (at most `limit`), as the caller may see them."""
+        """The events after version `after` (at most `limit`), as the caller may see them,
+        up to the version of the state their access was checked on (and the events are
+        rendered with): what was appended since is the next read's, checked again (a player
+        who left in between is refused it)."""
         state = self._load(caller, table_id)
         viewer = may_view(caller, state)
-        read = self.tables.events(table_id, after, limit)
+        limit = min(limit, state.version - after)
+        read = self.tables.events(table_id, after, limit) if limit > 0 else []
         items = render_events(state, viewer, read)
         next_after = read[-1][0] if read else after
         body = {"events": items, "version": state.version, "next_after": next_after}

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import secrets
 import socket
+import threading
 import time
 from typing import Any
 
 import pytest
 import requests
 
-from service.application import TableService
+from service.application import Forbidden, TableService
 from tests.apiclient import AUDITOR, OPERATOR, Api
 from tests.cluster import until
 from tests.sse import Stream, seconds_to_keep_alive
@@ -253,6 +254,41 @@ def test_a_player_who_leaves_mid_stream_is_cut_off(api: Api):
         rest = s.rest()
         assert rest[-1].comment is not None and rest[-1].comment.startswith("end:")
         assert not [m for m in rest if m.event == "hand_dealt"]
+
+
+def test_what_is_appended_between_the_access_check_and_the_read_is_not_read(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+):
+    """A read of events (the stream's backlog reads the same way) checks the caller's access
+    on the table's state, then reads the log: what was appended in between (here the
+    player's leave and the next deal, by two other requests) is not in the answer, which
+    stops at that state's version, where the access was checked. (A CI run once sent a
+    player's stream the deal after the player left, by timing.)"""
+    from service.application import Caller
+    from service.rules.views import PLAYER
+    from tests.apiclient import SERVED
+
+    reads = SERVED[api.base].extensions["guts"].feed.reads
+    table, _ = api.rules_table(3)
+    seated = _version(api, table)
+    load = reads.tables.load
+    forced: list[int] = []
+    here = threading.get_ident()  # (the server's threads load the table too: not theirs)
+
+    def loaded_then_appended(table_id: str) -> Any:
+        state = load(table_id)
+        if table_id == table and not forced and threading.get_ident() == here:
+            forced.append(api.delete(f"/v1/tables/{table}/players/2").status_code)
+            forced.append(api.post(f"/v1/tables/{table}/deal", {}).status_code)
+        return state
+
+    monkeypatch.setattr(reads.tables, "load", loaded_then_appended)
+    player = Caller(PLAYER, table, seat=2, joined=seated)
+    answer = reads.events(player, table, seated, 100)
+    assert forced == [200, 201]  # (the leave and the deal went in between)
+    assert answer.facts["events"] == [] and answer.facts["version"] == seated
+    with pytest.raises(Forbidden):  # the next read is checked on the table as it is now
+        reads.events(player, table, seated, 100)
 
 
 # --- tickets ----------------------------------------------------------------------------------
