@@ -53,7 +53,11 @@ def open_table(browser: Any, contexts: list[Any], served: Served, names: list[st
     for count, name in enumerate(names, start=1):
         page.get_by_label("Player id").fill(name)
         page.get_by_role("button", name="Seat", exact=True).click()
-        expect(page.locator("#seat-links a")).to_have_count(count)
+        try:
+            expect(page.locator("#seat-links a")).to_have_count(count)
+        except AssertionError as missing:  # (what the page said of the seating, if anything)
+            said = operator.text("#status")
+            raise AssertionError(f"{missing}\nthe page's status line: {said!r}") from None
     links = page.locator("#seat-links a").evaluate_all("(links) => links.map((a) => a.href)")
     # Each link has a copy button that puts it on the clipboard.
     operator.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=served.base)
