@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import requests
@@ -60,6 +61,11 @@ def need_the_live_feed(served: Served) -> None:
     spec = requests.get(served.base + "/openapi.yaml", timeout=10).text
     if "/v1/tables/{table_id}/stream-tickets:" not in spec:
         pytest.skip("BROWSER PLAY TESTS SKIPPED: this build has no live feed (stream-tickets)")
+
+
+def seat_link(served: Served, table: str, seat: int, token: str) -> str:
+    """A player's link to their seat in /play (the token in the fragment, never sent)."""
+    return f"{served.base}/play#{urlencode({'table': table, 'seat': str(seat), 'token': token})}"
 
 
 def get(served: Served, path: str, token: str) -> dict[str, Any]:

@@ -8,7 +8,6 @@ where `screenshots_dir()` says (printed), for a person to look at."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
 import pytest
 
@@ -22,6 +21,7 @@ from tests.browser.pages import (
     put,
     screenshot,
     screenshots_dir,
+    seat_link,
 )
 from tests.test_cli import Served
 
@@ -81,8 +81,7 @@ def test_the_pages_have_no_accessibility_violation(
         options = {"locale": LOCALES[language], "viewport": {"width": width, "height": height}}
 
         player = Person(browser, contexts, **options)
-        fragment = urlencode({"table": dealt["table"], "seat": "0", "token": dealt["tokens"][0]})
-        player.page.goto(f"{served.base}/play#{fragment}")
+        player.page.goto(seat_link(served, dealt["table"], 0, dealt["tokens"][0]))
         expect(player.page.locator("#feed-state")).to_have_attribute("data-state", "live")
         expect(player.page.locator(".seat.mine .card:not(.back)")).to_have_count(3)
         expect(player.page.locator("#table h3")).to_have_text(HEADINGS[language])

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from tests.browser.pages import AUDITOR, OPERATOR, WAIT_MS, Person
+from tests.browser.pages import AUDITOR, OPERATOR, WAIT_MS, Person, post, seat_link
 from tests.browser.pages import get as _get
 from tests.browser.pages import need_the_live_feed as _need_the_live_feed
 from tests.browser.pages import playwright_expect as _expect
@@ -282,10 +282,6 @@ def test_a_view_answered_late_never_replaces_a_newer_one(browser, contexts, serv
     """The page fetches the table's view again after events; two fetches can answer out of
     order (one browser, several connections, two server workers). The older view, answered
     last, is dropped: the page keeps showing the newer one."""
-    from urllib.parse import urlencode
-
-    from tests.browser.pages import post
-
     expect = _expect()
     table = post(served, "/v1/tables", OPERATOR, {"preset": "three-card", "ante": 1})["table_id"]
     tokens = [
@@ -296,7 +292,7 @@ def test_a_view_answered_late_never_replaces_a_newer_one(browser, contexts, serv
     ]
     ann = Person(browser, contexts)
     page = ann.page
-    page.goto(f"{served.base}/play#{urlencode({'table': table, 'seat': '0', 'token': tokens[0]})}")
+    page.goto(seat_link(served, table, 0, tokens[0]))
     expect(page.locator("#feed-state")).to_have_attribute("data-state", "live")
     ann_status, ben_status = (page.locator(f".seat[data-seat='{n}'] .seat-status") for n in (0, 1))
     expect(ben_status).to_contain_text("playing")
@@ -315,6 +311,7 @@ def test_a_view_answered_late_never_replaces_a_newer_one(browser, contexts, serv
         if held:
             break
         page.wait_for_timeout(20)
+    assert held, "the page never asked for the view after ben sat out"
     ((route, older),) = held
     assert [s["status"] for s in older.json()["seats"]] == ["active", "sitting_out"]
     post(served, f"/v1/tables/{table}/players/0/sit-out", OPERATOR)  # ann out too: answered

@@ -14,7 +14,6 @@ import json
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import requests
 
@@ -27,6 +26,7 @@ from tests.browser.pages import (
     playwright_expect,
     post,
     screenshot,
+    seat_link,
 )
 from tests.test_cli import Served
 
@@ -55,10 +55,6 @@ def _net(language: str, chips: int) -> str:
     )
 
 
-def _link(served: Served, table: str, seat: int, token: str) -> str:
-    return f"{served.base}/play#{urlencode({'table': table, 'seat': str(seat), 'token': token})}"
-
-
 def _session(served: Served, table: str) -> dict[str, Any]:
     return dict(get(served, f"/v1/tables/{table}", OPERATOR)["seats"][0]["session"])
 
@@ -83,7 +79,7 @@ def test_a_reality_check_is_a_dialog_answered_before_playing_on(browser, context
     ]
     rita = Person(browser, contexts, locale="en-GB")
     page = rita.page
-    page.goto(_link(served, table, 0, tokens[0]))
+    page.goto(seat_link(served, table, 0, tokens[0]))
     expect(page.locator("#feed-state")).to_have_attribute("data-state", "live")
     line = page.locator("#session-line")
     expect(line).to_have_text(re.compile(r"^This session: \d+ min played, even"))
@@ -144,7 +140,7 @@ def test_a_reality_check_is_a_dialog_answered_before_playing_on(browser, context
         for size, (width, height) in SIZES.items():
             viewport = {"width": width, "height": height}
             other = Person(browser, contexts, locale=locale, viewport=viewport)
-            other.page.goto(_link(served, table, 0, tokens[0]))
+            other.page.goto(seat_link(served, table, 0, tokens[0]))
             expect(other.page.locator("#reality-check")).to_be_visible()
             expect(other.page.locator("#check-title")).to_have_text(
                 STRINGS[language]["play.check.title"]
