@@ -167,7 +167,12 @@ def _run_dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
 def _configure_release(parser: argparse.ArgumentParser, settings: Settings) -> None:
     _add_log_level(parser, settings)
-    parser.add_argument("table_ids", nargs="+", metavar="TABLE_ID", help="a quarantined table")
+    parser.add_argument(
+        "table_ids",
+        nargs="+",
+        metavar="TABLE_ID",
+        help="a quarantined table (one whose id begins with - goes after --: guts release -- -x)",
+    )
 
 
 def _run_release(args: argparse.Namespace, settings: Settings) -> int:

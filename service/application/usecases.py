@@ -171,7 +171,10 @@ class TableService(TableReads, MoneyUses, WebhookUses, WalletUses, ProtectionUse
     @staticmethod
     def _new_table_id(conditions: Conditions) -> str:
         if conditions.idempotency_key is None:
-            return secrets.token_urlsafe(12)
+            # never one that begins with "-", which a command line would read as an option
+            while (fresh := secrets.token_urlsafe(12)).startswith("-"):
+                pass
+            return fresh
         scoped = f"{conditions.sender}\0{conditions.idempotency_key}"
         return f"t{hashlib.sha256(scoped.encode()).hexdigest()[:20]}"
 
