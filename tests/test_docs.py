@@ -388,7 +388,7 @@ def check_guts_command(args: list[str], whole: bool = True) -> str | None:
     if not args or args[0] not in parsers:
         return f"no subcommand {args[:1]} (one of {sorted(parsers)})"
     parser, rest = parsers[args[0]], args[1:]
-    for word in rest:
+    for word in rest[: rest.index("--")] if "--" in rest else rest:  # after --: arguments
         flag = word.split("=", 1)[0]
         if flag.startswith("-") and flag != "-" and flag not in parser._option_string_actions:
             return f"guts {args[0]} has no flag {flag}"
