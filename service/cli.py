@@ -316,9 +316,11 @@ def _work_until_stopped(
     redis_url: str, log_level: str = "info", backoff: Backoff = WORKER_BACKOFF
 ) -> int:
     """Run the RQ worker until SIGTERM or SIGINT; 0 then. When it fails on Redis (raises
-    ConnectionError or TimeoutError, or returns while Redis does not answer) and no such
-    signal came, log a line and run it again after a delay that grows while Redis stays away.
-    """
+    ConnectionError or TimeoutError) or returns, and no such signal came, log a line and run
+    it again after a delay that grows while the trouble lasts. (RQ's loop returns on a stop,
+    and also when it quits on an error of its own, such as its heartbeat's write meeting a
+    Redis that went away: Redis may be back by the time it has returned, and the worker must
+    go on, not exit 0 as if it were told to stop.)"""
     import redis
     from rq.exceptions import StopRequested
 
@@ -339,22 +341,22 @@ def _work_until_stopped(
                 beats.beat()
                 try:
                     run_worker(redis_url, log_level=log_level, beats=beats)
-                    trouble = None if redis_answers(redis_url) else "Redis does not answer"
+                    quit_ = redis_answers(redis_url)  # (RQ logged why it quit)
+                    trouble = "Redis does not answer"
                 except (redis.ConnectionError, redis.TimeoutError) as error:
-                    trouble = f"{type(error).__name__}: {error}"
+                    quit_, trouble = False, f"{type(error).__name__}: {error}"
                 finally:
                     stop.install()  # ours while we wait
-                if trouble is None or stop.signum is not None or caught() & stops:
+                if stop.signum is not None or caught() & stops:
                     return 0
                 failures = backoff.failures_after(failures, time.monotonic() - started)
                 delay = backoff.delay(failures)
-                log.warning(
-                    "worker lost Redis at %s (%s); trying again in %.1f s",
-                    redact_url(redis_url),
-                    trouble,
-                    delay,
-                    extra={"retry_s": delay},
-                )
+                where = redact_url(redis_url)
+                if quit_:
+                    said = f"RQ's worker quit (Redis at {where} answers); starting it again"
+                else:
+                    said = f"worker lost Redis at {where} ({trouble}); trying again"
+                log.warning("%s in %.1f s", said, delay, extra={"retry_s": delay})
                 if stop.wait(delay):
                     return 0
         except StopRequested:  # a signal that came while RQ's handler was still in place

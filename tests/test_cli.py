@@ -622,6 +622,57 @@ def _play_hand(served: Served, table: str, tokens: list[str]) -> None:
     assert served.call("POST", f"/v1/tables/{table}/resolve", {}).status_code == 200
 
 
+def test_worker_alone_starts_rq_again_when_it_quits_while_redis_answers(tmp_path: Path) -> None:
+    """RQ's loop also returns when it quits on an error of its own (it logs "found an unhandled
+    exception, quitting"), as when its heartbeat's write met a Redis that had just gone; Redis
+    may be back by then. `guts worker` then starts it again and runs the jobs that come after,
+    instead of exiting 0 as if it had been told to stop (a CI run caught that once, the race
+    won by a Redis restarted at once). Here RQ quits because one of the queues it waits on is
+    made a string, so its wait is refused while Redis answers; once the queue is repaired,
+    the jobs that come run."""
+    import redis
+    from rq import Queue
+
+    from service.audit.jobs import AUDITS_QUEUE, SERIALIZER
+    from service.processes.redis_server import RedisServer
+    from workers.queues import WEBHOOKS_QUEUE
+
+    stderr_path = tmp_path / "worker.err"
+    with RedisServer(port=free_port(), data_dir=tmp_path / "redis") as server:
+        client = redis.Redis.from_url(server.url)
+        with open(stderr_path, "wb") as stderr:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "service.cli", "worker"],
+                cwd=REPO,
+                env=_env(REDIS_URL=server.url),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
+        try:
+            audits = Queue(AUDITS_QUEUE, connection=client, serializer=SERIALIZER)
+
+            def runs(job: Any) -> bool:
+                return _eventually(lambda: job.get_status(refresh=True) == "finished", 60)
+
+            assert runs(audits.enqueue("os.getpid")), stderr_path.read_text()
+            other = Queue(WEBHOOKS_QUEUE, connection=client, serializer=SERIALIZER).key
+            client.set(other, "not a list")  # (its next wait for a job is refused)
+            assert runs(audits.enqueue("os.getpid")), stderr_path.read_text()  # (one wait on)
+            said = _eventually(lambda: "RQ's worker quit" in stderr_path.read_text(), 30)
+            assert said, stderr_path.read_text()
+            client.delete(other)
+            assert runs(audits.enqueue("os.getpid")), stderr_path.read_text()
+            assert worker.poll() is None, stderr_path.read_text()
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(STOP_TIMEOUT_S) == 0, stderr_path.read_text()
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+            client.close()
+
+
 def test_worker_alone_waits_for_redis_and_works_once_it_is_back(tmp_path: Path) -> None:
     """`guts worker` started before its Redis, and Redis stopped under it: the worker says so
     and keeps trying, and runs jobs each time Redis is back; SIGTERM stops it (code 0)."""
