@@ -7,6 +7,7 @@ These tests never use the machine's Redis: REDIS_URL is removed from the environ
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -622,6 +623,27 @@ def _play_hand(served: Served, table: str, tokens: list[str]) -> None:
     assert served.call("POST", f"/v1/tables/{table}/resolve", {}).status_code == 200
 
 
+@contextlib.contextmanager
+def _worker_alone(redis_url: str, stderr_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`guts worker` against `redis_url`, its stderr in `stderr_path`; killed after, unless it
+    has exited."""
+    with open(stderr_path, "wb") as stderr:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "worker"],
+            cwd=REPO,
+            env=_env(REDIS_URL=redis_url),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        yield worker
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+
 def test_worker_alone_starts_rq_again_when_it_quits_while_redis_answers(tmp_path: Path) -> None:
     """RQ's loop also returns when it quits on an error of its own (it logs "found an unhandled
     exception, quitting"), as when its heartbeat's write met a Redis that had just gone; Redis
@@ -638,17 +660,11 @@ def test_worker_alone_starts_rq_again_when_it_quits_while_redis_answers(tmp_path
     from workers.queues import WEBHOOKS_QUEUE
 
     stderr_path = tmp_path / "worker.err"
-    with RedisServer(port=free_port(), data_dir=tmp_path / "redis") as server:
+    with (
+        RedisServer(port=free_port(), data_dir=tmp_path / "redis") as server,
+        _worker_alone(server.url, stderr_path) as worker,
+    ):
         client = redis.Redis.from_url(server.url)
-        with open(stderr_path, "wb") as stderr:
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "service.cli", "worker"],
-                cwd=REPO,
-                env=_env(REDIS_URL=server.url),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-            )
         try:
             audits = Queue(AUDITS_QUEUE, connection=client, serializer=SERIALIZER)
 
@@ -667,9 +683,6 @@ def test_worker_alone_starts_rq_again_when_it_quits_while_redis_answers(tmp_path
             worker.send_signal(signal.SIGTERM)
             assert worker.wait(STOP_TIMEOUT_S) == 0, stderr_path.read_text()
         finally:
-            if worker.poll() is None:
-                worker.kill()
-                worker.wait()
             client.close()
 
 
@@ -684,16 +697,7 @@ def test_worker_alone_waits_for_redis_and_works_once_it_is_back(tmp_path: Path) 
 
     port = free_port()
     stderr_path = tmp_path / "worker.err"
-    with open(stderr_path, "wb") as stderr:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "worker"],
-            cwd=REPO,
-            env=_env(REDIS_URL=f"redis://127.0.0.1:{port}/0"),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    try:
+    with _worker_alone(f"redis://127.0.0.1:{port}/0", stderr_path) as worker:
         said = _eventually(lambda: "worker lost Redis" in stderr_path.read_text(), 30)
         assert said, stderr_path.read_text()
         for outage in ("before Redis ever ran", "after Redis went away"):
@@ -710,10 +714,6 @@ def test_worker_alone_waits_for_redis_and_works_once_it_is_back(tmp_path: Path) 
         # Redis is gone again: the worker is waiting for it, or RQ retries inside its loop.
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(STOP_TIMEOUT_S) == 0, stderr_path.read_text()
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
 
 
 def test_serve_stopped_just_after_a_restart_still_exits_0(
