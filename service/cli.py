@@ -316,11 +316,9 @@ def _work_until_stopped(
     redis_url: str, log_level: str = "info", backoff: Backoff = WORKER_BACKOFF
 ) -> int:
     """Run the RQ worker until SIGTERM or SIGINT; 0 then. When it fails on Redis (raises
-    ConnectionError or TimeoutError) or returns, and no such signal came, log a line and run
-    it again after a delay that grows while the trouble lasts. (RQ's loop returns on a stop,
-    and also when it quits on an error of its own, such as its heartbeat's write meeting a
-    Redis that went away: Redis may be back by the time it has returned, and the worker must
-    go on, not exit 0 as if it were told to stop.)"""
+    ConnectionError or TimeoutError) or returns without such a signal (RQ's loop quits on an
+    error of its own too: its heartbeat's write meeting a Redis gone, back by the time it
+    returned), log a line and run it again after a delay that grows while that lasts."""
     import redis
     from rq.exceptions import StopRequested
 
