@@ -315,10 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _work_until_stopped(
     redis_url: str, log_level: str = "info", backoff: Backoff = WORKER_BACKOFF
 ) -> int:
-    """Run the RQ worker until SIGTERM or SIGINT; 0 then. When it fails on Redis (raises
-    ConnectionError or TimeoutError) or returns without such a signal (RQ's loop quits on an
-    error of its own too: its heartbeat's write meeting a Redis gone, back by the time it
-    returned), log a line and run it again after a delay that grows while that lasts."""
+    """Run the RQ worker until SIGTERM or SIGINT; 0 then. When it fails on Redis, or returns
+    without such a signal (RQ's loop also quits on errors of its own, Redis answering or not),
+    log a line and run it again after a delay that grows while that lasts."""
     import redis
     from rq.exceptions import StopRequested
 
@@ -339,18 +338,19 @@ def _work_until_stopped(
                 beats.beat()
                 try:
                     run_worker(redis_url, log_level=log_level, beats=beats)
-                    quit_ = redis_answers(redis_url)  # (RQ logged why it quit)
-                    trouble = "Redis does not answer"
+                    trouble = None  # (RQ's loop returned: stopped, or it quit and logged why)
                 except (redis.ConnectionError, redis.TimeoutError) as error:
-                    quit_, trouble = False, f"{type(error).__name__}: {error}"
+                    trouble = f"{type(error).__name__}: {error}"
                 finally:
                     stop.install()  # ours while we wait
                 if stop.signum is not None or caught() & stops:
                     return 0
+                if trouble is None and not redis_answers(redis_url):
+                    trouble = "Redis does not answer"
                 failures = backoff.failures_after(failures, time.monotonic() - started)
                 delay = backoff.delay(failures)
                 where = redact_url(redis_url)
-                if quit_:
+                if trouble is None:
                     said = f"RQ's worker quit (Redis at {where} answers); starting it again"
                 else:
                     said = f"worker lost Redis at {where} ({trouble}); trying again"

@@ -55,8 +55,10 @@ class Api:
         return self.call("DELETE", path, **kw)
 
     # Conveniences for building games.
-    def table(self, preset: str = "three-card", **rules: Any) -> str:
-        response = self.post("/v1/tables", {"preset": preset, "rules": rules})
+    def table(self, preset: str = "three-card", table_id: str | None = None, **rules: Any) -> str:
+        """A new table of `preset` with `rules` (named `table_id`, else as the service draws)."""
+        named = {} if table_id is None else {"table_id": table_id}
+        response = self.post("/v1/tables", {"preset": preset, "rules": rules, **named})
         assert response.status_code == 201, response.text
         return str(response.json()["table_id"])
 

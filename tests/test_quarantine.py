@@ -218,11 +218,7 @@ def _hand(
 ) -> tuple[str, list[str], float]:
     """A three-card table (auto-resolving) with two players dealt in: its id (`table_id`, or
     one the service draws), the players' tokens and its deadline (epoch s)."""
-    rules = {"decision_timeout_s": timeout_s, "auto_resolve": True}
-    named = {"table_id": table_id} if table_id else {}
-    made = api.post("/v1/tables", {"preset": "three-card", "rules": rules, **named})
-    assert made.status_code == 201, made.text
-    table = made.json()["table_id"]
+    table = api.table("three-card", table_id, decision_timeout_s=timeout_s, auto_resolve=True)
     tokens = [api.seat(table, f"p{i}")["token"] for i in range(2)]
     headers = {"Idempotency-Key": key} if key else None
     dealt = api.post(f"/v1/tables/{table}/deal", headers=headers)
