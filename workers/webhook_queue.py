@@ -34,16 +34,18 @@ def queue_webhooks(
     queues: redis.Redis | None = None,
 ) -> None:
     """Queue the attempts of due webhook deliveries until `stop` (a thread of the dispatcher:
-    a delivery is due at most `poll` late), waiting out Redis going away."""
+    a delivery is due at most `poll` late), waiting out Redis going away. Nothing else ends
+    it: a thread that died would leave every tenant's deliveries waiting, with no word."""
     failures = 0
     while not stop.is_set():
         try:
             hooks.queue_due(schedule, queues=queues)
             failures, wait = 0, 0.25
-        except Exception as error:
-            if not redis_away(error):  # (a failover: CLUSTERDOWN, TRYAGAIN, READONLY...)
-                raise
+        except Exception as error:  # noqa: BLE001 - its thread outlives it
             failures += 1
             wait = REDIS_AWAY.delay(failures)
-            log.warning("webhooks: Redis unreachable (%s)", type(error).__name__)
+            if redis_away(error):  # (a failover: CLUSTERDOWN, TRYAGAIN, READONLY...)
+                log.warning("webhooks: Redis unreachable (%s)", type(error).__name__)
+            else:  # a bug, or a value no check foresaw: tried again after the wait
+                log.exception("webhooks: queueing the due deliveries failed")
         stop.wait(wait)

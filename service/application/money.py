@@ -35,7 +35,7 @@ from service.rules.views import AUDITOR, OPERATOR
 from service.tables import TableNotFound, TableQuarantined, Tables
 
 from .access import ALL_TENANTS, DEFAULT_TENANT, Caller, hide_quarantined, require
-from .errors import Forbidden, LedgerUnavailable
+from .errors import CorruptRecord, Forbidden, LedgerUnavailable
 from .ports import Catcher, LedgerBook
 from .values import Outcome, checked_table_id
 
@@ -147,13 +147,22 @@ class MoneyUses:
         stricter value at once, a looser one 24 h later. A time-out or exclusion that starts
         now ends the player's sessions at the tenant's tables, a lowered reality check or
         session limit applies there at once: recorded with the limits (an outbox entry) and
-        applied now (`apply_protection`), or by a dispatcher if this process dies first."""
+        applied now (`apply_protection`), or by a dispatcher if this process dies first.
+        Limits stored unreadable are replaced (the operator's repair: `asked` is taken as if
+        none were stored); an unreadable profile is refused, and set again on its own."""
         require(caller, OPERATOR)
         store = self._ledger()
         tenant = caller.tenant or DEFAULT_TENANT
         now = self.tables.now()
-        found, chosen = self._limits_and_profile(tenant, [player_id])
-        before = found[player_id]
+        try:
+            found, chosen = self._limits_and_profile(tenant, [player_id])
+            before = found[player_id]
+        except CorruptRecord as unreadable:
+            if unreadable.player_id != player_id:
+                raise  # (the tenant's profile: PUT /v1/protection/profile sets it again)
+            # Unreadable, they are replaced: `asked` taken as if none were stored before.
+            chosen = self._profile(tenant)
+            before = effective(chosen.defaults, now)
         after = change_limits(before, asked, now, chosen)
         entry = outbox_entry(before, after, now)
         store.set_limits(tenant, player_id, after, entry)

@@ -184,6 +184,17 @@ class OverLimit(StoreError):
         self.table_id, self.counter, self.retry_after_ms = table_id, counter, retry_after_ms
 
 
+class CorruptRecord(StoreError):
+    """A record kept beside the logs (a player's limits, a tenant's protection profile) that
+    cannot be read: what needs it is refused (a 409) until an operator writes it again;
+    nothing else waits on it. `player_id` names the player whose record it is (None: the
+    tenant's)."""
+
+    def __init__(self, detail: str, player_id: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail, self.player_id = detail, player_id
+
+
 class NotReplicated(StoreError):
     """A write (an append, or the idempotency record a retry found) that the store's Redis
     did not confirm on as many replicas as asked within the time allowed (``WAIT``): it is on

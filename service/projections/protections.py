@@ -10,6 +10,7 @@ store's step (`Carried`: a wallet-funded seat's debit is recorded in it).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -21,12 +22,13 @@ import redis
 from redis.cluster import RedisCluster
 
 from service.eventlog.redis_errors import REDIS_ERRORS, failing_over
-from service.eventlog.store import StoreUnavailable
-from service.rules.limit_changes import DEFAULT_PROFILE
-from service.rules.limits import Limits
+from service.eventlog.store import CorruptRecord, StoreUnavailable
+from service.rules.limit_changes import DEFAULT_PROFILE, PROFILES, outbox_entry_from
+from service.rules.limits import Limits, limits_from
 from service.rules.times import iso, parse_iso
 
 DAY_MS = 24 * 3600 * 1000
+log = logging.getLogger("guts.protection")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -111,11 +113,11 @@ class PlayerProtections:
             read.append(("HMGET", self.key(tenant, "limits"), *player_ids))
         found, *raw = self._together(read)
         stored = {
-            pid: Limits(**orjson.loads(data))
+            pid: _limits(tenant, pid, data)
             for pid, data in zip(player_ids, raw[0] if raw else [], strict=True)
             if data
         }
-        return stored, found.decode() if found else DEFAULT_PROFILE
+        return stored, _profile(tenant, found)
 
     @reachable
     def set_limits(
@@ -144,8 +146,27 @@ class PlayerProtections:
         found = []
         for each in tenants:
             entries = cast(dict[bytes, bytes], self.client.hgetall(self.key(each, "outbox")))
-            found += [(each, p.decode(), orjson.loads(e)) for p, e in sorted(entries.items())]
+            for player, raw in sorted(entries.items()):
+                entry = _entry(raw)
+                if entry is not None:
+                    found.append((each, player.decode(), entry))
+                else:  # (never applicable: it would stop every later entry of every tenant)
+                    self._drop_unreadable(each, player.decode(), raw)
         return found
+
+    def _drop_unreadable(self, tenant: str, player_id: str, raw: bytes) -> None:
+        dropped = self.client.eval(_DROP_IF_SAME, 1, self.key(tenant, "outbox"), player_id, raw)
+        if dropped:
+            log.error(
+                "an unreadable limits change of player %s (tenant %s) was dropped from the "
+                "outbox: their limits stand as stored; a time-out or exclusion just set may "
+                "not have ended their sessions at the tables: set it again (PUT "
+                "/v1/players/%s/limits)",
+                player_id,
+                tenant,
+                player_id,
+                extra={"tenant": tenant, "player_id": player_id},
+            )
 
     def _outbox_tenants(self) -> list[str]:
         members = cast(set[bytes], self.client.smembers(f"{self.prefix}:%ledger:outbox-tenants"))
@@ -187,14 +208,14 @@ class PlayerProtections:
         ]
         chosen, (data,), score, *_ = self._together(read, also)
         until = None if score is None else iso(datetime.fromtimestamp(float(score) / 1000, UTC))
-        limits = Limits(**orjson.loads(data)) if data else None
-        return limits, chosen.decode() if chosen else DEFAULT_PROFILE, until
+        limits = _limits(tenant, player_id, data) if data else None
+        return limits, _profile(tenant, chosen), until
 
     @reachable
     def profile(self, tenant: str) -> str:
         """The tenant's player-protection profile ("default" until one is set)."""
         found = cast(bytes | None, self.client.hget(self.key(tenant, "settings"), "profile"))
-        return found.decode() if found else DEFAULT_PROFILE
+        return _profile(tenant, found)
 
     @reachable
     def set_profile(self, tenant: str, profile: str) -> None:
@@ -208,6 +229,44 @@ if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
 end
 return 0
 """
+
+
+def _limits(tenant: str, player_id: str, data: bytes) -> Limits:
+    """The limits stored for `player_id`; CorruptRecord (naming the player) when they do not
+    decode: nothing that needs them goes on until an operator sets them again."""
+    try:
+        return limits_from(orjson.loads(data))
+    except ValueError as error:  # (orjson's JSONDecodeError is one)
+        where = {"tenant": tenant, "player_id": player_id}
+        log.error("the stored limits of player %s (tenant %s) cannot be read: %s",
+                  player_id, tenant, error, extra=where)  # fmt: skip
+        raise CorruptRecord(
+            f"the limits stored for player {player_id!r} cannot be read; an operator must "
+            f"set them again (PUT /v1/players/{player_id}/limits)",
+            player_id=player_id,
+        ) from error
+
+
+def _profile(tenant: str, found: bytes | None) -> str:
+    """The tenant's profile as stored (the default when none is); CorruptRecord when it names
+    none there is."""
+    name = found.decode(errors="replace") if found else DEFAULT_PROFILE
+    if name not in PROFILES:
+        log.error("the stored protection profile of tenant %s cannot be read", tenant,
+                  extra={"tenant": tenant})  # fmt: skip
+        raise CorruptRecord(
+            "the tenant's stored protection profile cannot be read; an operator must set it "
+            "again (PUT /v1/protection/profile)"
+        )
+    return name
+
+
+def _entry(raw: bytes) -> dict[str, Any] | None:
+    """An outbox entry as stored, None when it is not one."""
+    try:
+        return outbox_entry_from(orjson.loads(raw))
+    except ValueError:  # (orjson's JSONDecodeError is one)
+        return None
 
 
 def epoch_ms(at: str) -> int:

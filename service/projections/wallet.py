@@ -29,6 +29,7 @@ however many API processes and wallet duties race on one debit, exactly one outc
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -39,9 +40,18 @@ import redis
 
 from service.eventlog.replication import plain
 from service.projections.wallet_messages import check_settings
+from service.projections.wallet_records import (
+    decoded,
+    opened,
+    record_of,
+    retried,
+    settings_of,
+)
 from service.projections.webhook_messages import new_secret
 from service.rules import wallet as w
 from service.rules.times import iso
+
+log = logging.getLogger("guts.wallet")
 
 SEAT_REQUEST = "wallet-seat"
 """The request hash under which a wallet-funded seat or top-up is appended."""
@@ -124,12 +134,6 @@ def seat_key(transaction_id: str) -> str:
     return f"wallet:{transaction_id}"
 
 
-def _retried(raw: bytes) -> bool:
-    """Whether a transaction's record is a credit or rollback still pending."""
-    record = orjson.loads(raw)
-    return bool(record["kind"] != w.DEBIT and record["status"] == w.PENDING)
-
-
 def rollback_key(transaction_id: str) -> str:
     return f"rollback:{transaction_id}"
 
@@ -175,13 +179,15 @@ class WalletStore:
         return f"{self.prefix}:{{%wallet}}:tenants"
 
     def tenants(self) -> list[str]:
-        return sorted(m.decode() for m in cast(set[bytes], self.client.smembers(self.tenants_key)))
+        """The tenants that ever set a wallet (a member that names none is passed over)."""
+        members = cast(set[bytes], self.client.smembers(self.tenants_key))
+        return sorted(m.decode() for m in members if m.isascii())
 
     # --- settings ----------------------------------------------------------------------------
 
     def settings(self, tenant: str) -> dict[str, Any] | None:
         """The tenant's wallet settings, secret included (never answer them as they are)."""
-        return _settings(
+        return settings_of(
             cast(dict[bytes, bytes], self.client.hgetall(self.key(tenant, "settings")))
         )
 
@@ -226,7 +232,7 @@ class WalletStore:
         names = ("tx", "order", "seq", "due", f"of:{record['table_id']}")
         keys = [self.key(tenant, n) for n in names]
         kept = self._open(keys=keys, args=[key, orjson.dumps(record), _score(due)])
-        return record if kept is None else cast(dict[str, Any], orjson.loads(kept))
+        return record if kept is None else record_of(tenant, key, kept)
 
     def open_as_set(
         self, tenant: str, record: dict[str, Any], due: float, settings: dict[str, Any]
@@ -255,8 +261,10 @@ class WalletStore:
         return bool(self._withdraw(keys=keys, args=[record_key(record), orjson.dumps(record)]))
 
     def transaction(self, tenant: str, key: str) -> dict[str, Any] | None:
+        """The record of the transaction under `key` (None: none); CorruptRecord when it
+        cannot be read."""
         raw = self.client.hget(self.key(tenant, "tx"), key)
-        return None if raw is None else cast(dict[str, Any], orjson.loads(cast(bytes, raw)))
+        return None if raw is None else record_of(tenant, key, cast(bytes, raw))
 
     def settle(
         self, tenant: str, before: dict[str, Any], changes: dict[str, Any], due: Due
@@ -288,7 +296,8 @@ class WalletStore:
         if not keys:
             return position, []
         raws = cast(list[bytes | None], self.client.hmget(self.key(tenant, "tx"), keys))
-        return position, [orjson.loads(r) for r in raws if r is not None]
+        pairs = zip(keys, raws, strict=True)
+        return position, [record_of(tenant, k.decode(), r) for k, r in pairs if r is not None]
 
     def due(self, tenant: str, lease_s: float, limit: int = 200) -> list[dict[str, Any]]:
         """Claim the tenant's transactions due now (each comes due again after `lease_s`
@@ -299,7 +308,20 @@ class WalletStore:
         if not keys:
             return []
         raws = cast(list[bytes | None], self.client.hmget(self.key(tenant, "tx"), keys))
-        return [orjson.loads(raw) for raw in raws if raw is not None]
+        found = []
+        for key, raw in zip(keys, raws, strict=True):
+            record = None if raw is None else decoded(raw)
+            if record is not None:
+                found.append(record)
+            elif raw is not None:  # (claimed all the same: it is named again after the lease,
+                log.error(  # never taken for settled, and holds up no other)
+                    "wallet transaction %s of tenant %s cannot be read; left pending for an "
+                    "operator to repair",
+                    key.decode(errors="replace"),
+                    tenant,
+                    extra={"tenant": tenant, "transaction": key.decode(errors="replace")},
+                )
+        return found
 
     def hasten(self, tenant: str, lease_s: float, batch: int = 1000) -> int:
         """Bring the tenant's pending credits and rollbacks whose next attempt waits more
@@ -319,7 +341,7 @@ class WalletStore:
             if not chunk:
                 return moved
             raws = cast(list[bytes | None], self.client.hmget(tx_key, chunk))
-            waiting = {k: now for k, r in zip(chunk, raws, strict=True) if r and _retried(r)}
+            waiting = {k: now for k, r in zip(chunk, raws, strict=True) if r and retried(r)}
             if waiting:  # (only ever sooner, only while listed: XX LT; none can be claimed
                 # meanwhile: a claim takes only what is due now)
                 moved += cast(int, self.client.zadd(due_key, waiting, xx=True, lt=True, ch=True))
@@ -344,9 +366,9 @@ class WalletStore:
             if not chunk:
                 return found, None
             raws = self.client.hmget(self.key(tenant, "tx"), [k for k, _ in chunk])
-            for (_, seq), raw in zip(chunk, cast(list[bytes | None], raws), strict=True):
+            for (key, seq), raw in zip(chunk, cast(list[bytes | None], raws), strict=True):
                 cursor, scanned = int(seq), scanned + 1
-                record = None if raw is None else orjson.loads(raw)
+                record = None if raw is None else record_of(tenant, key.decode(), raw)
                 if record is not None and all(record.get(k) == v for k, v in match.items()):
                     found.append(record)
                     if len(found) == limit:
@@ -355,31 +377,6 @@ class WalletStore:
 
     def _now(self) -> float:
         return self.clock()
-
-
-class SettingsChanged(Exception):
-    """The tenant's wallet settings are not the ones a transaction was made with: `settings`
-    are the stored ones (None: the tenant has none now)."""
-
-    def __init__(self, settings: dict[str, Any] | None) -> None:
-        super().__init__("the wallet's settings changed")
-        self.settings = settings
-
-
-def opened(kept: Any) -> dict[str, Any] | None:
-    """`OPEN`'s answer, when it was given settings: the record kept before (None: the new
-    one was written); SettingsChanged, nothing written, when they are not the stored ones."""
-    if isinstance(kept, list):
-        raise SettingsChanged(_settings(dict(zip(kept[::2], kept[1::2], strict=True))))
-    return None if kept is None else cast(dict[str, Any], orjson.loads(kept))
-
-
-def _settings(raw: dict[bytes, bytes]) -> dict[str, Any] | None:
-    """Wallet settings as stored (a hash's fields), decoded; None for none."""
-    if not raw:
-        return None
-    found = {k.decode(): v.decode() for k, v in raw.items()}
-    return {**found, "chip_value_minor": int(found["chip_value_minor"])}
 
 
 def record_key(record: dict[str, Any]) -> str:

@@ -28,13 +28,12 @@ from service.projections.wallet import (
     OPEN,
     SEAT_REQUEST,
     Due,
-    SettingsChanged,
     WalletStore,
-    opened,
     record_key,
     seat_key,
 )
 from service.projections.wallet_messages import Answer, WalletSchedule, call
+from service.projections.wallet_records import SettingsChanged, opened
 from service.rules import wallet as w
 
 log = logging.getLogger("guts.wallet")

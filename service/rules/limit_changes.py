@@ -158,5 +158,31 @@ def outbox_entry(before: Limits, after: Limits, now: datetime) -> dict[str, Any]
     return {"id": digest, **entry}
 
 
+def outbox_entry_from(fields: Any) -> dict[str, Any]:
+    """An outbox entry as stored (`outbox_entry`'s), checked; ValueError naming what is wrong
+    when `fields` is not one."""
+    if not isinstance(fields, dict) or set(fields) != _ENTRY_FIELDS:
+        raise ValueError("not an outbox entry's fields")
+    if not isinstance(fields["id"], str) or fields["reason"] not in (None, "excluded", "timeout"):
+        raise ValueError("an outbox entry's id or reason is not one")
+    if (fields["reason"] is None) != (fields["until"] is None):
+        raise ValueError("an outbox entry's reason and until go together")
+    for name in ("reality_check_minutes", "session_limit_minutes"):
+        value = fields[name]
+        if value is not None and (type(value) is not int or value <= 0):
+            raise ValueError(f"an outbox entry's {name} is not a number of minutes")
+    for name in ("until", "at"):
+        if fields[name] is not None and not isinstance(fields[name], str):
+            raise ValueError(f"an outbox entry's {name} is not a time")
+        if fields[name] is not None and parse_iso(fields[name]).tzinfo is None:
+            raise ValueError(f"an outbox entry's {name} has no zone")
+    if fields["at"] is None:
+        raise ValueError("an outbox entry has no moment")
+    return fields
+
+
+_ENTRY_FIELDS = {"id", "reason", "until", "reality_check_minutes", "session_limit_minutes", "at"}
+
+
 def _break_reason(limits: Limits, until: str) -> str:
     return "excluded" if until == limits.excluded_until else "timeout"

@@ -36,6 +36,53 @@ class Limits:
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+_COUNTS = ("loss_limit_24h", "reality_check_minutes", "session_limit_minutes")
+_MOMENTS = ("excluded_until", "timeout_until")
+
+
+def limits_from(fields: Any) -> Limits:
+    """The `Limits` of a stored record (a JSON object of its fields); ValueError naming what
+    is wrong when `fields` is not one: each count an integer or null, each moment a time with
+    its zone or null, `pending` an object of such values with their `effective_at`."""
+    if not isinstance(fields, dict):
+        raise ValueError("not an object")
+    unknown = set(fields) - {*_COUNTS, *_MOMENTS, "pending"}
+    if unknown:
+        raise ValueError(f"unknown fields: {', '.join(sorted(map(str, unknown)))}")
+    pending = fields.get("pending", {})
+    if not isinstance(pending, dict):
+        raise ValueError("pending is not an object")
+    for name, change in pending.items():
+        if name not in (*_COUNTS, *_MOMENTS):
+            raise ValueError(f"pending {name!r} is not a limit")
+        if not isinstance(change, dict) or set(change) != {"value", "effective_at"}:
+            raise ValueError(f"pending {name!r} is not a value with its effective_at")
+        _checked(name, change["value"])
+        _checked("effective_at", change["effective_at"], moment=True)
+    for name in (*_COUNTS, *_MOMENTS):
+        _checked(name, fields.get(name), moment=name in _MOMENTS)
+    return Limits(**fields)
+
+
+def _checked(name: str, value: Any, *, moment: bool | None = None) -> None:
+    """ValueError unless `value` is null, or an integer (a count) or an aware time (a moment,
+    `moment` true; None: as `name` is one)."""
+    if value is None and name != "effective_at":
+        return
+    if moment is None:
+        moment = name in _MOMENTS
+    if not moment:
+        if type(value) is not int or value < 0:
+            raise ValueError(f"{name} is not a whole number")
+        return
+    try:
+        aware = isinstance(value, str) and parse_iso(value).tzinfo is not None
+    except ValueError:
+        aware = False
+    if not aware:
+        raise ValueError(f"{name} is not a time with its zone")
+
+
 class LossLimitReached(RuleViolation):
     """Declaring in could take the player past their 24 h loss limit."""
 

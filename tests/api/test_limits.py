@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from service.projections.ledger import LedgerStore
 from tests.apiclient import AUDITOR, AUDITOR_A, REGULATOR, Api, As
 
 
@@ -163,3 +164,43 @@ def test_only_an_operator_sets_limits_and_a_regulator_names_the_tenant(
     assert regulator.get("/v1/players/alice/limits").status_code == 422
     read = regulator.get("/v1/players/alice/limits", params={"tenant": "casino-a"})
     assert read.status_code == 200 and read.json()["loss_limit_24h"] == 1
+
+
+def test_limits_stored_unreadable_hold_up_only_their_player_until_set_again(
+    api: Api, redis_client: Any
+):
+    """A player's stored limits that do not decode (a bad write, a hand edit) refuse what
+    needs them with a 409 naming the fix, not a 500; every other player plays on; an
+    operator's PUT replaces them (it cannot read them to compare)."""
+    table, other = api.table("three-card"), api.table("three-card")
+    assert _limits(api, "alice", loss_limit_24h=500).status_code == 200
+    api.seat(table, "alice")
+    api.seat(table, "bob")
+    key = LedgerStore(redis_client).key("default", "limits")
+    redis_client.hset(key, "alice", b'{"loss_limit_24h": "lots"}')
+    fix = "set them again (PUT /v1/players/alice/limits)"
+    problem = _refused(api.get("/v1/players/alice/limits"), 409, fix)
+    assert problem["title"] == "Record Failed Verification", problem
+    _refused(api.post(f"/v1/tables/{table}/deal"), 409, fix)
+    seat = {"player_id": "alice", "buy_in": 10}
+    _refused(api.post(f"/v1/tables/{other}/players", seat), 409, fix)
+    api.seat(other, "bob")
+    api.seat(other, "carol")
+    assert api.post(f"/v1/tables/{other}/deal").status_code == 201
+    repaired = _limits(api, "alice", loss_limit_24h=400)
+    assert repaired.status_code == 200, repaired.text
+    assert repaired.json()["loss_limit_24h"] == 400 and repaired.json()["pending"] == {}
+    assert api.post(f"/v1/tables/{table}/deal").status_code == 201
+
+
+def test_a_protection_profile_stored_unreadable_is_named_and_set_again(api: Api, redis_client: Any):
+    table = api.table("three-card")
+    redis_client.hset(LedgerStore(redis_client).key("default", "settings"), "profile", "nonsense")
+    fix = "set it again (PUT /v1/protection/profile)"
+    _refused(api.get("/v1/protection/profile"), 409, fix)
+    _refused(api.get("/v1/players/bob/limits"), 409, fix)
+    _refused(api.post(f"/v1/tables/{table}/players", {"player_id": "bob", "buy_in": 10}), 409, fix)
+    _refused(_limits(api, "bob", loss_limit_24h=5), 409, fix)  # (not the player's record)
+    assert api.call("PUT", "/v1/protection/profile", {"profile": "ukgc"}).status_code == 200
+    assert api.get("/v1/players/bob/limits").json()["profile"] == "ukgc"
+    api.seat(table, "bob")

@@ -23,6 +23,8 @@ from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.table_list import TableList
 from service.projections.ledger import LedgerStore
+from service.rules.limit_changes import outbox_entry
+from service.rules.limits import Limits
 from service.rules.times import iso, parse_iso
 from service.tables import Tables
 from tests.apiclient import Api
@@ -241,3 +243,31 @@ def test_the_duty_waits_out_an_unreachable_redis_with_a_warning_and_no_traceback
     assert first.levelname == "WARNING", first.getMessage()
     assert first.getMessage().startswith("protection: Redis unreachable"), first.getMessage()
     assert all(record.exc_info is None for record in caplog.records)
+
+
+def test_an_unreadable_outbox_entry_is_dropped_and_the_others_are_applied(
+    api: Api, redis_client: Any, caplog: pytest.LogCaptureFixture
+):
+    """One entry that does not decode (of any tenant) once made every sweep fail, so no
+    limits change of anyone reached the tables by the dispatchers; it is dropped, with an
+    error naming the player, and the rest are applied."""
+    table = api.table("three-card")
+    api.seat(table, "alice")
+    api.seat(table, "bob")
+    ledger = LedgerStore(redis_client)
+    now = parse_iso(iso(Clock().now()))
+    after = Limits(timeout_until="2099-01-01T00:00:00Z")
+    entry = outbox_entry(Limits(), after, now)
+    ledger.set_limits("default", "alice", after, entry)  # (its writer died before applying it)
+    redis_client.sadd(f"{ledger.prefix}:%ledger:outbox-tenants", "other")
+    redis_client.hset(ledger.key("other", "outbox"), "zed", b"{not json")
+    redis_client.hset(ledger.key("default", "outbox"), "bob", b'{"at": "2026-12-07T00:00:00Z"}')
+    sweep = _service(redis_client, Clock())
+    with caplog.at_level("ERROR", logger="guts.protection"):
+        assert sweep.apply_due_protection(grace_s=0) == 1
+    (ended,) = _typed(api, table, "session_ended")
+    assert ended["data"]["until"] == "2099-01-01T00:00:00Z"
+    assert ledger.outbox() == []
+    said = [record.getMessage() for record in caplog.records]
+    dropped = [line for line in said if "dropped from the outbox" in line]
+    assert len(dropped) == 2 and any("player zed (tenant other)" in m for m in dropped), dropped
