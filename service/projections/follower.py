@@ -11,22 +11,19 @@ in the log, after the position, and the next catch-up applies them. This is the 
 with the log itself as the outbox (the append never writes outside its table's keys, STYLE.md
 item 16).
 
-The follower brings every projection up to the log:
-- at once, on each append's notice (the store publishes ``<version> <table id>`` on
-  ``<prefix>:appended``), so a projection lags by milliseconds;
-- and by a sweep every `sweep_s` seconds over every table (versions against positions in one
-  round trip per batch), which catches what a missed notice (the follower was down, Redis
-  restarted) left behind.
-
+The follower brings every projection up to the log at once on each append's notice (the store
+publishes ``<version> <table id>`` on ``<prefix>:appended``), so a projection lags by
+milliseconds, and by a sweep every `sweep_s` seconds over every table (versions against
+positions in one round trip per batch), which catches what a missed notice left behind.
 Dispatcher processes run it (`workers.dispatcher`); any number may run at once. A caller that
-needs a table's projection current (the ledger's page of one table) may `catch_up` that table
-itself.
+needs a table's projection current (the ledger's page of one table) may `catch_up` it itself.
 
 One table never stops the others: what is read of each table (its version, its tenant, each
 projection's position and book of it, its events) is parsed per table
 (``service.eventlog.decoding``), and a table whose stored values do not parse, or whose log
 does not decode, is quarantined (`index`: listed in /healthz, refused by the API, left alone
-by the sweeps until the dispatchers' retry finds it repaired).
+by the sweeps until the dispatchers' retry finds it repaired). Nor does one projection stop
+the others: one that fails on a table (a webhook stored unreadable) is logged and tried again.
 """
 
 from __future__ import annotations
@@ -58,6 +55,8 @@ _UNREACHABLE = (StoreUnavailable, redis.ConnectionError, redis.TimeoutError)
 """What a follower waits out quietly (a warning, no traceback): its stores going away."""
 
 log = logging.getLogger("guts.follow")
+_PASSED_ON = (StoreUnavailable, redis.ConnectionError, redis.TimeoutError, CorruptLog, CodecError)
+"""What a projection passes on of its failures on a table (the others are its own)."""
 
 
 class Followed:
@@ -73,10 +72,7 @@ class Followed:
         events: tuple[tuple[int, ev.Event], ...] | None = None,
         stored: tuple[StoredEvent, ...] = (),
     ) -> None:
-        self.table_id = table_id
-        self.tenant = tenant
-        self.after = after
-        self.stored = stored
+        self.table_id, self.tenant, self.after, self.stored = table_id, tenant, after, stored
         if events is not None:
             self.__dict__["events"] = events
 
@@ -187,7 +183,13 @@ class Follower:
         applied = 0
         for projection, position in behind:
             first = [event for event in shared if event.version > position]
-            applied += self._advance(projection, tenant, table_id, position, upto, first)
+            try:
+                applied += self._advance(projection, tenant, table_id, position, upto, first)
+            except _PASSED_ON:
+                raise
+            except Exception as error:  # noqa: BLE001 - one projection holds up no other
+                log.error("table %s could not be projected by %s (%s)", table_id, projection.name,
+                          type(error).__name__, extra={"table_id": table_id})  # fmt: skip
         return applied
 
     def _confirmed(self, table_id: str, position: int) -> list[StoredEvent]:

@@ -13,9 +13,12 @@ import hmac
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
+import orjson
+
+from service.eventlog.store import CorruptRecord
 from service.rules import events as ev
 from service.rules.errors import InvalidCommand
 from service.rules.serial import to_data
@@ -105,3 +108,23 @@ def webhook_events(event: ev.Event) -> list[tuple[str, dict[str, Any]]]:
         ]
         return [*paid, ("table_ended", to_data(event))]
     return []
+
+
+_HOOK_TEXTS = ("webhook_id", "url", "secret", "created_at")
+
+
+def hook_of(webhook_id: str, raw: bytes) -> dict[str, Any]:
+    """A webhook's record as stored; CorruptRecord naming it (and its repair: delete it, make
+    it again) when it cannot be read. Until then its tenant's deliveries wait, none lost."""
+    try:
+        hook = orjson.loads(raw)
+        readable = isinstance(hook, dict) and all(isinstance(hook.get(k), str) for k in _HOOK_TEXTS)
+        events = hook.get("events") if readable else None
+    except orjson.JSONDecodeError:
+        readable, events = False, None
+    if not (isinstance(events, list) and all(isinstance(e, str) for e in events)):
+        raise CorruptRecord(
+            f"webhook {webhook_id!r} cannot be read; an operator must delete it (DELETE "
+            f"/v1/webhooks/{webhook_id}) and make it again"
+        )
+    return cast(dict[str, Any], hook)

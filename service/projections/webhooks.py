@@ -58,6 +58,7 @@ from service.projections.webhook_messages import (
     Schedule,
     check_events,
     check_url,
+    hook_of,
     new_secret,
     sign,
     webhook_events,
@@ -90,7 +91,6 @@ LEASE_S = 60.0
 ATTEMPT_TIMEOUTS = 3
 """An attempt's job is ended by RQ (``job_timeout``) after this many `timeout_s` (30 s by
 default, under `LEASE_S`): the HTTP client's timeout bounds each read, not the answer."""
-
 
 _DERIVE = """
 local position = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
@@ -168,11 +168,11 @@ class WebhookStore:
     def hooks(self, tenant: str) -> dict[str, dict[str, Any]]:
         """The tenant's webhooks by id (secrets included: never answer them as they are)."""
         raw = cast(dict[bytes, bytes], self.client.hgetall(self._key(tenant, "hooks")))
-        return {k.decode(): orjson.loads(v) for k, v in raw.items()}
+        return {k.decode(): hook_of(k.decode(), v) for k, v in raw.items()}
 
     def hook(self, tenant: str, webhook_id: str) -> dict[str, Any] | None:
         raw = self.client.hget(self._key(tenant, "hooks"), webhook_id)
-        return None if raw is None else cast(dict[str, Any], orjson.loads(cast(bytes, raw)))
+        return None if raw is None else hook_of(webhook_id, cast(bytes, raw))
 
     def delete(self, tenant: str, webhook_id: str) -> bool:
         """Remove a webhook (its pending deliveries stop at their next attempt)."""

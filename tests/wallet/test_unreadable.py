@@ -15,6 +15,11 @@ from typing import Any
 
 import pytest
 
+from service.eventlog.redis_store import RedisEventStore
+from service.projections.follower import Follower
+from service.projections.wallet import WalletStore
+from service.projections.wallet_credits import WalletCredits
+from service.projections.webhooks import WebhookStore
 from tests.apiclient import SERVED, Api
 from tests.wallet.conftest import connect, follow, transactions, wallet_of
 from tests.wallet_server import TestWallet
@@ -124,3 +129,35 @@ def test_the_duty_outlives_an_error_and_pays_once_it_clears(
             stop.set()
             duty.join(10)
     assert wallet.effects["credit"] == 1
+
+
+def test_a_webhook_stored_unreadable_holds_up_no_other_projection_and_loses_nothing(
+    wallet_api: Api, wallet: TestWallet
+):
+    """An unreadable webhook once failed its tenant's whole catch-up: the projections after
+    the webhooks' (the wallet's credits) never moved, so no cash-out of the tenant was paid.
+    Each projection now goes on alone; the webhooks' waits, none lost, until the hook is
+    deleted."""
+    connect(wallet_api, wallet)
+    client = _redis(wallet_api)
+    made = wallet_api.call(
+        "POST", "/v1/webhooks", {"url": "http://127.0.0.1:9/h", "events": ["player_cashed_out"]}
+    )
+    assert made.status_code == 201, made.text
+    kept = made.json()["webhook_id"]
+    client.hset("guts:{%hooks:default}:hooks", "wh_broken", b"{not json")
+    _refused(wallet_api.get("/v1/webhooks"), "delete it (DELETE /v1/webhooks/wh_broken)")
+    table = wallet_api.table("three-card")
+    assert _funded(wallet_api, table, "ann").status_code == 201
+    assert wallet_api.delete(f"/v1/tables/{table}/players/0").status_code == 200
+    hooks = WebhookStore(client)
+    store = WalletStore(client, RedisEventStore(client).idempotency_key)
+    follower = Follower(RedisEventStore(client), [hooks, WalletCredits(store)])
+    follower.catch_up(table)
+    (credit,) = [t for t in transactions(wallet_api) if t["kind"] == "credit"]
+    assert credit["status"] == "pending"  # derived, for the duty to pay
+    assert hooks.deliveries("default", kept, 0, 10)[0] == []  # (its projection waits)
+    assert wallet_api.delete("/v1/webhooks/wh_broken").status_code == 204
+    follower.catch_up(table)
+    (delivery,) = hooks.deliveries("default", kept, 0, 10)[0]
+    assert delivery["body"]["type"] == "player_cashed_out"
