@@ -8,7 +8,7 @@ public API, so that nothing in `service` imports the workers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from redis import Redis
@@ -16,6 +16,8 @@ from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
+
+from service.eventlog.store import CorruptRecord
 
 AUDITS_QUEUE = "guts-audits"
 """The RQ queue the audit jobs go on (a worker listens on it)."""
@@ -42,9 +44,18 @@ def save_record(connection: Redis, key: str, record: dict[str, Any]) -> None:
 
 
 def load_record(connection: Redis, key: str) -> dict[str, Any] | None:
-    """The record at `key`, or None when unknown (or expired)."""
+    """The record at `key`, or None when unknown (or expired); CorruptRecord when it cannot
+    be read (a 409: another audit or report is started instead)."""
     raw = connection.get(key)
-    return None if raw is None else orjson.loads(raw)
+    if raw is None:
+        return None
+    try:
+        record = orjson.loads(cast(bytes, raw))
+    except orjson.JSONDecodeError:
+        record = None
+    if not isinstance(record, dict):
+        raise CorruptRecord("its record cannot be read; start another")
+    return record
 
 
 def enqueue_audit(

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
+from service.audit.jobs import audit_key
 from tests.apiclient import AUDITOR, Api
 from tests.spec import load_spec
 from tests.tampering import rewrite_entries, rewrite_log
@@ -559,3 +560,15 @@ def test_a_first_seed_that_is_not_its_commitment_is_named_at_the_tables_creation
     found = _audit(api, run_jobs, table)["first_discrepancy"]
     assert (found["version"], found["event_type"], found["kind"]) == (1, "table_created", "rules")
     assert "commitment" in found["problem"]
+
+
+def test_an_audit_whose_record_cannot_be_read_is_named_not_a_500(api: Api, redis_client):
+    table = api.table("three-card")
+    started = api.post(f"/v1/tables/{table}/audit", token=AUDITOR)
+    assert started.status_code == 202, started.text
+    audit_id = started.json()["audit_id"]
+    redis_client.set(audit_key("guts", audit_id), b"{not json", keepttl=True)
+    read = api.get(f"/v1/audits/{audit_id}", token=AUDITOR)
+    assert read.status_code == 409, read.text
+    assert read.json()["title"] == "Record Failed Verification"
+    assert read.json()["detail"] == "its record cannot be read; start another"
