@@ -185,10 +185,10 @@ class OverLimit(StoreError):
 
 
 class CorruptRecord(StoreError):
-    """A record kept beside the logs (a player's limits, a tenant's protection profile) that
-    cannot be read: what needs it is refused (a 409) until an operator writes it again;
-    nothing else waits on it. `player_id` names the player whose record it is (None: the
-    tenant's)."""
+    """A record kept beside the logs (a player's limits; a tenant's protection profile, wallet
+    settings or webhook; a wallet transaction; an audit's record) that cannot be read: what
+    needs it is refused (a 409 naming the repair) until an operator writes it again; nothing
+    else waits on it. `player_id` names the player whose limits it is (None: another)."""
 
     def __init__(self, detail: str, player_id: str | None = None) -> None:
         super().__init__(detail)

@@ -118,10 +118,10 @@ def hook_of(webhook_id: str, raw: bytes) -> dict[str, Any]:
     it again) when it cannot be read. Until then its tenant's deliveries wait, none lost."""
     try:
         hook = orjson.loads(raw)
-        readable = isinstance(hook, dict) and all(isinstance(hook.get(k), str) for k in _HOOK_TEXTS)
-        events = hook.get("events") if readable else None
     except orjson.JSONDecodeError:
-        readable, events = False, None
+        hook = None
+    texts = isinstance(hook, dict) and all(isinstance(hook.get(k), str) for k in _HOOK_TEXTS)
+    events = hook.get("events") if texts else None
     if not (isinstance(events, list) and all(isinstance(e, str) for e in events)):
         raise CorruptRecord(
             f"webhook {webhook_id!r} cannot be read; an operator must delete it (DELETE "
