@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from . import events as ev
+from .errors import InvalidCommand
 from .times import iso
 
 DEBIT, CREDIT, ROLLBACK = "debit", "credit", "rollback"
@@ -25,6 +26,9 @@ PENDING, CONFIRMED, ROLLED_BACK, REFUSED, FAILED = (
 STATUSES = (PENDING, CONFIRMED, ROLLED_BACK, REFUSED, FAILED)
 KINDS = (DEBIT, CREDIT, ROLLBACK)
 REASONS = (BUY_IN, TOP_UP, CASH_OUT, REFUND)
+MAX_DEBIT = 2**53 - 1
+"""The largest amount a debit asks of a wallet (minor units): the largest integer every JSON
+reader holds exactly (I-JSON, RFC 7493), so a wallet in any language reads it as sent."""
 
 
 def debit_id(tenant: str, scope: str) -> str:
@@ -75,5 +79,14 @@ def new_transaction(kind: str, reason: str, now: datetime, **fields: Any) -> dic
 
 
 def new_debit(reason: str, now: datetime, **fields: Any) -> dict[str, Any]:
-    """A debit's record (see `new_transaction`)."""
+    """A debit's record (see `new_transaction`); InvalidCommand naming the chips' field (a
+    buy-in's, a top-up's `amount`) when its amount would be over `MAX_DEBIT`."""
+    amount = minor_units(fields["chips"], fields["chip_value_minor"])
+    if amount > MAX_DEBIT:
+        field = "buy_in" if reason == BUY_IN else "amount"
+        raise InvalidCommand(
+            f"{field} x the wallet's chip_value_minor is {amount} minor units, over the most a "
+            f"wallet is asked for at once ({MAX_DEBIT})",
+            field,
+        )
     return new_transaction(DEBIT, reason, now, **fields)

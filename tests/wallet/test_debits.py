@@ -172,6 +172,31 @@ def test_a_seat_the_rules_refuse_debits_nothing(wallet_api: Api, wallet: TestWal
     assert wallet.count("debit") == 1
 
 
+def test_a_debit_over_the_largest_json_safe_amount_is_422_and_sends_nothing(
+    wallet_api: Api, wallet: TestWallet
+):
+    """2**53 - 1 = 69431 x 129728784761: a chip of 69431 minor units, and as many chips, ask
+    the wallet for exactly the most every JSON reader holds (refused there: the test wallet's
+    players have less); one chip more is refused here, nothing recorded nor sent (it was a 500
+    past 2**64, and a number a wallet in JavaScript rounds below that)."""
+    connect(wallet_api, wallet, value=69431)
+    table = wallet_api.table("three-card")
+    most = _seat(wallet_api, table, "ann", 129_728_784_761)
+    assert most.status_code == 409 and most.json()["title"] == "Wallet Refused", most.text
+    over = _seat(wallet_api, table, "ann", 129_728_784_762)
+    assert over.status_code == 422, over.text
+    assert "over the most a wallet is asked for at once (9007199254740991)" in over.json()["detail"]
+    assert list(over.json()["errors"]) == ["buy_in"]
+    wallet.balances["ann"] = 10**9
+    assert _seat(wallet_api, table, "ann", 30).status_code == 201
+    topped = wallet_api.post(
+        f"/v1/tables/{table}/players/0/chips", {"amount": 129_728_784_762, "funding": "wallet"}
+    )
+    assert topped.status_code == 422 and list(topped.json()["errors"]) == ["amount"], topped.text
+    assert wallet.count("debit") == 2  # the most, and the seat of 30
+    assert [t["kind"] for t in transactions(wallet_api)] == ["debit", "debit"]
+
+
 def test_top_ups_of_a_wallet_funded_seat_come_from_the_wallet(wallet_api: Api, wallet: TestWallet):
     connect(wallet_api, wallet)
     table = wallet_api.table("three-card")
