@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import psutil  # type: ignore[import-untyped]
 import pytest
 import requests
 
@@ -598,6 +599,36 @@ def test_serve_restarts_its_embedded_postgres_killed_with_minus_9(
 
     assert _eventually(both, 30), listed().text
     assert served.terminate() == 0, served.output()
+
+
+def test_serve_killed_with_minus_9_leaves_no_postgres_after_the_next_clean_stop(
+    serve: list[Served], tmp_path: Path
+) -> None:
+    """The embedded PostgreSQL outlives a `guts serve` killed with -9 (pg_ctl runs it on its
+    own), and the next one on the same data takes it over. That one's clean stop stops it:
+    pgserver stops its server when the last process holding a handle lets go, and the killed
+    one never let go, so PostgreSQL had outlived every clean stop since."""
+    data = tmp_path / "data"
+    env = _env(GUTS_DATABASE_URL=None)
+    first = Served(data, tmp_path, env)
+    serve.append(first)
+    first.wait_healthy()
+    pid_file = data / "postgres" / "postmaster.pid"
+    postmaster = int(pid_file.read_text().split()[0])
+    try:
+        first.process.kill()
+        first.process.wait(STOP_TIMEOUT_S)
+        assert psutil.pid_exists(postmaster)  # (what this test is about: it outlives a kill)
+        second = Served(data, tmp_path, env)
+        serve.append(second)
+        second.wait_healthy()
+        assert int(pid_file.read_text().split()[0]) == postmaster  # taken over
+        assert second.terminate() == 0, second.output()
+        gone = lambda: not psutil.pid_exists(postmaster)  # noqa: E731
+        assert _eventually(gone, 30), f"PostgreSQL {postmaster} outlived the clean stop"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(postmaster, signal.SIGKILL)
 
 
 def _seated_table(served: Served) -> tuple[str, list[str]]:

@@ -9,6 +9,7 @@ them, and so does every process that opens the archive (``connect(..., migrate=T
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from dataclasses import dataclass
@@ -103,6 +104,7 @@ class EmbeddedPostgres:
             ) from error
         logging.getLogger("pgserver").setLevel(logging.WARNING)  # (its handles come and go)
         self.directory.mkdir(parents=True, exist_ok=True)
+        _forget_dead_handles(self.directory)
         server = get_server(self.directory, cleanup_mode="stop")
         self._server = server
         return str(server.get_uri())
@@ -137,6 +139,31 @@ class EmbeddedPostgres:
         server, self._server = self._server, None
         if server is not None:
             server.cleanup()  # type: ignore[attr-defined]
+
+
+HANDLES = ".handle_pids.json"
+"""pgserver's list of the processes holding a handle on the server of a data directory (the
+wheel's own file, pinned by the lock; tests/test_cli.py's test of a `guts serve` killed with
+-9 fails if it changes)."""
+
+
+def _forget_dead_handles(directory: Path) -> None:
+    """Drop the processes no longer running from pgserver's list of handles (`HANDLES`).
+    pgserver stops its PostgreSQL when the last process on the list closes its handle; one
+    killed with -9 never takes itself off, so no later process was the last, and the server
+    outlived every clean stop after such a kill."""
+    path = directory / HANDLES
+    try:
+        pids = json.loads(path.read_text())
+    except (OSError, ValueError):  # none yet (or not a list pgserver could read either)
+        return
+    if not isinstance(pids, list):
+        return
+    alive = [p for p in pids if isinstance(p, int) and psutil.pid_exists(p) and not _zombie(p)]
+    if alive != pids:
+        log.info("the embedded PostgreSQL's handles of %d stopped processes dropped",
+                 len(pids) - len(alive))  # fmt: skip
+        path.write_text(json.dumps(alive))
 
 
 def _zombie(pid: int) -> bool:
