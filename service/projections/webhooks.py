@@ -307,9 +307,10 @@ class WebhookStore:
         limit: int = 100,
         lease_s: float = LEASE_S,
         queues: redis.Redis | None = None,
+        tenants: Sequence[str] | None = None,
     ) -> int:
-        """Claim every tenant's due deliveries and queue an attempt of each in RQ's Redis
-        (`queues`; None: this store's) (the dispatchers call this); how many were queued. The
+        """Claim every tenant's due deliveries (or `tenants`') and queue an attempt of each in
+        RQ's Redis (`queues`; None: this store's) (the dispatchers do); how many were queued. The
         job id names the delivery and its attempt, so a claim repeated before the attempt ran
         queues it once: a job still waiting in the queue when its lease runs out (workers
         behind) is left there, not queued again (each copy would cost a worker a job, and a
@@ -318,18 +319,14 @@ class WebhookStore:
         paced = asdict(schedule)
         job_timeout = max(1, math.ceil(ATTEMPT_TIMEOUTS * schedule.timeout_s))
         queued = 0
-        for tenant in self.tenants():
+        for tenant in self.tenants() if tenants is None else tenants:
             for delivery_id in self.claim(tenant, limit, lease_s):
                 try:
                     record = self.delivery(tenant, delivery_id)
                     attempt = None if record is None else int(record["attempts"]) + 1
                 except (KeyError, TypeError, ValueError):  # written outside: this one waits
-                    log.error(
-                        "webhook delivery %s of tenant %s does not parse; left aside",
-                        delivery_id,
-                        tenant,
-                        extra={"delivery_id": delivery_id, "tenant": tenant},
-                    )
+                    log.error("webhook delivery %s of tenant %s does not parse; left aside",
+                              delivery_id, tenant, extra={"tenant": tenant})  # fmt: skip
                     continue
                 job_id = f"webhook-{delivery_id}-{attempt}"
                 if attempt is None or queue.get_job_position(job_id) is not None:

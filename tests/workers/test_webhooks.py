@@ -10,17 +10,21 @@ import hashlib
 import hmac
 import http.server
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
 from service.projections.webhooks import WEBHOOKS_QUEUE, Schedule, WebhookStore
 from tests.apiclient import Api, follow_webhooks
+from workers.tenants import BrokenTenants
+from workers.webhook_queue import queue_all
 
 FAST = Schedule(first_retry_s=0.1, max_wait_s=0.4, retry_for_s=30.0, timeout_s=0.5)
 
@@ -327,3 +331,27 @@ def test_unknown_events_are_422_and_the_secret_is_shown_once(api: Api):
     listed = api.get("/v1/webhooks").json()["webhooks"]
     assert [h["webhook_id"] for h in listed] == [made["webhook_id"]]
     assert "secret" not in listed[0] and made["secret"] not in json.dumps(listed)
+
+
+def test_a_tenant_whose_keys_break_the_pass_holds_up_no_other_tenants_deliveries(
+    api: Api, redis_client, receiver, caplog: pytest.LogCaptureFixture
+):
+    """One tenant's key of the wrong type (written outside the service) once failed every
+    pass of the webhook duty, every tenant's deliveries with it: the pass goes tenant by
+    tenant, and names the broken one once a minute."""
+    target = receiver([])
+    _register(api, target.url, ["player_seated"])
+    table = api.table("three-card")
+    api.seat(table, "ann")
+    follow_webhooks(api, table)
+    store = WebhookStore(redis_client)
+    redis_client.sadd(store.tenants_key, "aaa-broken")  # (looked at before "default")
+    redis_client.set("guts:{%hooks:aaa-broken}:due", "not a sorted set")
+    with pytest.raises(redis.ResponseError):  # (what one pass over every tenant meets)
+        store.queue_due(FAST)
+    broken = BrokenTenants("webhooks", logging.getLogger("guts.dispatcher"))
+    with caplog.at_level(logging.ERROR, logger="guts.dispatcher"):
+        assert queue_all(store, FAST, broken=broken) == 1
+        assert queue_all(store, FAST, broken=broken) == 0  # (claimed: leased)
+    said = [r.getMessage() for r in caplog.records if "aaa-broken" in r.getMessage()]
+    assert len(said) == 1 and "cannot be served" in said[0], said  # once, not per pass
