@@ -13,8 +13,7 @@ import logging
 import threading
 
 from service.application.usecases import TableService
-from service.eventlog.redis_errors import redis_away
-from service.pacing import REDIS_AWAY
+from workers.duty import run_duty
 
 log = logging.getLogger("guts.protection")
 GRACE_S = 5.0
@@ -24,21 +23,13 @@ GRACE_S = 5.0
 def run_protection_duty(
     usecases: TableService, stop: threading.Event, grace_s: float = GRACE_S, idle_s: float = 0.5
 ) -> None:
-    """Apply due outbox entries until `stop` (a thread of the dispatcher), waiting out Redis
-    going away; one that fails is logged and comes round again."""
-    failures = 0
-    while not stop.is_set():
-        try:
-            applied = usecases.apply_due_protection(grace_s)
-            failures, wait = 0, idle_s
-            if applied:
-                log.info("protection: applied %d limits change(s) at the tables", applied)
-        except Exception as error:  # noqa: BLE001 - the duty outlives one bad entry
-            if redis_away(error):  # (unreachable, or a failover: CLUSTERDOWN, TRYAGAIN...)
-                failures += 1
-                wait = REDIS_AWAY.delay(failures)
-                log.warning("protection: Redis unreachable (%s)", type(error).__name__)
-            else:  # it comes round again
-                log.exception("protection: applying a limits change failed")
-                wait = idle_s
-        stop.wait(wait)
+    """Apply due outbox entries until `stop` (a thread of the dispatcher: `run_duty`); one
+    that fails is logged and comes round again."""
+
+    def one_pass() -> float:
+        applied = usecases.apply_due_protection(grace_s)
+        if applied:
+            log.info("protection: applied %d limits change(s) at the tables", applied)
+        return idle_s
+
+    run_duty("protection", one_pass, stop, log)

@@ -14,10 +14,8 @@ from typing import Any
 
 import redis
 
-from service.eventlog.redis_errors import redis_away
-from service.pacing import REDIS_AWAY
 from service.projections.wallet_calls import CLAIM_LEASE_S, Wallet
-from workers.tenants import BrokenTenants
+from workers.duty import BrokenTenants, run_duty
 
 log = logging.getLogger("guts.wallet")
 LEASE_S = CLAIM_LEASE_S
@@ -32,20 +30,16 @@ def finish_due(
     tenant whose transactions cannot be claimed (its keys written outside the service) is
     passed over (`broken` names it): it holds up no other."""
     wallet.hasten_again()
-    done = 0
-    for tenant in wallet.store.tenants():
-        try:
-            due = wallet.store.due(tenant, LEASE_S, batch)
-        except Exception as error:
-            if redis_away(error):
-                raise
-            (broken or BrokenTenants("wallet", log)).name(tenant, error)
-            continue
-        done += len(due)
-        for failed in pool.map(_finish, [wallet] * len(due), [tenant] * len(due), due):
-            if failed is not None:
-                log.error("wallet transaction %s: %s", *failed)
-    return done
+    broken = broken or BrokenTenants("wallet", log)
+    return broken.each(wallet.store.tenants(), lambda t: _finish_tenant(wallet, pool, t, batch))
+
+
+def _finish_tenant(wallet: Wallet, pool: ThreadPoolExecutor, tenant: str, batch: int) -> int:
+    due = wallet.store.due(tenant, LEASE_S, batch)
+    for failed in pool.map(_finish, [wallet] * len(due), [tenant] * len(due), due):
+        if failed is not None:
+            log.error("wallet transaction %s: %s", *failed)
+    return len(due)
 
 
 def _finish(wallet: Wallet, tenant: str, record: dict[str, Any]) -> tuple[str, str] | None:
@@ -60,20 +54,11 @@ def _finish(wallet: Wallet, tenant: str, record: dict[str, Any]) -> tuple[str, s
 
 
 def run_wallet_duty(wallet: Wallet, stop: threading.Event, idle_s: float = 0.2) -> None:
-    """Finish due transactions until `stop` (a thread of the dispatcher), waiting out Redis
-    going away. Nothing else ends it: a thread that died would leave every tenant's credits
-    and rollbacks waiting, and the dispatcher running on without a word of it."""
-    failures, broken = 0, BrokenTenants("wallet", log)
+    """Finish due transactions until `stop` (a thread of the dispatcher: `run_duty`)."""
+    broken = BrokenTenants("wallet", log)
     with ThreadPoolExecutor(CALLERS, thread_name_prefix="wallet") as pool:
-        while not stop.is_set():
-            try:
-                busy = finish_due(wallet, pool, broken=broken) > 0
-                failures, wait = 0, (0.0 if busy else idle_s)
-            except Exception as error:  # noqa: BLE001 - its thread outlives it
-                failures += 1
-                wait = REDIS_AWAY.delay(failures)
-                if redis_away(error):  # (a failover: CLUSTERDOWN, TRYAGAIN, READONLY...)
-                    log.warning("wallet: Redis unreachable (%s)", type(error).__name__)
-                else:  # a bug, or a value no check foresaw: tried again after the wait
-                    log.exception("wallet: finishing the due transactions failed")
-            stop.wait(wait)
+
+        def one_pass() -> float:
+            return 0.0 if finish_due(wallet, pool, broken=broken) else idle_s  # (busy: at once)
+
+        run_duty("wallet", one_pass, stop, log)

@@ -23,7 +23,7 @@ from rq.serializers import JSONSerializer
 
 from service.projections.webhooks import WEBHOOKS_QUEUE, Schedule, WebhookStore
 from tests.apiclient import Api, follow_webhooks
-from workers.tenants import BrokenTenants
+from workers.duty import BrokenTenants
 from workers.webhook_queue import queue_all
 
 FAST = Schedule(first_retry_s=0.1, max_wait_s=0.4, retry_for_s=30.0, timeout_s=0.5)
