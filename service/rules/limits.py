@@ -14,7 +14,7 @@ from typing import Any
 from .errors import RuleViolation
 from .settlement import most_owed
 from .state import TableState
-from .times import duration_words, parse_iso
+from .times import duration_words, is_moment, parse_iso
 
 COOL_DOWN = timedelta(hours=24)
 """After a session limit ends a player's session, no seat at any of the tenant's tables for this
@@ -42,8 +42,8 @@ _MOMENTS = ("excluded_until", "timeout_until")
 
 def limits_from(fields: Any) -> Limits:
     """The `Limits` of a stored record (a JSON object of its fields); ValueError naming what
-    is wrong when `fields` is not one: each count an integer or null, each moment a time with
-    its zone or null, `pending` an object of such values with their `effective_at`."""
+    is wrong when `fields` is not one: each count a whole number or null, each moment a time
+    with its zone or null, `pending` an object of such values with their `effective_at`."""
     if not isinstance(fields, dict):
         raise ValueError("not an object")
     unknown = set(fields) - {*_COUNTS, *_MOMENTS, "pending"}
@@ -57,30 +57,23 @@ def limits_from(fields: Any) -> Limits:
             raise ValueError(f"pending {name!r} is not a limit")
         if not isinstance(change, dict) or set(change) != {"value", "effective_at"}:
             raise ValueError(f"pending {name!r} is not a value with its effective_at")
-        _checked(name, change["value"])
-        _checked("effective_at", change["effective_at"], moment=True)
+        _check(name, change["value"])
+        if not is_moment(change["effective_at"]):
+            raise ValueError("effective_at is not a time with its zone")
     for name in (*_COUNTS, *_MOMENTS):
-        _checked(name, fields.get(name), moment=name in _MOMENTS)
+        _check(name, fields.get(name))
     return Limits(**fields)
 
 
-def _checked(name: str, value: Any, *, moment: bool | None = None) -> None:
-    """ValueError unless `value` is null, or an integer (a count) or an aware time (a moment,
-    `moment` true; None: as `name` is one)."""
-    if value is None and name != "effective_at":
+def _check(name: str, value: Any) -> None:
+    """ValueError unless `value` is null or, as `name` is a count or a moment, a whole number
+    or a time with its zone."""
+    if value is None:
         return
-    if moment is None:
-        moment = name in _MOMENTS
-    if not moment:
-        if type(value) is not int or value < 0:
-            raise ValueError(f"{name} is not a whole number")
-        return
-    try:
-        aware = isinstance(value, str) and parse_iso(value).tzinfo is not None
-    except ValueError:
-        aware = False
-    if not aware:
+    if name in _MOMENTS and not is_moment(value):
         raise ValueError(f"{name} is not a time with its zone")
+    if name in _COUNTS and (type(value) is not int or value < 0):
+        raise ValueError(f"{name} is not a whole number")
 
 
 class LossLimitReached(RuleViolation):

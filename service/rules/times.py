@@ -21,6 +21,14 @@ def parse_iso(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+def is_moment(value: object) -> bool:
+    """Whether `value` is a time as stored: text that parses, with its zone."""
+    try:
+        return isinstance(value, str) and parse_iso(value).tzinfo is not None
+    except ValueError:
+        return False
+
+
 def later(moment: datetime, seconds: float) -> str:
     """`moment` plus `seconds`, as `iso` writes it."""
     return iso(moment + timedelta(seconds=seconds))
