@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from service.logs import LEVELS
 
@@ -45,6 +47,70 @@ def _level(raw: str) -> str:
         raise ValueError(f"GUTS_LOG_LEVEL must be one of {', '.join(LEVELS)}, not {raw!r}")
     return level
 
+
+def _number(env: Mapping[str, str], name: str, default: float, kind: Callable[[str], Any]) -> Any:
+    """The variable `name` of `env` read by `kind` (int or float; unset or empty: `default`),
+    a finite number; else ValueError naming the variable (its range is `Settings`'s check)."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value):
+        whole = "a whole number" if kind is int else "a number"
+        raise ValueError(f"{name} must be {whole}, not {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class _Range:
+    """What a number setting takes: from `least` (excluded when `above`) to `most`."""
+
+    name: str
+    least: float
+    above: bool = False
+    most: float = math.inf
+
+    def check(self, value: float) -> None:
+        low = value > self.least if self.above else value >= self.least
+        if low and value <= self.most and math.isfinite(value):
+            return
+        what = f"more than {self.least:g}" if self.above else f"at least {self.least:g}"
+        if self.most < math.inf:
+            what += f" and at most {self.most:g}"
+        raise ValueError(f"{self.name} must be {what}, not {value!r}")
+
+
+_RANGES = {
+    "redis_min_replicas": _Range("GUTS_REDIS_MIN_REPLICAS", 0),
+    "redis_replica_timeout_ms": _Range("GUTS_REDIS_REPLICA_TIMEOUT_MS", 1),
+    "redis_timeout_s": _Range("GUTS_REDIS_TIMEOUT_S", 0, above=True),
+    "max_body_bytes": _Range("GUTS_MAX_BODY_BYTES", 1),
+    "body_timeout_s": _Range("GUTS_BODY_TIMEOUT_S", 0, above=True),
+    "idempotency_ttl_s": _Range("GUTS_IDEMPOTENCY_TTL_S", 1),
+    "port": _Range("GUTS_PORT", 0, most=65535),
+    "web_workers": _Range("GUTS_WEB_WORKERS", 1),
+    "dispatchers": _Range("GUTS_DISPATCHERS", 0),
+    "worker_connections": _Range("GUTS_WORKER_CONNECTIONS", 2),
+    "stream_capacity": _Range("GUTS_STREAM_CAPACITY", 0),
+    "stream_keep_alive_s": _Range("GUTS_STREAM_KEEP_ALIVE_S", 0, above=True, most=15),
+    "redis_wait_s": _Range("GUTS_REDIS_WAIT_S", 0),
+    "webhook_first_retry_s": _Range("GUTS_WEBHOOK_FIRST_RETRY_S", 0, above=True),
+    "webhook_max_wait_s": _Range("GUTS_WEBHOOK_MAX_WAIT_S", 0, above=True),
+    "webhook_retry_for_s": _Range("GUTS_WEBHOOK_RETRY_FOR_S", 0),
+    "webhook_timeout_s": _Range("GUTS_WEBHOOK_TIMEOUT_S", 0, above=True),
+    "wallet_timeout_s": _Range("GUTS_WALLET_TIMEOUT_S", 0, above=True),
+    "wallet_first_retry_s": _Range("GUTS_WALLET_FIRST_RETRY_S", 0, above=True),
+    "wallet_max_wait_s": _Range("GUTS_WALLET_MAX_WAIT_S", 0, above=True),
+    "wallet_credit_for_s": _Range("GUTS_WALLET_CREDIT_FOR_S", 0),
+    "wallet_debit_grace_s": _Range("GUTS_WALLET_DEBIT_GRACE_S", 0, above=True),
+    "archive_keep_events": _Range("GUTS_ARCHIVE_KEEP_EVENTS", 0),
+    "follow_lease_s": _Range("GUTS_FOLLOW_LEASE_S", 0, above=True),
+    "archive_lag_limit": _Range("GUTS_ARCHIVE_LAG_LIMIT", 0),
+}
+"""The range of every number setting (docs/operations.md#environment-variables)."""
 
 SHORTCUTS = frozenset({"flask_request_bypass", "redis_py_bypass"})
 """The shortcuts around libraries (style habit 17), each named for its module."""
@@ -135,14 +201,12 @@ class Settings:
             _rate(f"GUTS_RATE_LIMIT_{name.upper()}", getattr(self, f"rate_limit_{name}"))
         for tenant, limit in self.rate_limit_tenants.items():
             _rate(f"GUTS_RATE_LIMIT_TENANTS ({tenant})", limit)
-        if not 0 < self.stream_keep_alive_s <= 15:
+        for name, allowed in _RANGES.items():
+            allowed.check(getattr(self, name))
+        if self.wallet_debit_grace_s <= self.wallet_timeout_s:
             raise ValueError(
-                "GUTS_STREAM_KEEP_ALIVE_S must be more than 0 and at most 15 (seconds: the "
-                "contract promises a quiet stream a comment at least every 15 s)"
-            )
-        if self.worker_connections < 2 or self.stream_capacity < 0:
-            raise ValueError(
-                "GUTS_WORKER_CONNECTIONS must be at least 2 and GUTS_STREAM_CAPACITY at least 0"
+                "GUTS_WALLET_DEBIT_GRACE_S must be longer than GUTS_WALLET_TIMEOUT_S (the duty "
+                "would finish a debit whose call may still be answered)"
             )
         if self.redis_cluster and self.redis_timeout_s * 1000 <= self.redis_replica_timeout_ms:
             raise ValueError(
@@ -167,42 +231,42 @@ class Settings:
             redis_url=env.get("REDIS_URL") or None,
             redis_cluster=_flag(env.get("GUTS_REDIS_CLUSTER", "")),
             redis_cluster_nodes=_keys(env.get("GUTS_REDIS_CLUSTER_NODES", "")),
-            redis_min_replicas=int(env.get("GUTS_REDIS_MIN_REPLICAS", 0)),
-            redis_replica_timeout_ms=int(env.get("GUTS_REDIS_REPLICA_TIMEOUT_MS", 200)),
-            redis_timeout_s=float(env.get("GUTS_REDIS_TIMEOUT_S", 1)),
+            redis_min_replicas=_number(env, "GUTS_REDIS_MIN_REPLICAS", 0, int),
+            redis_replica_timeout_ms=_number(env, "GUTS_REDIS_REPLICA_TIMEOUT_MS", 200, int),
+            redis_timeout_s=_number(env, "GUTS_REDIS_TIMEOUT_S", 1, float),
             queue_redis_url=env.get("GUTS_QUEUE_REDIS_URL") or None,
             operator_keys=_keys(env.get("GUTS_OPERATOR_KEYS", "")),
             auditor_keys=_keys(env.get("GUTS_AUDITOR_KEYS", "")),
             sandbox=_flag(env.get("GUTS_SANDBOX", "")),
             token_secret=env.get("GUTS_TOKEN_SECRET") or None,
             key_prefix=env.get("GUTS_KEY_PREFIX", "guts"),
-            max_body_bytes=int(env.get("GUTS_MAX_BODY_BYTES", 64 * 1024)),
-            body_timeout_s=float(env.get("GUTS_BODY_TIMEOUT_S", 10)),
-            idempotency_ttl_s=int(env.get("GUTS_IDEMPOTENCY_TTL_S", 24 * 3600)),
+            max_body_bytes=_number(env, "GUTS_MAX_BODY_BYTES", 64 * 1024, int),
+            body_timeout_s=_number(env, "GUTS_BODY_TIMEOUT_S", 10, float),
+            idempotency_ttl_s=_number(env, "GUTS_IDEMPOTENCY_TTL_S", 24 * 3600, int),
             host=env.get("GUTS_HOST", "127.0.0.1"),
-            port=int(env.get("GUTS_PORT", 8000)),
+            port=_number(env, "GUTS_PORT", 8000, int),
             data_dir=env.get("GUTS_DATA_DIR", "data"),
-            web_workers=int(env.get("GUTS_WEB_WORKERS", 2)),
-            dispatchers=int(env.get("GUTS_DISPATCHERS", 2)),
-            worker_connections=int(env.get("GUTS_WORKER_CONNECTIONS", 6000)),
-            stream_capacity=int(env.get("GUTS_STREAM_CAPACITY", 0)),
-            stream_keep_alive_s=float(env.get("GUTS_STREAM_KEEP_ALIVE_S", 10)),
+            web_workers=_number(env, "GUTS_WEB_WORKERS", 2, int),
+            dispatchers=_number(env, "GUTS_DISPATCHERS", 2, int),
+            worker_connections=_number(env, "GUTS_WORKER_CONNECTIONS", 6000, int),
+            stream_capacity=_number(env, "GUTS_STREAM_CAPACITY", 0, int),
+            stream_keep_alive_s=_number(env, "GUTS_STREAM_KEEP_ALIVE_S", 10, float),
             log_level=_level(env.get("GUTS_LOG_LEVEL", "info")),
-            redis_wait_s=float(env.get("GUTS_REDIS_WAIT_S", 60)),
+            redis_wait_s=_number(env, "GUTS_REDIS_WAIT_S", 60, float),
             cors_origins=_keys(env.get("GUTS_CORS_ORIGINS", "")),
-            webhook_first_retry_s=float(env.get("GUTS_WEBHOOK_FIRST_RETRY_S", 5)),
-            webhook_max_wait_s=float(env.get("GUTS_WEBHOOK_MAX_WAIT_S", 3600)),
-            webhook_retry_for_s=float(env.get("GUTS_WEBHOOK_RETRY_FOR_S", 25 * 3600)),
-            webhook_timeout_s=float(env.get("GUTS_WEBHOOK_TIMEOUT_S", 10)),
-            wallet_timeout_s=float(env.get("GUTS_WALLET_TIMEOUT_S", 5)),
-            wallet_first_retry_s=float(env.get("GUTS_WALLET_FIRST_RETRY_S", 5)),
-            wallet_max_wait_s=float(env.get("GUTS_WALLET_MAX_WAIT_S", 3600)),
-            wallet_credit_for_s=float(env.get("GUTS_WALLET_CREDIT_FOR_S", 25 * 3600)),
-            wallet_debit_grace_s=float(env.get("GUTS_WALLET_DEBIT_GRACE_S", 30)),
+            webhook_first_retry_s=_number(env, "GUTS_WEBHOOK_FIRST_RETRY_S", 5, float),
+            webhook_max_wait_s=_number(env, "GUTS_WEBHOOK_MAX_WAIT_S", 3600, float),
+            webhook_retry_for_s=_number(env, "GUTS_WEBHOOK_RETRY_FOR_S", 25 * 3600, float),
+            webhook_timeout_s=_number(env, "GUTS_WEBHOOK_TIMEOUT_S", 10, float),
+            wallet_timeout_s=_number(env, "GUTS_WALLET_TIMEOUT_S", 5, float),
+            wallet_first_retry_s=_number(env, "GUTS_WALLET_FIRST_RETRY_S", 5, float),
+            wallet_max_wait_s=_number(env, "GUTS_WALLET_MAX_WAIT_S", 3600, float),
+            wallet_credit_for_s=_number(env, "GUTS_WALLET_CREDIT_FOR_S", 25 * 3600, float),
+            wallet_debit_grace_s=_number(env, "GUTS_WALLET_DEBIT_GRACE_S", 30, float),
             database_url=env.get("GUTS_DATABASE_URL") or None,
-            archive_keep_events=int(env.get("GUTS_ARCHIVE_KEEP_EVENTS", 100)),
-            follow_lease_s=float(env.get("GUTS_FOLLOW_LEASE_S", 10)),
-            archive_lag_limit=int(env.get("GUTS_ARCHIVE_LAG_LIMIT", 10000)),
+            archive_keep_events=_number(env, "GUTS_ARCHIVE_KEEP_EVENTS", 100, int),
+            follow_lease_s=_number(env, "GUTS_FOLLOW_LEASE_S", 10, float),
+            archive_lag_limit=_number(env, "GUTS_ARCHIVE_LAG_LIMIT", 10000, int),
             rate_limit_auth_failures=env.get("GUTS_RATE_LIMIT_AUTH_FAILURES", "20/minute"),
             rate_limit_commands=env.get("GUTS_RATE_LIMIT_COMMANDS", "10/second"),
             rate_limit_keys=env.get("GUTS_RATE_LIMIT_KEYS", ""),

@@ -68,7 +68,7 @@ def test_every_environment_variable_the_service_reads_is_documented():
     """In a settings table of a page under docs/ (docs/operations.md has them all but the
     rate limits', which docs/operations-limits.md has)."""
     config = (ROOT / "service" / "config.py").read_text()
-    read = set(re.findall(r'env\.get\("([A-Z_]+)"', config))
+    read = set(re.findall(r'(?:env\.get\(|_number\(env, )"([A-Z_]+)"', config))
     documented: set[str] = set()
     for page in (p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))):
         documented |= set(re.findall(r"^\| `([A-Z_]+)`", page, re.M))
