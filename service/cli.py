@@ -176,37 +176,12 @@ def _configure_release(parser: argparse.ArgumentParser, settings: Settings) -> N
 
 
 def _run_release(args: argparse.Namespace, settings: Settings) -> int:
-    """Release repaired tables from quarantine: each is read in full first (as a dispatcher's
-    retry does), and stays quarantined, with what still does not parse, unless it loads."""
+    """Release repaired tables from quarantine (`service.processes.release`)."""
     if not settings.redis_url:
         return fail("REDIS_URL is not set: `guts release` needs the Redis that the API uses")
-    from service.eventlog.due_index import DueIndex
-    from service.infrastructure import event_store, open_archive, store_client
-    from service.tables import Tables
+    from service.processes.release import release
 
-    client = store_client(settings)
-    archive = open_archive(settings, size=1)
-    index = DueIndex(client, prefix=settings.key_prefix)
-    tables = Tables(event_store(settings, client, archive), index=index)
-    held = index.quarantined()
-    code = 0
-    for table_id in args.table_ids:
-        if table_id not in held:
-            print(f"{table_id}: not quarantined")
-            continue
-        try:
-            tables.verify(table_id)
-        except Exception as error:  # noqa: BLE001 - whatever still fails, it stays aside
-            print(f"{table_id}: still does not load ({error}); left in quarantine")
-            code = 1
-            continue
-        index.release(table_id)
-        tables.reindex(table_id)  # its deadline, if any, is back in the index
-        print(f"{table_id}: released")
-    if archive is not None:
-        archive.close()
-    client.close()
-    return code
+    return release(settings, args.table_ids)
 
 
 def _run_migrate(args: argparse.Namespace, settings: Settings) -> int:

@@ -112,6 +112,32 @@ _RANGES = {
 }
 """The range of every number setting (docs/operations.md#environment-variables)."""
 
+
+def _check_redis_url(name: str, url: str) -> None:
+    """ValueError naming `name` unless `url` is a URL redis-py reads (not echoed: it may hold
+    a password)."""
+    from redis import ConnectionPool
+
+    try:
+        ConnectionPool.from_url(url)
+    except ValueError as error:
+        why = "" if "schemes" in str(error) else f" ({str(error).replace(url, '...')})"
+        raise ValueError(f"{name} must be a redis://, rediss:// or unix:// URL{why}") from None
+
+
+def _check_database_url(url: str) -> None:
+    """ValueError unless `url` is a PostgreSQL URL or connection string (not echoed)."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(url)
+    except ProgrammingError:
+        raise ValueError(
+            "GUTS_DATABASE_URL must be a postgresql:// URL or a libpq connection string"
+        ) from None
+
+
 SHORTCUTS = frozenset({"flask_request_bypass", "redis_py_bypass"})
 """The shortcuts around libraries (style habit 17), each named for its module."""
 
@@ -217,6 +243,14 @@ class Settings:
             host, _, port = node.rpartition(":")
             if not host or not port.isdigit():
                 raise ValueError(f"GUTS_REDIS_CLUSTER_NODES takes host:port items, not {node!r}")
+        for name, url in (
+            ("REDIS_URL", self.redis_url),
+            ("GUTS_QUEUE_REDIS_URL", self.queue_redis_url),
+        ):
+            if url is not None:
+                _check_redis_url(name, url)
+        if self.database_url is not None:
+            _check_database_url(self.database_url)
         if self.redis_cluster and not self.queue_redis_url:
             raise ValueError(
                 "GUTS_REDIS_CLUSTER is set: RQ needs a plain Redis for its queues "

@@ -16,6 +16,13 @@ import pytest
 from service.config import _RANGES, Settings
 
 
+def _guts(env: dict[str, str], *args: str) -> tuple[int, list[str]]:
+    """`guts *args` run with `env`: its exit status and the lines it wrote."""
+    command = [sys.executable, "-m", "service.cli", *args]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    return done.returncode, [line for line in (done.stdout + done.stderr).splitlines() if line]
+
+
 def test_every_number_setting_has_a_range() -> None:
     numbers = {
         f.name
@@ -79,15 +86,38 @@ def test_guts_serve_with_a_bad_setting_exits_2_with_one_line_and_starts_nothing(
 ) -> None:
     env = {**os.environ, variable: value, "GUTS_DATA_DIR": str(tmp_path / "data")}
     env.pop("REDIS_URL", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "service.cli", "serve", "--port", "0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2, done.stderr
-    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-    assert len(lines) == 1, lines
+    code, lines = _guts(env, "serve", "--port", "0")
+    assert code == 2 and len(lines) == 1, lines
     assert f"bad setting in the environment: {variable} must be {said}" in lines[0]
     assert not (tmp_path / "data").exists()  # no Redis, no PostgreSQL was started
+
+
+@pytest.mark.parametrize("name", ["REDIS_URL", "GUTS_QUEUE_REDIS_URL"])
+@pytest.mark.parametrize(
+    "url", ["notaurl", "http://host", "redis://:hunter2@[::1/0", "redis://:hunter2@host:port/0"]
+)
+def test_a_redis_url_redis_py_cannot_read_is_refused_without_echoing_it(
+    name: str, url: str
+) -> None:
+    with pytest.raises(ValueError, match=f"^{name} must be a redis://") as refused:
+        Settings.from_env({name: url})
+    assert "hunter2" not in str(refused.value)
+
+
+@pytest.mark.parametrize("url", ["garbage", "postgresql://u:hunter2@[::1/x", "host=x port"])
+def test_a_database_url_libpq_cannot_read_is_refused_without_echoing_it(url: str) -> None:
+    with pytest.raises(ValueError, match="^GUTS_DATABASE_URL must be a postgresql:// URL") as no:
+        Settings.from_env({"GUTS_DATABASE_URL": url})
+    assert "hunter2" not in str(no.value)
+    good = "postgresql://u:pw@127.0.0.1:5432/x"
+    assert Settings.from_env({"GUTS_DATABASE_URL": good}).database_url == good
+
+
+def test_guts_release_with_its_redis_away_says_so_in_one_line(tmp_path: Path) -> None:
+    """It was a traceback (redis-py's ConnectionError, uncaught)."""
+    from service.processes.redis_server import free_port
+
+    env = {**os.environ, "REDIS_URL": f"redis://:hunter2@127.0.0.1:{free_port()}/0"}
+    code, lines = _guts(env, "release", "some-table")
+    assert code == 1 and len(lines) == 1 and "cannot be reached" in lines[0], lines
+    assert "hunter2" not in lines[0] and "Traceback" not in lines[0]

@@ -10,8 +10,10 @@ import io
 import json
 import random
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -464,6 +466,30 @@ def test_cli_url_with_token(showdown):
     assert main([url]) == 2  # no token: 401
     assert main([f"{api.base}/v1/tables/{table}/hands/99", "--token", AUDITOR]) == 2
     assert main(["http://127.0.0.1:9/nothing-listens-here"]) == 2
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1/x", "http://127.0.0.1:port/x", "http://127.0.0.1:9/a b"]
+)
+def test_cli_a_url_that_cannot_be_fetched_is_bad_input_not_a_traceback(url, capsys):
+    assert main([url]) == 2
+    assert "not a URL that can be fetched" in capsys.readouterr().err
+
+
+def test_cli_an_answer_that_is_not_http_is_bad_input_not_a_traceback(capsys):
+    with socket.create_server(("127.0.0.1", 0)) as server:
+
+        def answer() -> None:
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(4096)
+                conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+
+        thread = threading.Thread(target=answer, daemon=True)
+        thread.start()
+        assert main([f"http://127.0.0.1:{server.getsockname()[1]}/x"]) == 2
+        thread.join(timeout=10)
+    assert "not an HTTP answer" in capsys.readouterr().err
 
 
 def test_cli_url_token_from_the_environment(showdown, monkeypatch, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import sys
@@ -27,10 +28,10 @@ class _BadInput(Exception):
 def _read(source: str, token: str | None) -> Any:
     """The JSON document at `source`: a file path, "-" for stdin, or an http(s) URL."""
     if source.startswith(("http://", "https://")):
-        request = urllib.request.Request(source, headers={"Accept": "application/json"})
-        if token:
-            request.add_header("Authorization", f"Bearer {token}")
         try:
+            request = urllib.request.Request(source, headers={"Accept": "application/json"})
+            if token:
+                request.add_header("Authorization", f"Bearer {token}")
             with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S) as response:
                 raw = response.read()
         except urllib.error.HTTPError as error:
@@ -39,6 +40,10 @@ def _read(source: str, token: str | None) -> Any:
             raise _BadInput(f"GET {source}: HTTP {error.code}: {_problem(body)}") from None
         except (urllib.error.URLError, OSError) as error:
             raise _BadInput(f"GET {source}: {getattr(error, 'reason', error)}") from None
+        except (ValueError, http.client.InvalidURL) as error:  # (one that cannot be sent)
+            raise _BadInput(f"{source}: not a URL that can be fetched ({error})") from None
+        except http.client.HTTPException as error:  # (what answered does not speak HTTP)
+            raise _BadInput(f"GET {source}: not an HTTP answer ({error!r})") from None
     elif source == "-":
         raw = sys.stdin.buffer.read()
     else:

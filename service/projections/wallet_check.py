@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from service.projections.wallet_messages import Answer, call
+from service.projections.wallet_messages import Answer, BadWallet, call, check_settings
 from service.projections.webhook_messages import new_secret
+from service.rules.wallet import MAX_DEBIT
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,10 @@ def _signatures(probe: _Probe) -> Iterator[Verdict]:
         if forged.status == "ok":  # taken: give it back
             probe.send("rollback", txid)
         verdict = f"answered {forged.problem or forged.status}"
-        yield Verdict(f"a debit {name} is refused", forged.status != "ok", verdict)
+        if not forged.reached:  # (a wallet that cannot be reached refuses nothing)
+            verdict = f"no answer ({forged.problem})"
+        refused = forged.reached and forged.status != "ok"
+        yield Verdict(f"a debit {name} is refused", refused, verdict)
 
 
 def _other(secret: str) -> str:
@@ -163,12 +167,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--currency", default="EUR", help="the wallet's currency")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Print a line per rule; 0 when every rule holds, 1 otherwise (2: a bad secret)."""
+def _bad_arguments(args: argparse.Namespace) -> str | None:
+    """What is wrong with the arguments, if anything (the URL and currency as PUT
+    /v1/wallet takes them)."""
     try:
         base64.b64decode(args.secret.removeprefix("whsec_"), validate=True)
     except binascii.Error:
-        print("the secret must be whsec_ and base64 (as PUT /v1/wallet gave it)", file=sys.stderr)
+        return "the secret must be whsec_ and base64 (as PUT /v1/wallet gave it)"
+    try:
+        check_settings(args.url, args.currency, 1)
+    except BadWallet as error:
+        return str(error)
+    if not 1 <= args.amount <= MAX_DEBIT:
+        return f"--amount must be a whole number of minor units from 1 to {MAX_DEBIT}"
+    if not args.player.strip():
+        return "--player must name a test player of the wallet"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print a line per rule; 0 when every rule holds, 1 otherwise; 2: bad arguments, or a
+    wallet that gave no answer at all to the first call (then no rule is tried further)."""
+    bad = _bad_arguments(args)
+    if bad is not None:
+        print(bad, file=sys.stderr)
+        return 2
+    probe = _Probe(args.url, args.secret, args.player, args.amount, args.currency)
+    first = probe.send("rollback", probe.txid("reach"))  # (of a debit never made: harmless)
+    if not first.reached:
+        print(f"the wallet gave no answer ({first.problem}): no rule was tried", file=sys.stderr)
         return 2
     verdicts = check_wallet(args.url, args.secret, args.player, args.amount, args.currency)
     for verdict in verdicts:

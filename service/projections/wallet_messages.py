@@ -66,6 +66,8 @@ class Answer:
     status: str | None
     balance: int | None = None
     problem: str = ""
+    reached: bool = True
+    """False when no HTTP answer came at all (refused, timed out, dropped, not HTTP)."""
 
 
 def check_settings(url: str, currency: str, chip_value_minor: int) -> None:
@@ -134,7 +136,8 @@ def call(
             endpoint(url, path), body, headers, timeout_s
         )
     except (OSError, HTTPException, ValueError) as failed:  # timeouts, refused or dropped
-        return Answer(None, problem=type(failed).__name__)  # connections, answers not HTTP
+        # connections, answers not HTTP
+        return Answer(None, problem=type(failed).__name__, reached=False)
     if status != 200:  # (a redirect too: never followed)
         return Answer(None, problem=f"HTTP {status}")
     why = verify_signature(secret, request_id, answer_headers, answer_body, time.time())

@@ -56,10 +56,18 @@ class BadWebhook(InvalidCommand):
 
 
 def check_url(url: str) -> str:
-    """An absolute http(s) URL without credentials in it, or BadWebhook."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BadWebhook("url must be an absolute http:// or https:// URL", "url")
+    """An absolute http(s) URL without credentials in it, or BadWebhook: one that every call
+    can be sent to (no space or control character, a port from 1 to 65535)."""
+    plain = "url must be an absolute http:// or https:// URL"
+    if any(c <= " " or c == "\x7f" for c in url):
+        raise BadWebhook(f"{plain}, without spaces or control characters", "url")
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # (ValueError: not a number from 0 to 65535)
+    except ValueError:
+        raise BadWebhook(plain, "url") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise BadWebhook(plain, "url")
     if parts.username is not None or parts.password is not None:
         raise BadWebhook("url must not hold credentials (sign with the secret instead)", "url")
     return url

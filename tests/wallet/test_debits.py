@@ -53,6 +53,9 @@ def test_settings_show_the_secret_once_and_are_the_tenants(wallet_api: Api, wall
     "body",
     [
         {"url": "ftp://x", "currency": "EUR", "chip_value_minor": 1},
+        {"url": "http://[::1", "currency": "EUR", "chip_value_minor": 1},
+        {"url": "http://x:65536/", "currency": "EUR", "chip_value_minor": 1},
+        {"url": "http://x/\tw", "currency": "EUR", "chip_value_minor": 1},
         {"url": "http://x", "currency": "eur", "chip_value_minor": 1},
         {"url": "http://x", "currency": "EUR", "chip_value_minor": 0},
         {"url": "http://x", "currency": "EUR", "chip_value_minor": 1.5},

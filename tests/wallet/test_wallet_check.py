@@ -74,3 +74,27 @@ def test_a_broken_wallet_fails_the_rule_it_breaks(wallet: TestWallet, broken: st
     assert set(verdicts) == set(RULES)
     assert {rule for rule, verdict in verdicts.items() if verdict == "FAIL"} == rules
     assert code == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "more", "said"),
+    [
+        ("http://127.0.0.1:9/w", [], "the wallet gave no answer (ConnectionRefusedError)"),
+        ("http://[::1/w", [], "url must be an absolute http:// or https:// URL"),
+        ("ftp://127.0.0.1/w", [], "url must be an absolute http:// or https:// URL"),
+        ("http://127.0.0.1:9/w", ["--amount", "0"], "--amount must be a whole number"),
+        ("http://127.0.0.1:9/w", ["--currency", "eur"], "currency must be an ISO 4217 code"),
+    ],
+)
+def test_a_wallet_that_cannot_be_tried_is_exit_2_with_no_verdict(
+    url: str, more: list[str], said: str
+) -> None:
+    """Nothing that listens passed the signature rules before ("a debit unsigned is refused:
+    answered ConnectionRefusedError"), and a URL Python cannot parse was a traceback."""
+    command = [sys.executable, "-m", "service.cli", "wallet-check", url, *more]
+    command += ["--secret", new_secret()]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.strip().startswith(said), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -317,7 +317,18 @@ def test_a_deleted_webhook_gets_nothing_more(api: Api, redis_client, run_jobs, r
 
 
 @pytest.mark.parametrize(
-    "url", ["ftp://example.com/x", "/relative", "http://user:pw@example.com/x", "javascript:x"]
+    "url",
+    [
+        "ftp://example.com/x",
+        "/relative",
+        "http://user:pw@example.com/x",
+        "javascript:x",
+        "http://[::1/x",  # (a bracket not closed: Python's URL parser raises; it was a 500)
+        "http://example.com:99999/x",
+        "http://example.com:http/x",
+        "http://example.com/a b",
+        "http://example.com/\r\nX-Injected: 1",
+    ],
 )
 def test_urls_that_are_not_plain_http_are_422(api: Api, url: str):
     refused = api.post("/v1/webhooks", {"url": url, "events": ["hand_finished"]})
