@@ -32,7 +32,8 @@ def append_outcome(
     if status == b"ok":
         if quota is not None:
             quota.counted = True
-        return AppendResult(version=int(reply[1]), due_indexed=due_indexed)
+        indexed = due_indexed and len(reply) == 2  # (else the index refused: 'unindexed')
+        return AppendResult(version=int(reply[1]), due_indexed=indexed)
     if status == b"limited":
         assert quota is not None
         quota.counted = True

@@ -68,7 +68,7 @@ class DueIndex:
     ) -> None:
         """`commands`: how `record` is sent (an event store's `commands`, its shortcut around
         redis-py when on); None: redis-py's public API."""
-        self.client = client
+        self.client, self.prefix = client, prefix
         self.commands = commands or plain(client)
         self.index_key = f"{prefix}:{{%due}}:index"
         self.versions_key = f"{prefix}:{{%due}}:versions"

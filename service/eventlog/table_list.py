@@ -31,7 +31,7 @@ import redis
 
 from .decoding import member_text
 from .redis_errors import redis_errors
-from .store import BadCursor
+from .store import BadCursor, CorruptRecord
 
 
 class TableList:
@@ -78,13 +78,20 @@ class TableList:
         start = b"+" if after is None else b"(" + _member(after)
         key = self.key if tenant is None else self.tenant_key(tenant)
         with redis_errors():  # (Redis away: the store unavailable, a 503)
-            members = cast(  # ZRANGE key start - BYLEX REV LIMIT 0 limit
-                list[bytes],
-                self.client.zrange(key, start, b"-", desc=True, bylex=True, offset=0, num=limit),
-            )
+            try:  # ZRANGE key start - BYLEX REV LIMIT 0 limit
+                found = self.client.zrange(
+                    key, start, b"-", desc=True, bylex=True, offset=0, num=limit
+                )
+            except redis.ResponseError as error:
+                if "WRONGTYPE" not in str(error):
+                    raise
+                raise CorruptRecord(  # (service.eventlog.derived_keys)
+                    f"the table list ({key}) holds a value written outside the service; the "
+                    "dispatchers drop it and list the tables again within seconds: retry"
+                ) from None
         return [
             (_table_of(member), base64.urlsafe_b64encode(member).decode().rstrip("="))
-            for member in members
+            for member in cast(list[bytes], found)
         ]
 
     def ids(self) -> set[str]:

@@ -19,12 +19,16 @@ hosts' clocks (the deadlines already need them in step).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import redis
+
+log = logging.getLogger("guts.dispatcher")
 
 BEAT_TTL_S = 30
 """A dispatcher that has not beaten for this long is forgotten."""
@@ -73,11 +77,26 @@ class Vitals:
     def beat(self, dispatcher_id: str, now: float | None = None) -> None:
         """Record that `dispatcher_id` is running its loop (and forget the long silent)."""
         now = time.time() if now is None else now
-        with self.client.pipeline(transaction=False) as pipe:
-            pipe.zadd(self.beats_key, {dispatcher_id: now})
-            pipe.zremrangebyscore(self.beats_key, "-inf", now - BEAT_TTL_S)
-            pipe.expire(self.beats_key, BEAT_TTL_S)
-            pipe.execute()
+
+        def write() -> None:
+            with self.client.pipeline(transaction=False) as pipe:
+                pipe.zadd(self.beats_key, {dispatcher_id: now})
+                pipe.zremrangebyscore(self.beats_key, "-inf", now - BEAT_TTL_S)
+                pipe.expire(self.beats_key, BEAT_TTL_S)
+                pipe.execute()
+
+        self._healed(self.beats_key, write)
+
+    def _healed(self, key: str, write: Callable[[], object]) -> None:
+        """`write` to `key`; when Redis refuses it for what the key holds (a value written
+        outside the service: another type, a count that is not one), the key is dropped and
+        written afresh, with a warning: these are readings, and the next ones replace them."""
+        try:
+            write()
+        except redis.ResponseError as error:
+            log.warning("%s did not read back (%s): dropped and written afresh", key, error)
+            self.client.delete(key)
+            write()
 
     def stopped(self, dispatcher_id: str) -> None:
         """A dispatcher that stops cleanly says so (it is no longer counted alive)."""
@@ -85,7 +104,11 @@ class Vitals:
 
     def report_archive_lag(self, events: int, tables: int, now: float | None = None) -> None:
         now = time.time() if now is None else now
-        self.client.hset(self.lag_key, mapping={"events": events, "tables": tables, "at": now})
+
+        def write() -> None:
+            self.client.hset(self.lag_key, mapping={"events": events, "tables": tables, "at": now})
+
+        self._healed(self.lag_key, write)
 
     def observe_lateness(self, seconds: Sequence[float]) -> None:
         """Count `seconds` (one per due table acted on) in the histogram: one round trip."""
@@ -94,12 +117,16 @@ class Vitals:
         counts: dict[str, int] = {}
         for value in seconds:
             counts[_bucket(value)] = counts.get(_bucket(value), 0) + 1
-        with self.client.pipeline(transaction=False) as pipe:
-            for bucket, count in counts.items():
-                pipe.hincrby(self.lateness_key, bucket, count)
-            pipe.hincrby(self.lateness_key, "count", len(seconds))
-            pipe.hincrbyfloat(self.lateness_key, "sum", sum(seconds))
-            pipe.execute()
+
+        def write() -> None:
+            with self.client.pipeline(transaction=False) as pipe:
+                for bucket, count in counts.items():
+                    pipe.hincrby(self.lateness_key, bucket, count)
+                pipe.hincrby(self.lateness_key, "count", len(seconds))
+                pipe.hincrbyfloat(self.lateness_key, "sum", sum(seconds))
+                pipe.execute()
+
+        self._healed(self.lateness_key, write)
 
     # --- read by the API -----------------------------------------------------------------
 
@@ -118,16 +145,17 @@ class Vitals:
         events, tables, at = cast(
             list[Any], self.client.hmget(self.lag_key, "events", "tables", "at")
         )
-        if at is None:
+        try:
+            return ArchiveLag(int(events), int(tables), max(0.0, now - float(at)))
+        except (TypeError, ValueError):  # never measured, or not read back: not known
             return ArchiveLag(None, None, None)
-        return ArchiveLag(int(events), int(tables), max(0.0, now - float(at)))
 
     def lateness(self) -> tuple[list[tuple[str, float]], float, float]:
         """The histogram: (cumulative buckets as (le, count), count, sum)."""
-        raw = {
-            _text(k): float(v)
-            for k, v in cast(dict[Any, Any], self.client.hgetall(self.lateness_key)).items()
-        }
+        raw = {}
+        for key, value in cast(dict[Any, Any], self.client.hgetall(self.lateness_key)).items():
+            with contextlib.suppress(ValueError):  # (one that does not read back: left out)
+                raw[_text(key)] = float(value)
         buckets, total = [], 0.0
         for bound in (*(_le(b) for b in LATENESS_BUCKETS), "+Inf"):
             total += raw.get(bound, 0.0)

@@ -292,6 +292,77 @@ def _one(found: Samples, name: str, **labels: str) -> float:
     return values[0]
 
 
+@pytest.mark.parametrize("kind", ["another type", "values that are not numbers"])
+def test_vitals_that_do_not_read_back_neither_fail_metrics_nor_stop_the_clock(
+    api: Api, dispatching: Dispatching, kind: str
+):
+    """They were a 500 on every scrape of /metrics, and the dispatcher's every tick that acted
+    on a due table ended in an error (its lateness could not be counted)."""
+    client = dispatching.client
+    lateness, lag = "guts:vitals:due-lateness", "guts:vitals:archive-lag"
+    for key in (lateness, lag):
+        client.delete(key)
+        if kind == "another type":
+            client.rpush(key, "x")
+        else:
+            client.hset(key, mapping={"count": "\xff", "sum": "x", "events": "e", "at": "?"})
+    scraped = api.get("/metrics", token=None)
+    assert scraped.status_code == 200, scraped.text
+    assert _ready(api).status_code in (200, 503)  # (it says what it could not read; no 500)
+    dispatching.dispatcher()
+    table = api.table("three-card", decision_timeout_s=1)
+    for i in range(2):
+        api.seat(table, f"p{i}")
+    dealt = api.post(f"/v1/tables/{table}/deal")
+    assert dealt.status_code == 201, dealt.text
+    # The dispatcher closes the hand at its deadline; its lateness is counted afresh.
+    counted = lambda: _samples(api).get("guts_due_lateness_seconds_count", [({}, 0)])  # noqa: E731
+    _until(lambda: counted()[0][1] >= 1)
+    hand = api.get(f"/v1/tables/{table}").json()["hand"]
+    assert hand is None or hand.get("phase") != "declaring", hand
+    dispatching.archiver.sweep()
+    assert client.hget(lag, "events") is not None  # (the archiver's reading, afresh)
+
+
+@pytest.mark.parametrize(
+    "key", ["guts:{%tables}:created:default", "guts:{%due}:index", "guts:{%due}:versions"]
+)
+def test_a_shared_key_of_another_type_is_built_again_and_stops_no_dispatcher(
+    api: Api, dispatching: Dispatching, key: str
+):
+    """A key every table shares (the table list, the due index) holding another type of value
+    ended every dispatcher that met it (restarted, to meet it again: no deadline acted on),
+    and the table list's was a 500 on every GET /v1/tables."""
+    client = dispatching.client
+    listed = api.table("three-card")
+    client.delete(key)
+    client.set(key, "written by hand")
+    if "tables" in key:
+        refused = api.get("/v1/tables")
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["title"] == "Record Failed Verification"
+
+    def dealt_table() -> str:  # (a hand whose deadline is 1 s away)
+        table = api.table("three-card", decision_timeout_s=1)
+        for i in range(2):
+            api.seat(table, f"p{i}")
+        dealt = api.post(f"/v1/tables/{table}/deal")
+        assert dealt.status_code == 201, dealt.text  # (the due index's key: it was a 409)
+        return table
+
+    early = dealt_table()  # (its due is left out of the index, and indexed again below)
+    stop = dispatching.dispatcher()
+    _until(lambda: client.type(key) in (b"zset", b"hash", b"none"))
+    tables = [early, dealt_table()]
+    # The dispatcher runs on: it closes both hands at their deadlines, and lists every table.
+    for table in tables:
+        hand = lambda t=table: api.get(f"/v1/tables/{t}").json()["hand"] or {}  # noqa: E731
+        _until(lambda h=hand: h().get("phase") != "declaring")
+    page = _until(lambda: api.get("/v1/tables").json())
+    assert {listed, *tables} <= {t["table_id"] for t in page["tables"]}
+    assert not stop.is_set() and all(thread.is_alive() for thread in dispatching.threads)
+
+
 def test_metrics_show_the_process_streams_lateness_lag_backlog_and_pools(
     api: Api, dispatching: Dispatching
 ):

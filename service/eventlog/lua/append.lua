@@ -123,10 +123,16 @@ if idem_key then
   redis.call('HSET', idem_key, 'request_hash', ARGV[idem_at + 1], 'response', ARGV[idem_at + 2])
   redis.call('EXPIRE', idem_key, ARGV[idem_at])
 end
+-- The due index is every table's: a key of it written outside the service (another type)
+-- leaves this table's due unindexed ('unindexed': the caller records it again, and the
+-- dispatchers drop that key and index every table's due anew), not the events unanswered.
+local indexed = true
 if index_at then
-  record_dues(KEYS[index_at], KEYS[index_at + 1], KEYS[index_at + 2], {ARGV[4], now, ARGV[2]})
+  indexed = pcall(record_dues, KEYS[index_at], KEYS[index_at + 1], KEYS[index_at + 2],
+                  {ARGV[4], now, ARGV[2]})
 end
 if ARGV[3] ~= '' then
   redis.call('PUBLISH', ARGV[3], now .. ' ' .. ARGV[4])
 end
+if not indexed then return {'ok', version, 'unindexed'} end
 return {'ok', version}
