@@ -364,8 +364,9 @@ def test_a_shared_key_of_another_type_is_built_again_and_stops_no_dispatcher(
 
 
 def test_metrics_show_the_process_streams_lateness_lag_backlog_and_pools(
-    api: Api, dispatching: Dispatching
+    serve_with: Callable[..., Api], dispatching: Dispatching
 ):
+    api = serve_with()  # (a server of its own: the suite's may hold other tests' streams)
     dispatching.dispatcher()
     hook = api.post("/v1/webhooks", {"url": "http://127.0.0.1:9/h", "events": ["player_seated"]})
     assert hook.status_code == 201, hook.text
