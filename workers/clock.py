@@ -39,7 +39,7 @@ from service.application import TableService
 from service.archive.archive import Archive
 from service.audit.jobs import QueuedJobs
 from service.config import Settings
-from service.eventlog.derived_keys import drop_wrong_types, expected_types, wrong_type
+from service.eventlog.derived_keys import drop_wrong_types, wrong_kind
 from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_errors import redis_away
 from service.eventlog.store import CorruptLog
@@ -205,8 +205,10 @@ class Dispatcher:
     def _drop_wrong_types(self) -> bool:
         """Drop the shared derived keys that hold another type than the service writes
         (`service.eventlog.derived_keys`); whether one was."""
-        client = self.index.client
-        return bool(drop_wrong_types(client, expected_types(self.index.prefix, client)))
+        kinds = self.index.key_types()
+        if self.tables.listing is not None:
+            kinds.update(self.tables.listing.key_types())
+        return bool(drop_wrong_types(self.index.client, kinds))
 
     def run(self, stop: threading.Event, beat: Callable[[], None] = lambda: None) -> None:
         """Dispatch until `stop` is set, surviving Redis going away and coming back; `beat`
@@ -230,7 +232,7 @@ class Dispatcher:
                 self.wait(stop)
                 continue
             except Exception as error:
-                if wrong_type(error) and self._drop_wrong_types():
+                if wrong_kind(error) and self._drop_wrong_types():
                     next_repair = 0.0  # (what was dropped is built again at once)
                     continue
                 if not redis_away(error):  # (a failover: CLUSTERDOWN, TRYAGAIN, READONLY...)

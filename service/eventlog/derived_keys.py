@@ -1,10 +1,10 @@
 """The keys shared by every table that the service derives from the tables' logs and can
-build again (the due index, the table list, the dispatchers' vitals): when one holds another
-type of value than the service writes there (a value written outside the service), it is
-dropped, so that what rebuilds it (the dispatchers' repair every few seconds, their next
-beat, the next reading) writes it afresh, instead of every command or pass that touches it
-failing (it stopped the dispatchers: each one that met it exited, and was restarted to meet
-it again)."""
+build again (the due index's and the table list's, each naming its own in `key_types`; the
+dispatchers' readings heal where they are written, `service.eventlog.vitals`): when one holds
+another type of value than the service writes there (a value written outside the service), it
+is dropped, so that the dispatchers' repair builds it again at once, instead of every command
+or pass that touches it failing (it stopped the dispatchers: each one that met it exited, and
+was restarted to meet it again)."""
 
 from __future__ import annotations
 
@@ -12,34 +12,18 @@ import logging
 
 import redis
 
-from .redis_errors import scan_keys
-
 log = logging.getLogger("guts.dispatcher")
 
 
-def wrong_type(error: BaseException) -> bool:
-    """Whether `error` is Redis refusing a command for the type of value a key holds."""
-    return isinstance(error, redis.ResponseError) and "WRONGTYPE" in str(error)
+WRONG_KINDS = ("WRONGTYPE", "is not an integer", "is not a valid float")
+"""What Redis says when a command meets a key, or a count in it, holding another kind of
+value than the command works on."""
 
 
-def expected_types(prefix: str, client: redis.Redis) -> dict[str, str]:
-    """Each shared derived key under `prefix` (the table list's per tenant included) and the
-    type the service writes there."""
-    due, tables = f"{prefix}:{{%due}}", f"{prefix}:{{%tables}}"
-    kinds = {
-        f"{due}:index": "zset",
-        f"{due}:versions": "hash",
-        f"{due}:quarantine": "hash",
-        f"{due}:wake": "list",
-        f"{tables}:created": "zset",
-        f"{tables}:tenants": "set",
-        f"{prefix}:vitals:dispatchers": "zset",
-        f"{prefix}:vitals:archive-lag": "hash",
-        f"{prefix}:vitals:due-lateness": "hash",
-    }
-    for key in scan_keys(client, f"{tables}:created:*".encode()):
-        kinds[key.decode() if isinstance(key, bytes) else str(key)] = "zset"
-    return kinds
+def wrong_kind(error: BaseException) -> bool:
+    """Whether `error` is Redis refusing a command for what a key holds (not Redis away, nor
+    a cluster redirecting: those are waited out)."""
+    return isinstance(error, redis.ResponseError) and any(w in str(error) for w in WRONG_KINDS)
 
 
 def drop_wrong_types(client: redis.Redis, kinds: dict[str, str]) -> list[str]:

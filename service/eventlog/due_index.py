@@ -68,7 +68,7 @@ class DueIndex:
     ) -> None:
         """`commands`: how `record` is sent (an event store's `commands`, its shortcut around
         redis-py when on); None: redis-py's public API."""
-        self.client, self.prefix = client, prefix
+        self.client = client
         self.commands = commands or plain(client)
         self.index_key = f"{prefix}:{{%due}}:index"
         self.versions_key = f"{prefix}:{{%due}}:versions"
@@ -152,6 +152,15 @@ class DueIndex:
         """The table's due moment as indexed (None: not indexed)."""
         score = self.client.zscore(self.index_key, table_id)
         return None if score is None else float(score)
+
+    def key_types(self) -> dict[str, str]:
+        """The index's keys and the type of each (`service.eventlog.derived_keys`)."""
+        return {
+            self.index_key: "zset",
+            self.versions_key: "hash",
+            self.quarantine_key: "hash",
+            self.wake_key: "list",
+        }
 
     def quarantine(
         self, table_id: str, reason: str, retry_s: float, what: str = "log", *, renew: bool = True

@@ -30,7 +30,8 @@ from typing import cast
 import redis
 
 from .decoding import member_text
-from .redis_errors import redis_errors
+from .derived_keys import wrong_kind
+from .redis_errors import redis_errors, scan_keys
 from .store import BadCursor, CorruptRecord
 
 
@@ -45,6 +46,14 @@ class TableList:
     def tenant_key(self, tenant: str) -> str:
         """The key of `tenant`'s list."""
         return f"{self.key}:{tenant}"
+
+    def key_types(self) -> dict[str, str]:
+        """The list's keys, each tenant's found by SCAN, and the type of each
+        (`service.eventlog.derived_keys`)."""
+        kinds = {self.key: "zset", self.tenants_key: "set"}
+        for key in scan_keys(self.client, f"{self.key}:*".encode()):
+            kinds[member_text(key) or key.decode(errors="replace")] = "zset"
+        return kinds
 
     def record(self, tables: dict[str, tuple[str, str]]) -> None:
         """List tables (table id -> its `created_at` and tenant) in the list of all and in
@@ -83,7 +92,7 @@ class TableList:
                     key, start, b"-", desc=True, bylex=True, offset=0, num=limit
                 )
             except redis.ResponseError as error:
-                if "WRONGTYPE" not in str(error):
+                if not wrong_kind(error):
                     raise
                 raise CorruptRecord(  # (service.eventlog.derived_keys)
                     f"the table list ({key}) holds a value written outside the service; the "

@@ -28,6 +28,8 @@ from typing import Any, cast
 
 import redis
 
+from .derived_keys import wrong_kind
+
 log = logging.getLogger("guts.dispatcher")
 
 BEAT_TTL_S = 30
@@ -94,6 +96,8 @@ class Vitals:
         try:
             write()
         except redis.ResponseError as error:
+            if not wrong_kind(error):  # (a failover's READONLY, TRYAGAIN...: passed on)
+                raise
             log.warning("%s did not read back (%s): dropped and written afresh", key, error)
             self.client.delete(key)
             write()

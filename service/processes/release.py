@@ -43,7 +43,7 @@ def release(settings: Settings, table_ids: Sequence[str]) -> int:
     except (redis.RedisError, RedisClusterException) as error:
         where = redact_url(settings.redis_url)
         return fail(
-            f"Redis at {where} cannot be reached ({error}); what is not said released was not"
+            f"Redis at {where} cannot be reached ({error}); only the tables said released were"
         )
     finally:
         if archive is not None:

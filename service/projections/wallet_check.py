@@ -150,9 +150,8 @@ CHECKS: tuple[Callable[[_Probe], Iterator[Verdict]], ...] = (
 )
 
 
-def check_wallet(url: str, secret: str, player: str, amount: int, currency: str) -> list[Verdict]:
-    """Every rule of the contract, tried against the wallet at `url`."""
-    probe = _Probe(url, secret, player, amount, currency)
+def check_wallet(probe: _Probe) -> list[Verdict]:
+    """Every rule of the contract, tried against the wallet `probe` calls."""
     return [verdict for check in CHECKS for verdict in check(probe)]
 
 
@@ -197,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     if not first.reached:
         print(f"the wallet gave no answer ({first.problem}): no rule was tried", file=sys.stderr)
         return 2
-    verdicts = check_wallet(args.url, args.secret, args.player, args.amount, args.currency)
+    verdicts = check_wallet(probe)
     for verdict in verdicts:
         print(verdict.line())
     failed = sum(not v.passed for v in verdicts)
