@@ -31,6 +31,7 @@ from service.config import Settings
 from service.eventlog.due_index import DueIndex, QuarantineView
 from service.eventlog.fail_fast import FailFastConnection, reread_at_most_every
 from service.eventlog.redis_errors import REDIS_ERRORS as REDIS_ERRORS  # (for service.api)
+from service.eventlog.redis_errors import store_error as store_error  # (for service.api)
 from service.eventlog.redis_py_bypass import REREAD_S
 from service.eventlog.redis_store import RedisEventStore
 from service.eventlog.replication import Replicated, replicated_upto

@@ -160,7 +160,7 @@ def test_the_dispatcher_waits_out_a_cluster_that_is_down(redis_url, empty_archiv
         dispatcher = _dispatch(cluster.url, redis_url, empty_archive, logs)
         try:
             cluster.kill(victim)
-            for who in ("Redis unreachable", "webhooks: Redis unreachable"):
+            for who in ("Redis cannot serve", "webhooks: Redis cannot serve"):
                 until(
                     lambda w=who: f"{w} (ClusterDownError)" in logs.read_text(),
                     f"{who}: the cluster down met and waited out",

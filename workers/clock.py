@@ -240,7 +240,7 @@ class Dispatcher:
                 failures += 1
                 wait = self.times.backoff.delay(failures)
                 log.warning(
-                    "Redis unreachable (%s); trying again in %.1f s",
+                    "Redis cannot serve (%s); trying again in %.1f s",
                     type(error).__name__,
                     wait,
                     extra={"retry_s": wait, "error": type(error).__name__},

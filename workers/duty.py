@@ -33,7 +33,7 @@ def run_duty(
             failures += 1
             wait = REDIS_AWAY.delay(failures)
             if redis_away(error):  # (unreachable, or a failover: CLUSTERDOWN, TRYAGAIN...)
-                log.warning("%s: Redis unreachable (%s)", what, type(error).__name__)
+                log.warning("%s: Redis cannot serve (%s)", what, type(error).__name__)
             else:
                 log.exception("%s: a pass failed", what)
         stop.wait(wait)

@@ -33,6 +33,7 @@ from service.application.errors import (
     PreconditionFailed,
     ReportNotFound,
     StoreError,
+    StoreRefusesWrites,
     StoreUnavailable,
     TableExists,
     TableNotFound,
@@ -41,6 +42,7 @@ from service.application.errors import (
     WalletRefused,
     WebhookNotFound,
 )
+from service.infrastructure import REDIS_ERRORS, store_error
 from service.logs import REQUEST_ID
 from service.rules.errors import (
     GutsError,
@@ -186,7 +188,20 @@ def _unavailable(exc: StoreUnavailable) -> Response:
     log.error("store unavailable: %s", type(exc).__name__)
     if isinstance(exc, ArchiveUnavailable):
         return problem(503, "Unavailable", "the archive cannot be reached; retry")
+    if isinstance(exc, StoreRefusesWrites):
+        detail = "the event store refuses writes (Redis is out of memory or cannot persist)"
+        return problem(503, "Unavailable", f"{detail}; nothing was written; retry")
     return problem(503, "Unavailable", "the event store cannot be reached; retry")
+
+
+def _redis(exc: Exception) -> Response:
+    """A redis-py error that reached the API as it was (a store that reads or writes Redis
+    without turning its errors into the store's): Redis away, failing over or refusing writes
+    is a 503, anything else unexpected."""
+    found = store_error(exc)
+    if isinstance(found, StoreUnavailable):
+        return _unavailable(found)
+    return _unexpected(exc)
 
 
 def _corrupt(exc: CorruptLog) -> Response:
@@ -243,6 +258,7 @@ HANDLERS: list[tuple[type[Exception], Callable[[Any], Response]]] = [
     (StreamsFull, _streams_full),
     (HTTPException, _http),
     (StoreError, _unexpected),
+    *((kind, _redis) for kind in REDIS_ERRORS),
     (Exception, _unexpected),
 ]
 """Each error root (and the subclasses answered apart) and its answer; Flask picks the

@@ -4,8 +4,10 @@
 Four checks, each bounded in time (`CHECK_S`: a dead dependency answers "timed out", it
 never hangs the probe):
 
-- ``redis``: a PING on a client of its own (short socket timeouts, so a Redis that stopped
-  answering fails in about a second);
+- ``redis``: a write (``SET`` of a key of its own that expires in `PROBE_TTL_MS`) on a client
+  of its own (short socket timeouts, so a Redis that stopped answering fails in about a
+  second): a Redis that answers and takes no write (at its memory limit, unable to persist)
+  fails it too, with its error;
 - ``postgres``: ``SELECT 1`` on a connection of its own, where an archive is configured;
 - ``dispatcher``: a dispatcher beat its heartbeat within ``DispatcherVitals.alive_s`` (5 s);
 - ``archive``: the archive's lag, as its archiver last measured it (events the logs hold that
@@ -33,6 +35,8 @@ from service.infrastructure import cluster_nodes
 
 CHECK_S = 1.0
 """How long one check may take."""
+PROBE_TTL_MS = 10_000
+"""How long the Redis check's key lives after its last write."""
 
 
 class _TimedOut(Exception):
@@ -97,7 +101,8 @@ class Readiness:
         """(status, checks, quarantined tables)."""
         checks: dict[str, dict[str, Any]] = {}
         quarantined: list[dict[str, Any]] = []
-        checks["redis"] = self._timed(lambda: bool(self.client.ping()))
+        probe = f"{self.settings.key_prefix}:readiness-probe"
+        checks["redis"] = self._timed(lambda: bool(self.client.set(probe, 1, px=PROBE_TTL_MS)))
         redis_ok = checks["redis"]["ok"]
         if redis_ok:
             try:

@@ -13,6 +13,7 @@ from service.eventlog.store import (
     CorruptRecord,
     OverLimit,
     StoreError,
+    StoreRefusesWrites,
     StoreUnavailable,
 )
 from service.rules.errors import GutsError
@@ -90,6 +91,7 @@ __all__ = [
     "Refused",
     "ReportNotFound",
     "StoreError",
+    "StoreRefusesWrites",
     "StoreUnavailable",
     "TableError",
     "TableExists",

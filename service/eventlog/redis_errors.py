@@ -11,7 +11,7 @@ from redis.cluster import RedisCluster
 from redis.exceptions import ClusterError, RedisClusterException, SlotNotCoveredError
 
 from service.eventlog.decoding import CorruptTable
-from service.eventlog.store import StoreError, StoreUnavailable
+from service.eventlog.store import StoreError, StoreRefusesWrites, StoreUnavailable
 
 __all__ = [
     "REDIS_ERRORS",
@@ -20,6 +20,7 @@ __all__ = [
     "failing_over",
     "redis_away",
     "redis_errors",
+    "refusing_writes",
     "scan_keys",
     "store_error",
     "table_errors",
@@ -78,10 +79,21 @@ def failing_over(error: BaseException) -> bool:
     return isinstance(error, redis.ResponseError) and str(error).startswith(_FAILOVER_REPLIES)
 
 
+def refusing_writes(error: BaseException) -> bool:
+    """Whether `error` is a Redis that answers and takes no write: at its ``maxmemory`` with
+    the ``noeviction`` policy (``OOM``), or unable to persist to its disk (``MISCONF``). The
+    command wrote nothing (a script is refused at its first write), and the same command
+    succeeds once memory is freed or the disk takes writes again."""
+    if isinstance(error, redis.exceptions.OutOfMemoryError):
+        return True
+    return isinstance(error, redis.ResponseError) and str(error).startswith(("OOM", "MISCONF"))
+
+
 def redis_away(error: BaseException) -> bool:
-    """Whether `error` means the store's Redis cannot serve now (unreachable, or a failover
-    under way): a loop waits it out and tries again, never a process that exits."""
-    return isinstance(error, StoreUnavailable) or failing_over(error)
+    """Whether `error` means the store's Redis cannot serve now (unreachable, a failover
+    under way, or refusing writes): a loop waits it out and tries again, never a process that
+    exits, nor a table set aside."""
+    return isinstance(error, StoreUnavailable) or failing_over(error) or refusing_writes(error)
 
 
 def scan_keys(client: redis.Redis, pattern: bytes) -> Iterator[bytes]:
@@ -141,6 +153,8 @@ def store_error(error: Exception, table_id: str | None = None, what: str = "") -
         return StoreUnavailable(f"Redis is unreachable: {error}")
     if failing_over(error):
         return StoreUnavailable(f"Redis is failing over: {str(error)[:120]}")
+    if refusing_writes(error):
+        return StoreRefusesWrites(f"Redis refuses writes: {str(error)[:120]}")
     if table_id is not None and isinstance(error, redis.ResponseError):
         if "WRONGTYPE" in str(error):  # a key of the wrong type
             return CorruptTable(table_id, what, str(error)[:120])

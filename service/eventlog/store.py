@@ -217,6 +217,11 @@ class NotReplicated(StoreError):
         )
 
 
+class StoreRefusesWrites(StoreUnavailable):
+    """The store's Redis answers and refuses every write: at its memory limit (``OOM``, with the
+    ``noeviction`` policy) or unable to persist (``MISCONF``). Nothing was written."""
+
+
 class ArchiveUnavailable(StoreUnavailable):
     """The archive (PostgreSQL) cannot be reached, or this process was given none."""
 

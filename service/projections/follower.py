@@ -47,16 +47,15 @@ from service.eventlog.codec import (
 )
 from service.eventlog.decoding import CorruptTable
 from service.eventlog.due_index import DueIndex
-from service.eventlog.store import CorruptLog, EventStore, StoredEvent, StoreUnavailable
+from service.eventlog.redis_errors import redis_away
+from service.eventlog.store import CorruptLog, EventStore, StoredEvent
 from service.pacing import REDIS_AWAY, Backoff
 from service.rules import events as ev
 
-_UNREACHABLE = (StoreUnavailable, redis.ConnectionError, redis.TimeoutError)
-"""What a follower waits out quietly (a warning, no traceback): its stores going away."""
-
 log = logging.getLogger("guts.follow")
-_PASSED_ON = (StoreUnavailable, redis.ConnectionError, redis.TimeoutError, CorruptLog, CodecError)
-"""What a projection passes on of its failures on a table (the others are its own)."""
+_UNREADABLE = (CorruptLog, CodecError)
+"""What a projection passes on of its failures on a table, with its stores going away or
+refusing writes (`redis_away`: waited out, with a warning); the others are its own."""
 
 
 class Followed:
@@ -185,9 +184,9 @@ class Follower:
             first = [event for event in shared if event.version > position]
             try:
                 applied += self._advance(projection, tenant, table_id, position, upto, first)
-            except _PASSED_ON:
-                raise
             except Exception as error:  # noqa: BLE001 - one projection holds up no other
+                if redis_away(error) or isinstance(error, _UNREADABLE):
+                    raise
                 log.error("table %s could not be projected by %s (%s)", table_id, projection.name,
                           type(error).__name__, extra={"table_id": table_id})  # fmt: skip
         return applied
@@ -315,12 +314,12 @@ class Follower:
         next sweep; errors reaching a store pass."""
         try:
             return call(*args)
-        except (StoreUnavailable, redis.ConnectionError, redis.TimeoutError):
-            raise
-        except (CorruptLog, CodecError) as error:
+        except _UNREADABLE as error:
             self._unreadable(table_id, error)
             return None
         except Exception as error:  # noqa: BLE001 - see the docstring
+            if redis_away(error):
+                raise
             log.error(
                 "table %s could not be projected (%s)",
                 table_id,
@@ -357,11 +356,11 @@ class Follower:
             except Exception as error:  # noqa: BLE001 - a follower's thread must not die
                 failures += 1
                 wait = self.backoff.delay(failures)
-                unreachable = isinstance(error, _UNREACHABLE)
+                unreachable = redis_away(error)
                 log.log(
                     logging.WARNING if unreachable else logging.ERROR,
                     "the follower %s (%s); going on in %.1f s",
-                    "cannot reach its stores" if unreachable else "failed",
+                    "cannot use its stores" if unreachable else "failed",
                     type(error).__name__,
                     wait,
                     exc_info=not unreachable,

@@ -165,7 +165,7 @@ def test_an_archiver_killed_mid_batch_loses_nothing_and_archives_nothing_twice(
 
 def _outages(log: Path) -> int:
     """How often the dispatcher's archiver has said it cannot reach PostgreSQL."""
-    return log.read_text(errors="replace").count("cannot reach its stores")
+    return log.read_text(errors="replace").count("cannot use its stores")
 
 
 def _played_on(store: RedisEventStore, versions: dict[str, int], events: int) -> bool:

@@ -241,7 +241,7 @@ def test_the_duty_waits_out_an_unreachable_redis_with_a_warning_and_no_traceback
     assert not thread.is_alive()
     (first, *_) = caplog.records
     assert first.levelname == "WARNING", first.getMessage()
-    assert first.getMessage().startswith("protection: Redis unreachable"), first.getMessage()
+    assert first.getMessage().startswith("protection: Redis cannot serve"), first.getMessage()
     assert all(record.exc_info is None for record in caplog.records)
 
 

@@ -96,7 +96,10 @@ for i = at, #ARGV do
   version = version + 1
   local added = redis.pcall('XADD', events_key, string.format('%d-0', version), 'data', ARGV[i])
   if type(added) == 'table' and added.err then
-    return corrupt()  -- only the first can fail (a later id is in the stream): nothing written
+    -- Only the first can fail, and nothing is written then: a later id in the stream is the
+    -- table's corruption; a Redis that takes no write (OOM, MISCONF, READONLY) is not.
+    if string.find(added.err, 'equal or smaller', 1, true) then return corrupt() end
+    return added
   end
 end
 local now = string.format('%d', version)

@@ -1,0 +1,171 @@
+"""A Redis that answers and refuses every write: at its memory limit (``maxmemory`` with the
+``noeviction`` policy docs/operations.md asks for: ``OOM``) or unable to persist (``MISCONF``).
+
+Each used to stop the clock and set tables aside: a command was a 409 "quarantined" (the append
+took the refused write of its events for a corrupt log) or a 500; every dispatcher exited on
+its heartbeat's write (restarted, to exit again), so no deadline was acted on; and /readyz said
+ok. Now: each command is a 503 that writes nothing, reads are served, /readyz fails its Redis
+check, the dispatcher waits, and once Redis takes writes the deadline is acted on, the same
+requests succeed and no table was set aside.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from service.config import Settings
+from service.processes.redis_server import find_redis_server, free_port
+from tests.apiclient import Api
+from workers.clock import build_dispatcher
+
+KEY = {"Idempotency-Key": "made-while-redis-refused"}
+
+
+class RefusingRedis:
+    """A redis-server of the test's own that can be made to refuse writes as `why` says."""
+
+    def __init__(self, why: str, where: Path) -> None:
+        self.why, self.where = why, where
+        port = free_port()
+        self.url = f"redis://127.0.0.1:{port}/0"
+        saving = "3600 1" if why == "cannot persist" else ""  # (MISCONF needs save points)
+        command = [find_redis_server(), "--port", str(port), "--bind", "127.0.0.1",
+                   "--dir", str(where), "--save", saving, "--enable-protected-configs", "yes",
+                   "--maxmemory-policy", "noeviction"]  # fmt: skip
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        self.client = redis.Redis.from_url(self.url)
+        _until(lambda: _answers(self.client), "the test's redis-server answers")
+
+    def refuse(self) -> None:
+        if self.why == "out of memory":
+            self.client.config_set("maxmemory", "1")
+        else:  # a snapshot that cannot be written: writes are refused until one is
+            self.client.config_set("dir", "/proc/self")
+            self._snapshot("err")
+
+    def accept(self) -> None:
+        if self.why == "out of memory":
+            self.client.config_set("maxmemory", "0")
+        else:
+            self.client.config_set("dir", str(self.where))
+            self._snapshot("ok")
+
+    def _snapshot(self, status: str) -> None:
+        _until(lambda: not self.client.info("persistence")["rdb_bgsave_in_progress"], "idle")
+        self.client.bgsave()
+        _until(
+            lambda: (
+                self.client.info("persistence")["rdb_last_bgsave_status"] == status
+                and not self.client.info("persistence")["rdb_bgsave_in_progress"]
+            ),
+            f"a snapshot that ends {status}",
+        )
+
+    def stop(self) -> None:
+        self.client.close()
+        self.process.kill()
+        self.process.wait(10)
+
+
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False
+
+
+def _until(condition: Callable[[], Any], what: str, within_s: float = 15.0) -> Any:
+    deadline = time.monotonic() + within_s
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"not within {within_s} s: {what}"
+        time.sleep(0.05)
+    return found
+
+
+@pytest.fixture(params=["out of memory", "cannot persist"])
+def refusing(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RefusingRedis]:
+    server = RefusingRedis(request.param, tmp_path)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _refused(response: Any) -> None:
+    assert response.status_code == 503, (response.status_code, response.text[:300])
+    assert response.headers["Content-Type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["title"] == "Unavailable" and problem["type"].endswith("/unavailable")
+    assert "refuses writes" in problem["detail"] and "nothing was written" in problem["detail"]
+
+
+def test_a_redis_refusing_writes_is_waited_out_and_sets_no_table_aside(
+    refusing: RefusingRedis,
+    serve_with: Callable[..., Api],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api = serve_with(redis_url=refusing.url, database_url=None)
+    dealt = api.table("three-card", decision_timeout_s=1)
+    tokens = [api.seat(dealt, f"p{i}")["token"] for i in range(2)]
+    waiting = api.table("three-card")
+    for i in range(2):
+        api.seat(waiting, f"w{i}")
+    caplog.set_level("WARNING", logger="guts.dispatcher")
+    settings = Settings(redis_url=refusing.url)
+    dispatcher = build_dispatcher(settings, redis.Redis.from_url(refusing.url), None)
+    stop = threading.Event()
+    thread = threading.Thread(target=dispatcher.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert api.post(f"/v1/tables/{dealt}/deal").status_code == 201
+        before = {t: api.get(f"/v1/tables/{t}").json()["version"] for t in (dealt, waiting)}
+        refusing.refuse()
+
+        _refused(api.post("/v1/tables", {"preset": "three-card"}, headers=KEY))
+        _refused(api.post(f"/v1/tables/{waiting}/players", {"player_id": "x", "buy_in": 10}))
+        _refused(api.post(f"/v1/tables/{waiting}/deal"))
+        _refused(api.post(f"/v1/tables/{dealt}/declare", {"decision": "in"}, token=tokens[0]))
+        hook = {"url": "http://127.0.0.1:9/h", "events": ["hand_finished"]}
+        _refused(api.post("/v1/webhooks", hook))
+        ready = api.get("/readyz", token=None)
+        assert ready.status_code == 503, ready.text
+        check = ready.json()["checks"]["redis"]
+        said = "OutOfMemoryError" if refusing.why == "out of memory" else "MISCONF"
+        assert not check["ok"] and said in check["error"], check
+        # The dispatcher meets the refusal (its heartbeat, the deadline) and waits.
+        _until(
+            lambda: any("Redis cannot serve" in r.getMessage() for r in caplog.records),
+            "the dispatcher waits for Redis",
+        )
+        assert thread.is_alive()
+        for table, version in before.items():  # read as they were: nothing written
+            view = api.get(f"/v1/tables/{table}")
+            assert view.status_code == 200 and view.json()["version"] == version, view.text
+        assert dispatcher.index.quarantined() == {}
+
+        refusing.accept()
+        # The deadline that fell due meanwhile is acted on; the same requests now succeed.
+        _until(
+            lambda: (
+                api.get(f"/v1/tables/{dealt}").json()["hand"] is None
+                or api.get(f"/v1/tables/{dealt}").json()["hand"]["phase"] != "declaring"
+            ),
+            "the deadline acted on",
+        )
+        made = api.post("/v1/tables", {"preset": "three-card"}, headers=KEY)
+        assert made.status_code == 201, made.text
+        assert api.post(f"/v1/tables/{waiting}/deal").status_code == 201
+        _until(lambda: api.get("/readyz", token=None).status_code == 200, "ready again")
+        assert thread.is_alive() and dispatcher.index.quarantined() == {}
+        assert api.get("/healthz", token=None).json()["quarantined"] == []
+    finally:
+        stop.set()
+        thread.join(10)
