@@ -8,7 +8,8 @@ never hangs the probe):
   of its own (short socket timeouts, so a Redis that stopped answering fails in about a
   second): a Redis that answers and takes no write (at its memory limit, unable to persist)
   fails it too, with its error;
-- ``postgres``: ``SELECT 1`` on a connection of its own, where an archive is configured;
+- ``postgres``: on a connection of its own, where an archive is configured, that it takes
+  writes (not a standby, not read-only: `_WRITABLE`);
 - ``dispatcher``: a dispatcher beat its heartbeat within ``DispatcherVitals.alive_s`` (5 s);
 - ``archive``: the archive's lag, as its archiver last measured it (events the logs hold that
   the archive has not taken, over every table), is at most ``GUTS_ARCHIVE_LAG_LIMIT``, and was
@@ -39,8 +40,17 @@ PROBE_TTL_MS = 10_000
 """How long the Redis check's key lives after its last write."""
 
 
+_WRITABLE = "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'"
+"""Whether the archive's PostgreSQL takes writes: not a standby, and not read-only by setting
+(``default_transaction_read_only``, which an operator sets on a full disk, for one)."""
+
+
 class _TimedOut(Exception):
     pass
+
+
+class ReadOnly(Exception):
+    """The archive's PostgreSQL answers and takes no writes."""
 
 
 def _bounded(call: Callable[[], Any], within_s: float = CHECK_S) -> Any:
@@ -136,11 +146,14 @@ class Readiness:
         if not url:
             return {"ok": True, "configured": False}
 
-        def select_one() -> bool:
+        def writable() -> bool:
             with psycopg.connect(url, connect_timeout=2, autocommit=True) as conn:
-                return conn.execute("SELECT 1").fetchone() == (1,)
+                found = conn.execute(_WRITABLE).fetchone()
+            if found != (True,):
+                raise ReadOnly("PostgreSQL takes no writes (a standby, or transaction_read_only)")
+            return True
 
-        return {"configured": True, **self._timed(select_one)}
+        return {"configured": True, **self._timed(writable)}
 
     def _dispatcher(self) -> dict[str, Any]:
         try:

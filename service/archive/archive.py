@@ -47,8 +47,9 @@ R = TypeVar("R")
 
 
 def reachable(method: Callable[P, R]) -> Callable[P, R]:
-    """PostgreSQL going away is the archive being unavailable: a 503 at the API, a wait in
-    the follower (as for Redis)."""
+    """PostgreSQL going away, or taking no writes (a standby, or read-only by setting), is the
+    archive being unavailable: a 503 at the API, a wait in the follower (as for Redis; the
+    connection that met it is closed, so one made once it takes writes again serves)."""
 
     @wraps(method)
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -56,6 +57,8 @@ def reachable(method: Callable[P, R]) -> Callable[P, R]:
             return method(*args, **kwargs)
         except psycopg.OperationalError as error:
             raise ArchiveUnavailable(f"PostgreSQL is unreachable: {error}") from error
+        except psycopg.errors.ReadOnlySqlTransaction as error:
+            raise ArchiveUnavailable(f"PostgreSQL takes no writes: {error}") from error
 
     return call
 

@@ -1,11 +1,18 @@
 """A small pool of PostgreSQL connections for the archive: up to `size` at once, made when
 needed, reused while they are healthy, no background threads (so it behaves the same in a
-plain thread, in the dispatcher and under gunicorn's gevent workers)."""
+plain thread, in the dispatcher and under gunicorn's gevent workers).
+
+A connection idle for more than `CHECK_AFTER_S` is asked a ``SELECT 1`` before it is reused
+(one that fails is closed and another taken): PostgreSQL restarted, failed over or ending idle
+sessions leaves connections that fail on their next use, and the first request after it would
+answer 503 for each of them. One used within the last second is not asked (the round trip
+would cost every busy path for nothing; HikariCP skips its check the same way)."""
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -13,6 +20,9 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 from service.eventlog.store import ArchiveUnavailable
+
+CHECK_AFTER_S = 1.0
+"""How long a connection may sit idle and be reused without a check."""
 
 
 class Connections:
@@ -23,7 +33,7 @@ class Connections:
         self.url = url
         self.wait_s = wait_s
         self._slots = threading.BoundedSemaphore(size)
-        self._idle: queue.LifoQueue[psycopg.Connection] = queue.LifoQueue()
+        self._idle: queue.LifoQueue[tuple[psycopg.Connection, float]] = queue.LifoQueue()
         self._lock = threading.Lock()
         self._in_use = 0
         self._closed = False  # (a connection given back after `close` is closed, not kept)
@@ -53,7 +63,7 @@ class Connections:
                     and conn.info.transaction_status == TransactionStatus.IDLE
                 )
                 if keep:
-                    self._idle.put(conn)
+                    self._idle.put((conn, time.monotonic()))
             if not keep:
                 conn.close()
         finally:
@@ -64,11 +74,12 @@ class Connections:
     def _take(self) -> psycopg.Connection:
         while True:
             try:
-                conn = self._idle.get_nowait()
+                conn, since = self._idle.get_nowait()
             except queue.Empty:
                 return psycopg.connect(self.url, autocommit=True, connect_timeout=5)
-            if not conn.closed:
+            if not conn.closed and (time.monotonic() - since <= CHECK_AFTER_S or _alive(conn)):
                 return conn
+            conn.close()
 
     def close(self) -> None:
         """Close the idle connections (those in use close when their block ends)."""
@@ -76,6 +87,15 @@ class Connections:
             self._closed = True
         while True:
             try:
-                self._idle.get_nowait().close()
+                self._idle.get_nowait()[0].close()
             except queue.Empty:
                 return
+
+
+def _alive(conn: psycopg.Connection) -> bool:
+    """Whether `conn` still answers (a ``SELECT 1``)."""
+    try:
+        conn.execute("SELECT 1")
+    except psycopg.Error:
+        return False
+    return True

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+import psycopg
 import pytest
 import requests
 
@@ -159,6 +160,28 @@ def test_not_ready_while_postgresql_is_down(
     assert body["checks"]["redis"]["ok"] is True
     assert body["checks"]["dispatcher"]["ok"] is True
     assert _ready(api).status_code == 200  # the same moment, the same Redis, a live PostgreSQL
+
+
+def test_not_ready_while_postgresql_takes_no_writes(
+    dispatching: Dispatching, serve_with: Callable[..., Api]
+):
+    """A PostgreSQL that answers and takes no writes (a standby, or read-only by setting, as an
+    operator sets it on a full disk) archives nothing: /readyz said ok (a SELECT 1)."""
+    from tests.postgres import fresh_database
+
+    dispatching.dispatcher()
+    with fresh_database() as url:
+        name = url.rsplit("/", 1)[1].split("?")[0]
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+            served = serve_with(database_url=url)
+            answer = _ready(served)
+            assert answer.status_code == 503, answer.text
+            check = answer.json()["checks"]["postgres"]
+            assert check["ok"] is False and "takes no writes" in check["error"], check
+            assert answer.json()["checks"]["redis"]["ok"] is True
+            admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = off')
+            assert _ready(served).json()["checks"]["postgres"]["ok"] is True
 
 
 def test_not_ready_while_the_archive_lags_past_its_limit(

@@ -22,7 +22,7 @@ from service.archive.archive import Archive
 from service.archive.database import migrations
 from service.config import Settings
 from service.eventlog.redis_store import RedisEventStore
-from service.eventlog.store import CorruptLog
+from service.eventlog.store import ArchiveUnavailable, CorruptLog
 from service.infrastructure import archiver
 from service.projections.follower import Follower
 from service.tables import Tables
@@ -265,6 +265,30 @@ def test_nothing_is_trimmed_that_is_not_archived(
         assert [s.version for s in store.read("t1", 0, 1)] == [1]
     finally:
         archive.close()
+
+
+def test_a_postgresql_taking_no_writes_is_waited_out_and_archived_to_once_it_does(
+    redis_client: redis.Redis,
+) -> None:
+    """Read-only by setting (as an operator sets it on a full disk), or a standby: the archiver
+    logged an error for each table at each sweep, as if the table could not be projected. It
+    is the archive unavailable (the follower waits), and archiving resumes once it is over."""
+    from tests.postgres import fresh_database
+
+    with fresh_database() as url, psycopg.connect(url, autocommit=True) as admin:
+        name = url.rsplit("/", 1)[1].split("?")[0]
+        admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+        store, archive = _stores(redis_client, url)
+        try:
+            _table(Tables(store), "t1", players=3)
+            follower = Follower(store, [archiver(store, archive)])
+            with pytest.raises(ArchiveUnavailable, match="takes no writes"):
+                follower.catch_up("t1")
+            admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = off')
+            assert follower.catch_up("t1") == store.load("t1").version
+            assert archive.positions([("default", "t1")]) == [store.load("t1").version]
+        finally:
+            archive.close()
 
 
 def test_a_log_edited_in_redis_is_not_archived_nor_trimmed(
