@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import logging
 import time
-import urllib.error
-import urllib.request
 from dataclasses import replace
+from http.client import HTTPException
 from typing import Any
 
 import orjson
@@ -23,6 +22,7 @@ from service.audit.jobs import audit_key, load_record, report_key, save_record
 from service.audit.rebuild import audit_table
 from service.config import Settings
 from service.infrastructure import event_store, ledger_of, open_archive, store_client, wallet_of
+from service.projections.wallet_http import CONNECTIONS
 from service.projections.webhooks import Schedule, WebhookStore, sign
 from service.rules.errors import GutsError
 from service.rules.times import parse_iso
@@ -155,29 +155,19 @@ def deliver_webhook(
     return "recorded" if recorded is not None else "recorded by another attempt"
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect is an answer like any other (a failed attempt), never followed."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirects)
-
-
 def _post(
     url: str, body: bytes, headers: dict[str, str], timeout_s: float
 ) -> tuple[int | None, str | None]:
-    """POST `body` to `url`: the status (None when there was no answer) and what went wrong
-    (None for a 2xx). The error never holds the URL (its query may carry a receiver's token)."""
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    """POST `body` to `url` within `timeout_s` in all (the wallets' client: a receiver that
+    answers a byte at a time holds the worker no longer, `service.projections.wallet_http`),
+    no redirect followed: the status (None when there was no whole answer) and what went
+    wrong (None for a 2xx). The error never holds the URL (its query may carry a token)."""
     try:
-        with _OPENER.open(request, timeout=timeout_s) as answer:
-            return int(answer.status), None
-    except urllib.error.HTTPError as refused:
-        refused.close()
-        if 300 <= refused.code < 400:
-            return refused.code, f"HTTP {refused.code}: a redirect (not followed)"
-        return refused.code, f"HTTP {refused.code}"
-    except (OSError, ValueError) as failed:  # timeouts, refused connections, bad answers
-        return None, type(failed).__name__
+        status, _, _ = CONNECTIONS.post(url, body, headers, timeout_s, read=False)
+    except (OSError, HTTPException, ValueError) as failed:  # timeouts, refused connections,
+        return None, type(failed).__name__  # answers not HTTP
+    if 200 <= status < 300:
+        return status, None
+    if 300 <= status < 400:
+        return status, f"HTTP {status}: a redirect (not followed)"
+    return status, f"HTTP {status}"

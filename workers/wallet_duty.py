@@ -24,11 +24,16 @@ CALLERS = 16
 
 
 def finish_due(
-    wallet: Wallet, pool: ThreadPoolExecutor, batch: int = 500, broken: BrokenTenants | None = None
+    wallet: Wallet,
+    pool: ThreadPoolExecutor,
+    batch: int = CALLERS,
+    broken: BrokenTenants | None = None,
 ) -> int:
-    """Claim and finish every tenant's due transactions (up to `batch` each); how many. A
-    tenant whose transactions cannot be claimed (its keys written outside the service) is
-    passed over (`broken` names it): it holds up no other."""
+    """Claim and finish every tenant's due transactions (up to `batch` each, one call each at
+    once: a tenant whose wallet takes its whole timeout holds the tenants after it for one
+    timeout, not one per `CALLERS` of its transactions; the next pass takes the rest); how
+    many. A tenant whose transactions cannot be claimed (its keys written outside the service)
+    is passed over (`broken` names it): it holds up no other."""
     wallet.hasten_again()
     broken = broken or BrokenTenants("wallet", log)
     return broken.each(wallet.store.tenants(), lambda t: _finish_tenant(wallet, pool, t, batch))

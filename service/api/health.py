@@ -49,7 +49,7 @@ class _TimedOut(Exception):
     pass
 
 
-class ReadOnly(Exception):
+class _ReadOnly(Exception):
     """The archive's PostgreSQL answers and takes no writes."""
 
 
@@ -150,7 +150,7 @@ class Readiness:
             with psycopg.connect(url, connect_timeout=2, autocommit=True) as conn:
                 found = conn.execute(_WRITABLE).fetchone()
             if found != (True,):
-                raise ReadOnly("PostgreSQL takes no writes (a standby, or transaction_read_only)")
+                raise _ReadOnly("PostgreSQL takes no writes (a standby, or transaction_read_only)")
             return True
 
         return {"configured": True, **self._timed(writable)}

@@ -10,6 +10,13 @@ wallet does not close it just as a call goes out) and the wallet has not closed 
 (nothing is readable on it). A call that fails in any way closes its connection: its answer
 may still come, and must never be read as another call's. Nothing is ever sent twice here:
 the caller decides what a failure means (for the wallet's calls, an unknown outcome).
+
+A call ends within its timeout, whatever the other side does: the socket's timeout bounds each
+read, not the call, so an answer sent a byte at a time (or one without end) would hold its
+caller for as long as it dripped; the wallet duty's callers, held so, finished no other
+tenant's transactions. A timer shuts the call's socket down once the timeout has passed, and
+an answer's body longer than `MAX_ANSWER_BYTES` is not read (both: a failed call). The
+webhooks' deliveries use the same client (`workers.jobs`).
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ from __future__ import annotations
 import http.client
 import os
 import select
+import socket
 import ssl
+import threading
 import time
 from email.message import Message
 from typing import Any
@@ -33,6 +42,8 @@ KEEP_IDLE_S = 1.0
 """How long an idle connection is kept for the next call (seconds)."""
 KEEP_PER_ORIGIN = 16
 """How many idle connections are kept per origin (more are closed after their call)."""
+MAX_ANSWER_BYTES = 64 * 1024
+"""The longest answer body read (a wallet's answer is a few dozen bytes of JSON)."""
 
 Origin = tuple[str, str, int]
 """scheme, host, port."""
@@ -48,11 +59,13 @@ class Connections:
         self._tls: ssl.SSLContext | None = None
 
     def post(
-        self, url: str, body: bytes, headers: dict[str, str], timeout_s: float
+        self, url: str, body: bytes, headers: dict[str, str], timeout_s: float, read: bool = True
     ) -> tuple[int, Message, bytes]:
-        """POST `body` to `url`: the answer's status, headers and body. Raises OSError (a
-        timeout, a refused or dropped connection), http.client.HTTPException (an answer that
-        is not HTTP) or ValueError (a URL that cannot be called)."""
+        """POST `body` to `url`, within `timeout_s` in all: the answer's status, headers and
+        body (not read when not `read`: the connection is then closed). Raises OSError (a
+        timeout, a refused or dropped connection, no whole answer within `timeout_s`),
+        HTTPException (an answer that is not HTTP) or ValueError (a URL that cannot be
+        called, an answer body longer than `MAX_ANSWER_BYTES`)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("not an http(s) URL")
@@ -60,14 +73,27 @@ class Connections:
         origin = (parts.scheme, parts.hostname, parts.port or default)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         connection = self._take(origin, timeout_s) or self._new(origin, timeout_s)
+        cut = threading.Event()
+        deadline = threading.Timer(timeout_s, _cut, (connection, cut))
+        deadline.daemon = True
+        deadline.start()
         try:
             connection.request("POST", target, body, headers)
             answer = connection.getresponse()
-            data = answer.read()
-        except BaseException:
+            data = answer.read(MAX_ANSWER_BYTES + 1) if read else b""
+            if read and (len(data) > MAX_ANSWER_BYTES or not _ended(answer)):
+                raise ValueError(f"an answer body longer than {MAX_ANSWER_BYTES} bytes")
+        except BaseException as error:
             connection.close()
+            if cut.is_set():
+                raise TimeoutError(f"no whole answer within {timeout_s:g} s") from error
             raise
-        if answer.will_close:
+        finally:
+            deadline.cancel()
+        if cut.is_set():  # (a body cut off reads as a short one)
+            connection.close()
+            raise TimeoutError(f"no whole answer within {timeout_s:g} s")
+        if answer.will_close or not read:
             connection.close()
         else:
             self._put(origin, connection)
@@ -115,6 +141,23 @@ class Connections:
         their descriptors are closed (which ends nothing for the parent: a connection ends with
         its last descriptor, and closing a TLS socket sends no goodbye)."""
         self.close()
+
+
+def _ended(answer: http.client.HTTPResponse) -> bool:
+    """Whether `answer`'s body was read to its end (a chunked one's last chunk is read here)."""
+    return answer.isclosed() or not answer.read(1)
+
+
+def _cut(connection: http.client.HTTPConnection, cut: threading.Event) -> None:
+    """A call past its timeout: its socket shut down, so that whatever read waits on it ends
+    (a connection not made yet is bounded by its connect timeout)."""
+    cut.set()
+    sock = connection.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # (closed meanwhile)
+            pass
 
 
 def _readable(fd: int) -> bool:

@@ -90,7 +90,8 @@ LEASE_S = 60.0
 """How long a claimed delivery is left to its attempt before it is due again."""
 ATTEMPT_TIMEOUTS = 3
 """An attempt's job is ended by RQ (``job_timeout``) after this many `timeout_s` (30 s by
-default, under `LEASE_S`): the HTTP client's timeout bounds each read, not the answer."""
+default, under `LEASE_S`): a backstop, since the attempt's call itself ends within its timeout
+(`service.projections.wallet_http`)."""
 
 _DERIVE = """
 local position = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')

@@ -245,14 +245,12 @@ def test_an_attempt_lost_with_its_worker_is_made_again(api: Api, redis_client, r
     assert delivery["status"] == "delivered" and len(target.accepted()) == 1
 
 
-def test_an_attempt_a_receiver_drags_out_is_ended_by_its_job_timeout_and_made_again(
+def test_an_attempt_a_receiver_drags_out_ends_at_its_timeout_and_is_made_again(
     api: Api, redis_client, run_jobs, receiver
 ):
-    """Every read of the answer comes within the attempt's timeout (0.5 s), so only the job's
-    own timeout (3 of them, 2 s) ends it, long before the receiver would (6 s) and before the
-    delivery's lease runs out; the attempt is made again after the lease, and delivered."""
-    from rq.registry import FailedJobRegistry
-
+    """Every read of the answer comes within the attempt's timeout (0.5 s), and the head never
+    ends (6 s): the attempt ends at its timeout all the same (it held the worker until RQ ended
+    the job, 3 timeouts), a failed attempt recorded as such, made again, and delivered."""
     target = receiver(["trickle"])
     hook = _register(api, target.url, ["player_seated"])
     table = api.table("three-card")
@@ -260,13 +258,10 @@ def test_an_attempt_a_receiver_drags_out_is_ended_by_its_job_timeout_and_made_ag
     follow_webhooks(api, table)
     store = WebhookStore(redis_client)
     assert store.queue_due(FAST, lease_s=0.2) == 1
-    began = time.monotonic()
     run_jobs()
-    assert time.monotonic() - began < 5, "the attempt ran until the receiver ended it"
-    failed = FailedJobRegistry(WEBHOOKS_QUEUE, connection=redis_client, serializer=JSONSerializer)
-    assert len(failed.get_job_ids()) == 1
     (delivery,) = _deliveries(api, hook["webhook_id"])
-    assert delivery["status"] == "pending" and delivery["attempts"] == 0
+    assert delivery["status"] == "pending" and delivery["attempts"] == 1, delivery
+    assert delivery["last_error"] == "TimeoutError", delivery
     requeued = time.monotonic() + 10  # (a bound on a busy machine)
     while (queued := store.queue_due(FAST, lease_s=0.2)) == 0 and time.monotonic() < requeued:
         time.sleep(0.02)
