@@ -100,8 +100,10 @@ _RANGES = {
     "webhook_first_retry_s": _Range("GUTS_WEBHOOK_FIRST_RETRY_S", 0, above=True),
     "webhook_max_wait_s": _Range("GUTS_WEBHOOK_MAX_WAIT_S", 0, above=True),
     "webhook_retry_for_s": _Range("GUTS_WEBHOOK_RETRY_FOR_S", 0),
-    "webhook_timeout_s": _Range("GUTS_WEBHOOK_TIMEOUT_S", 0, above=True),
-    "wallet_timeout_s": _Range("GUTS_WALLET_TIMEOUT_S", 0, above=True),
+    # A call must end well within the lease of its claim: a wallet transaction the duty claimed
+    # is its claimant's for 30 s, a webhook delivery for 60 s (its job ended after 3 timeouts).
+    "webhook_timeout_s": _Range("GUTS_WEBHOOK_TIMEOUT_S", 0, above=True, most=19),
+    "wallet_timeout_s": _Range("GUTS_WALLET_TIMEOUT_S", 0, above=True, most=20),
     "wallet_first_retry_s": _Range("GUTS_WALLET_FIRST_RETRY_S", 0, above=True),
     "wallet_max_wait_s": _Range("GUTS_WALLET_MAX_WAIT_S", 0, above=True),
     "wallet_credit_for_s": _Range("GUTS_WALLET_CREDIT_FOR_S", 0),

@@ -64,11 +64,16 @@ def test_the_edges_of_each_range_are_taken_and_empty_is_the_default() -> None:
     assert settings.idempotency_ttl_s == 24 * 3600
     with pytest.raises(ValueError, match="^GUTS_PORT must be at least 0 and at most 65535"):
         Settings.from_env({"GUTS_PORT": "65536"})
+    # A call that could outlive the lease of its claim would be made twice at once.
+    with pytest.raises(ValueError, match="^GUTS_WALLET_TIMEOUT_S must be more than 0 and at most"):
+        Settings.from_env({"GUTS_WALLET_TIMEOUT_S": "30", "GUTS_WALLET_DEBIT_GRACE_S": "60"})
+    with pytest.raises(ValueError, match="^GUTS_WEBHOOK_TIMEOUT_S must be more than 0 and at m"):
+        Settings.from_env({"GUTS_WEBHOOK_TIMEOUT_S": "20"})
 
 
 def test_a_debit_grace_no_longer_than_the_wallets_timeout_is_refused() -> None:
     with pytest.raises(ValueError, match="GUTS_WALLET_DEBIT_GRACE_S must be longer than"):
-        Settings.from_env({"GUTS_WALLET_TIMEOUT_S": "30", "GUTS_WALLET_DEBIT_GRACE_S": "30"})
+        Settings.from_env({"GUTS_WALLET_TIMEOUT_S": "20", "GUTS_WALLET_DEBIT_GRACE_S": "20"})
     taken = {"GUTS_WALLET_TIMEOUT_S": "0.5", "GUTS_WALLET_DEBIT_GRACE_S": "1"}
     assert Settings.from_env(taken).wallet_debit_grace_s == 1
 
