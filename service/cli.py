@@ -296,6 +296,7 @@ def _work_until_stopped(
     import redis
     from rq.exceptions import StopRequested
 
+    from service.eventlog.redis_errors import redis_away
     from service.processes.serve import redis_answers
     from workers.worker import run_worker
 
@@ -314,7 +315,9 @@ def _work_until_stopped(
                 try:
                     run_worker(redis_url, log_level=log_level, beats=beats)
                     trouble = None  # (RQ's loop returned: stopped, or it quit and logged why)
-                except (redis.ConnectionError, redis.TimeoutError) as error:
+                except redis.RedisError as error:  # (away, failing over, refusing writes)
+                    if not redis_away(error):
+                        raise
                     trouble = f"{type(error).__name__}: {error}"
                 finally:
                     stop.install()  # ours while we wait

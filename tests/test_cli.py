@@ -747,6 +747,35 @@ def test_worker_alone_waits_for_redis_and_works_once_it_is_back(tmp_path: Path) 
         assert worker.wait(STOP_TIMEOUT_S) == 0, stderr_path.read_text()
 
 
+def test_worker_alone_on_a_replica_waits_and_works_once_it_is_promoted(tmp_path: Path) -> None:
+    """A failover's replica (READONLY to every write) ended `guts worker` run alone (exit 1,
+    an uncaught error): it is Redis failing over, waited out like Redis going away."""
+    import redis
+    from rq import Queue
+
+    from service.audit.jobs import AUDITS_QUEUE, SERIALIZER
+    from service.processes.redis_server import RedisServer
+
+    stderr_path = tmp_path / "worker.err"
+    with RedisServer() as master, RedisServer() as replica:
+        client = redis.Redis.from_url(replica.url)
+        try:
+            client.replicaof("127.0.0.1", str(master.port))
+            with _worker_alone(replica.url, stderr_path) as worker:
+                said = lambda: "ReadOnlyError" in stderr_path.read_text()  # noqa: E731
+                assert _eventually(said, 30), stderr_path.read_text()
+                assert worker.poll() is None, stderr_path.read_text()
+                client.replicaof("NO", "ONE")  # promoted
+                audits = Queue(AUDITS_QUEUE, connection=client, serializer=SERIALIZER)
+                job = audits.enqueue("os.getpid")
+                ran = _eventually(lambda: job.get_status(refresh=True) == "finished", 60)
+                assert ran, stderr_path.read_text()
+                worker.send_signal(signal.SIGTERM)
+                assert worker.wait(STOP_TIMEOUT_S) == 0, stderr_path.read_text()
+        finally:
+            client.close()
+
+
 def test_serve_stopped_just_after_a_restart_still_exits_0(
     serve: list[Served], tmp_path: Path
 ) -> None:
