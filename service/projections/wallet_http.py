@@ -14,9 +14,9 @@ the caller decides what a failure means (for the wallet's calls, an unknown outc
 A call ends within its timeout, whatever the other side does: the socket's timeout bounds each
 read, not the call, so an answer sent a byte at a time (or one without end) would hold its
 caller for as long as it dripped; the wallet duty's callers, held so, finished no other
-tenant's transactions. A timer shuts the call's socket down once the timeout has passed, and
-an answer's body longer than `MAX_ANSWER_BYTES` is not read (both: a failed call). The
-webhooks' deliveries use the same client (`workers.jobs`).
+tenant's transactions. A watcher shuts the call's socket down once the timeout has passed
+(`service.projections.deadlines`), and an answer's body longer than `MAX_ANSWER_BYTES` is not
+read (both: a failed call). The webhooks' deliveries use the same client (`workers.jobs`).
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from __future__ import annotations
 import http.client
 import os
 import select
-import socket
 import ssl
-import threading
 import time
 from email.message import Message
 from typing import Any
 from urllib.parse import urlsplit
 
 from gevent.monkey import get_original  # type: ignore[import-untyped]
+
+from service.projections.deadlines import WATCHER
 
 _POLL: Any = get_original("select", "poll")
 """`select.poll` as the system has it: where gevent patched the module (`guts serve`'s
@@ -73,10 +73,7 @@ class Connections:
         origin = (parts.scheme, parts.hostname, parts.port or default)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         connection = self._take(origin, timeout_s) or self._new(origin, timeout_s)
-        cut = threading.Event()
-        deadline = threading.Timer(timeout_s, _cut, (connection, cut))
-        deadline.daemon = True
-        deadline.start()
+        ticket, cut = WATCHER.watch(connection, timeout_s)
         try:
             connection.request("POST", target, body, headers)
             answer = connection.getresponse()
@@ -89,7 +86,7 @@ class Connections:
                 raise TimeoutError(f"no whole answer within {timeout_s:g} s") from error
             raise
         finally:
-            deadline.cancel()
+            WATCHER.done(ticket)
         if cut.is_set():  # (a body cut off reads as a short one)
             connection.close()
             raise TimeoutError(f"no whole answer within {timeout_s:g} s")
@@ -146,18 +143,6 @@ class Connections:
 def _ended(answer: http.client.HTTPResponse) -> bool:
     """Whether `answer`'s body was read to its end (a chunked one's last chunk is read here)."""
     return answer.isclosed() or not answer.read(1)
-
-
-def _cut(connection: http.client.HTTPConnection, cut: threading.Event) -> None:
-    """A call past its timeout: its socket shut down, so that whatever read waits on it ends
-    (a connection not made yet is bounded by its connect timeout)."""
-    cut.set()
-    sock = connection.sock
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:  # (closed meanwhile)
-            pass
 
 
 def _readable(fd: int) -> bool:
