@@ -34,13 +34,16 @@ _FAILOVER_REPLIES = (
     "LOADING",
     "CLUSTERDOWN",
     "TRYAGAIN",
+    "BUSY",
 )
 """How a Redis error reply starts when its node is being demoted or promoted, or the cluster
 has no master for a slot yet: ``UNBLOCKED ... (master -> replica?)`` to a ``WAIT`` (or any
 blocked command) on a master made a replica, ``READONLY`` to a write on it, ``WAIT cannot be
 used with replica instances`` to a ``WAIT`` sent to it (after a script that wrote nothing),
 ``MASTERDOWN`` from a replica whose master is away, ``LOADING`` from a node reading its
-files, ``CLUSTERDOWN`` and ``TRYAGAIN`` while slots move."""
+files, ``CLUSTERDOWN`` and ``TRYAGAIN`` while slots move; and ``BUSY`` from a node running a
+script longer than its ``busy-reply-threshold`` (someone else's: ours are short), until the
+script ends or is killed (the command was not run)."""
 
 REDIS_ERRORS = (redis.RedisError, RedisClusterException)
 """What redis-py raises for a Redis or a Redis Cluster: its cluster client's own errors

@@ -11,6 +11,7 @@ requests succeed and no table was set aside.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import threading
 import time
@@ -169,3 +170,69 @@ def test_a_redis_refusing_writes_is_waited_out_and_sets_no_table_aside(
     finally:
         stop.set()
         thread.join(10)
+
+
+def test_a_redis_busy_with_someones_script_is_waited_out(
+    serve_with: Callable[..., Api], caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """A script run by hand past ``busy-reply-threshold`` makes Redis answer ``BUSY`` to every
+    command until it ends: that was a 500 and a dispatcher that exited (an unexpected error);
+    it is Redis unavailable for now (503), waited out, and then everything works again."""
+    server = RefusingRedis("busy", tmp_path)
+    try:
+        api = serve_with(redis_url=server.url, database_url=None)
+        dealt = api.table("three-card", decision_timeout_s=1)
+        for i in range(2):
+            api.seat(dealt, f"p{i}")
+        caplog.set_level("WARNING", logger="guts.dispatcher")
+        client = redis.Redis.from_url(server.url)
+        dispatcher = build_dispatcher(Settings(redis_url=server.url), client, None)
+        stop = threading.Event()
+        thread = threading.Thread(target=dispatcher.run, args=(stop,), daemon=True)
+        thread.start()
+        assert api.post(f"/v1/tables/{dealt}/deal").status_code == 201
+        server.client.config_set("busy-reply-threshold", "100")
+        looping = redis.Redis.from_url(server.url)  # (its own connection: it waits for ever)
+        script = threading.Thread(
+            target=lambda: _killed(looping, "local n = 0 while true do n = n + 1 end"),
+            daemon=True,
+        )
+        script.start()
+        busy = redis.Redis.from_url(server.url)
+        _until(lambda: _is_busy(busy), "Redis answers BUSY")
+        answer = api.post("/v1/tables", {"preset": "three-card"}, headers=KEY)
+        assert answer.status_code == 503, answer.text
+        assert answer.json()["title"] == "Unavailable"
+        _until(
+            lambda: any("Redis cannot serve" in r.getMessage() for r in caplog.records),
+            "the dispatcher waits for Redis",
+        )
+        assert thread.is_alive()
+        busy.script_kill()
+        script.join(10)
+        _until(
+            lambda: (
+                (api.get(f"/v1/tables/{dealt}").json()["hand"] or {}).get("phase") != "declaring"
+            ),
+            "the deadline acted on",
+        )
+        assert api.post("/v1/tables", {"preset": "three-card"}, headers=KEY).status_code == 201
+        assert thread.is_alive() and dispatcher.index.quarantined() == {}
+    finally:
+        stop.set()
+        thread.join(10)
+        server.stop()
+
+
+def _killed(client: redis.Redis, script: str) -> None:
+    """Run `script` until it is killed ("Script killed by user"; or its client's timeout)."""
+    with contextlib.suppress(redis.RedisError):
+        client.eval(script, 0)
+
+
+def _is_busy(client: redis.Redis) -> bool:
+    try:
+        client.ping()
+    except redis.ResponseError as error:
+        return str(error).startswith("BUSY")
+    return False

@@ -25,6 +25,9 @@ FAILING_OVER = [
     exceptions.AskError("3999 127.0.0.1:6381"),
     exceptions.SlotNotCoveredError("Command # 1 (EVALSHA) failed: no node for slot 3999"),
     redis.ResponseError("LOADING Redis is loading the dataset in memory"),
+    redis.ResponseError(
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    ),
 ]
 
 
