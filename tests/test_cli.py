@@ -615,10 +615,15 @@ def test_serve_killed_with_minus_9_leaves_no_postgres_after_the_next_clean_stop(
     first.wait_healthy()
     pid_file = data / "postgres" / "postmaster.pid"
     postmaster = int(pid_file.read_text().split()[0])
+    redis_pid = _redis_pid(first.redis_port())
     try:
         first.process.kill()
         first.process.wait(STOP_TIMEOUT_S)
         assert psutil.pid_exists(postmaster)  # (what this test is about: it outlives a kill)
+        # The embedded Redis does not: it outlived every kill -9, holding the append-only
+        # file the next guts serve on the same data started another Redis on.
+        redis_gone = lambda: not _alive(redis_pid)  # noqa: E731
+        assert _eventually(redis_gone, 30), "the embedded redis-server outlived a kill -9"
         second = Served(data, tmp_path, env)
         serve.append(second)
         second.wait_healthy()

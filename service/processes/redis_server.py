@@ -29,6 +29,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
 
+from service.processes.signals import die_with_parent
+
 __all__ = ["RedisServer", "RedisServerError", "find_redis_server"]
 
 AppendFsync = Literal["always", "everysec", "no"]
@@ -100,8 +102,15 @@ class RedisServer:
         executable: str | None = None,
         start_timeout_s: float = 10.0,
         stop_timeout_s: float = 10.0,
+        dies_with_parent: bool = False,
     ) -> None:
         self._requested_port = port
+        self.dies_with_parent = dies_with_parent
+        """Whether the server gets SIGTERM when the thread that started it ends with its
+        process, kill -9 included (``guts serve``'s embedded Redis: left running, it kept the
+        append-only file open while the next ``guts serve`` on the same data started another
+        Redis on it). Only for a process that runs no other thread when it starts one (the
+        supervisor): a function run in the child before exec is not safe beside threads."""
         self.bind = bind
         self._requested_dir = Path(data_dir) if data_dir is not None else None
         self.appendonly = appendonly
@@ -246,6 +255,7 @@ class RedisServer:
             self._log_offset = log.tell()
             return subprocess.Popen(
                 command,
+                preexec_fn=die_with_parent if self.dies_with_parent else None,
                 cwd=self._dir,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

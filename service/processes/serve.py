@@ -250,7 +250,11 @@ def _redis(
     with (
         _lock(redis_dir),
         RedisServer(
-            data_dir=redis_dir, appendonly=True, appendfsync="everysec", port=None
+            data_dir=redis_dir,
+            appendonly=True,
+            appendfsync="everysec",
+            port=None,
+            dies_with_parent=True,
         ) as server,
     ):
         described = {"redis": f"embedded at {server.url}", "redis_data": str(server.data_dir)}
