@@ -12,8 +12,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import redis
-
+from service.eventlog.redis_errors import redis_away
 from service.projections.wallet_calls import CLAIM_LEASE_S, Wallet
 from workers.duty import BrokenTenants, run_duty
 
@@ -51,9 +50,9 @@ def _finish(wallet: Wallet, tenant: str, record: dict[str, Any]) -> tuple[str, s
     """Finish one transaction; what went wrong (it comes due again after its lease)."""
     try:
         wallet.finish(tenant, record)
-    except (redis.ConnectionError, redis.TimeoutError):
-        raise
     except Exception as error:  # noqa: BLE001 - one transaction never stops the others
+        if redis_away(error):  # (away, failing over, refusing writes: the duty waits)
+            raise
         return record.get("transaction_id", "?"), f"{type(error).__name__}: {error}"[:200]
     return None
 
