@@ -144,9 +144,7 @@ class DirectCommands:
             owned = self._take()
             connection = owned.connection
             try:
-                connection.send_packed_command(
-                    [part for command in commands for part in _pack(connection, command)]
-                )
+                connection.send_packed_command(_packed(connection, commands))
                 replies, refused = [], None
                 for _ in commands:
                     try:
@@ -278,6 +276,14 @@ class ClusterCommands:
                 client = self.cluster.get_redis_connection(node)
                 self._nodes[node.name] = DirectCommands(client)
             return self._nodes[node.name]
+
+
+def _packed(connection: Any, commands: tuple[tuple[Any, ...], ...]) -> list[bytes]:
+    """`commands` in Redis's protocol, in one buffer: redis-py's connection sends each part
+    with a system call of its own (and, with TCP_NODELAY, a packet of its own), so several
+    commands as one part cost one (redis-py's pipeline joins them so too, `pack_commands`)."""
+    parts = [part for command in commands for part in _pack(connection, command)]
+    return parts if len(parts) == 1 else [b"".join(parts)]
 
 
 def _pack(connection: Any, args: tuple[Any, ...]) -> list[bytes]:
