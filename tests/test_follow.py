@@ -249,3 +249,42 @@ def test_an_event_edited_in_redis_is_not_applied_and_quarantines_its_table(redis
     assert counts.applied("default", "a") == {1: 1, 2: 1, 3: 1}
     assert list(index.quarantined()) == ["b"]
     assert follower.sweep() == 0  # b is left alone while quarantined
+
+
+def test_a_tenants_positions_key_of_another_type_holds_that_projection_and_no_table(
+    redis_client, caplog
+):
+    """A projection's positions hash for one tenant replaced by another type (a value written
+    outside the service) says nothing of any table's log: that projection is held for that
+    tenant (logged, once a minute at most), and every table plays on, unquarantined; the
+    other projections, and the same projection for other tenants, keep up."""
+    from service.eventlog.due_index import DueIndex
+    from service.projections.ledger import LedgerStore
+    from service.projections.webhooks import WebhookStore
+
+    store = RedisEventStore(redis_client)
+    tables = Tables(store)
+    _table(tables, "a", players=2)
+    _table(tables, "b", players=2)
+    _table(tables, "other", players=2, tenant="casino-b")
+    ledger, hooks = LedgerStore(redis_client), WebhookStore(redis_client)
+    index = DueIndex(redis_client)
+    follower = Follower(store, [ledger, hooks], index=index)
+    follower.sweep()
+    held = "guts:{%hooks:default}:positions"
+    redis_client.delete(held)
+    redis_client.set(held, "not a hash")
+    for table_id in ("a", "b", "other"):
+        tables.execute(table_id, SeatPlayer("late", 50))
+    with caplog.at_level("ERROR", logger="guts.follow"):
+        follower.sweep()
+        follower.sweep()
+        assert follower.catch_up("a") == 0  # (the ledger is there; the webhooks held)
+    assert list(index.quarantined()) == []
+    keys = [("default", "a"), ("default", "b"), ("casino-b", "other")]
+    assert ledger.positions(keys) == [4, 4, 4]
+    assert hooks.positions([("casino-b", "other")]) == [4]
+    assert redis_client.get(held) == b"not a hash"  # (left for an operator to repair)
+    said = [r.getMessage() for r in caplog.records if "positions" in r.getMessage()]
+    assert len(said) == 1 and "webhooks" in said[0] and "default" in said[0], said
+    assert tables.load("a").version == 4

@@ -15,8 +15,9 @@ from service.eventlog.due_index import DueIndex
 from service.eventlog.replication import replicated_log
 from service.eventlog.vitals import Vitals
 from service.infrastructure import archiver, event_store, wallet_of
-from service.projections.follower import Follower, Projection
+from service.projections.follower import Follower
 from service.projections.ledger import LedgerStore
+from service.projections.projection import Projection
 from service.projections.wallet_credits import WalletCredits
 from service.projections.webhooks import WebhookStore
 

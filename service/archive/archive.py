@@ -38,7 +38,7 @@ from service.archive.batch import CopiedBatch
 from service.archive.pool import Connections
 from service.eventlog.codec import GENESIS
 from service.eventlog.store import ArchiveUnavailable, CorruptLog, StoredEvent
-from service.projections.follower import Followed
+from service.projections.projection import Followed
 from service.rules import ledger
 from service.rules.serial import from_data, to_data
 

@@ -28,12 +28,11 @@ the others: one that fails on a table (a webhook stored unreadable) is logged an
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import redis
 
@@ -41,7 +40,6 @@ from service.eventlog.codec import (
     GENESIS,
     CodecError,
     check_chain,
-    decode_event,
     stored_hash,
     tenant_of_first,
 )
@@ -50,55 +48,14 @@ from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_errors import redis_away
 from service.eventlog.store import CorruptLog, EventStore, StoredEvent
 from service.pacing import REDIS_AWAY, Backoff
-from service.rules import events as ev
+from service.projections.projection import Followed, HeldProjection, Projection
 
 log = logging.getLogger("guts.follow")
+HELD_SAID_S = 60.0
+"""How often at most a projection held for a tenant is logged again (`HeldProjection`)."""
 _UNREADABLE = (CorruptLog, CodecError)
 """What a projection passes on of its failures on a table, with its stores going away or
 refusing writes (`redis_away`: waited out, with a warning); the others are its own."""
-
-
-class Followed:
-    """What a projection is given to apply: a table, its tenant, the position the events
-    follow, and the events, oldest first: `stored` as the log holds them, `events` decoded
-    (version, event) on first use (a projection that needs only the bytes decodes nothing)."""
-
-    def __init__(
-        self,
-        table_id: str,
-        tenant: str,
-        after: int,
-        events: tuple[tuple[int, ev.Event], ...] | None = None,
-        stored: tuple[StoredEvent, ...] = (),
-    ) -> None:
-        self.table_id, self.tenant, self.after, self.stored = table_id, tenant, after, stored
-        if events is not None:
-            self.__dict__["events"] = events
-
-    @functools.cached_property
-    def events(self) -> tuple[tuple[int, ev.Event], ...]:
-        return tuple((s.version, decode_event(s.data)) for s in self.stored)
-
-
-class Projection(Protocol):
-    """Something derived from the tables' logs (see the module doc)."""
-
-    name: str
-
-    def positions(self, tables: Sequence[tuple[str, str]]) -> Sequence[int | CorruptLog]:
-        """The version applied up to for each (tenant, table id), 0 for none, in one round
-        trip; for a table whose stored position does not parse, its CorruptTable."""
-        ...
-
-    def apply(self, followed: Followed) -> bool:
-        """Apply `followed.events` and move the position to the last one's version, in one
-        atomic step, if the position is still `followed.after`; whether it was applied."""
-        ...
-
-    def tidy(self, table_id: str, position: int) -> None:
-        """After a sweep found the table caught up at `position`: finish what a crash may
-        have left half done (the archive trims what it holds; most have nothing to do)."""
-        ...
 
 
 class Follower:
@@ -142,6 +99,7 @@ class Follower:
         """Told, at each sweep, how far its projections were behind the logs when it began:
         (events, tables) (the archiver reports its lag so: ``service.eventlog.vitals``)."""
         self._tenants: dict[str, str] = {}  # table id -> tenant (a table never changes tenant)
+        self._held_said: dict[tuple[str, str], float] = {}  # (projection, tenant) -> when
 
     def tenant(self, table_id: str) -> str | None:
         """The tenant of `table_id` (from its first event), or None when it does not exist."""
@@ -167,6 +125,9 @@ class Follower:
         behind: list[tuple[Projection, int]] = []
         for projection in self.projections:
             (position,) = projection.positions([(tenant, table_id)])
+            if isinstance(position, HeldProjection):
+                self._hold(position)
+                continue
             if isinstance(position, CorruptLog):
                 raise position
             if upto is None or position < upto:
@@ -187,6 +148,9 @@ class Follower:
             except Exception as error:  # noqa: BLE001 - one projection holds up no other
                 if redis_away(error) or isinstance(error, _UNREADABLE):
                     raise
+                if isinstance(error, HeldProjection):
+                    self._hold(error)
+                    continue
                 log.error("table %s could not be projected by %s (%s)", table_id, projection.name,
                           type(error).__name__, extra={"table_id": table_id})  # fmt: skip
         return applied
@@ -221,7 +185,7 @@ class Follower:
                 position = stored[-1].version
             else:  # another follower moved it: go on from where that one got to
                 (moved,) = projection.positions([(tenant, table_id)])
-                if isinstance(moved, CorruptLog):
+                if isinstance(moved, CorruptLog | HeldProjection):
                     raise moved
                 if moved == position:
                     raise RuntimeError(f"{projection.name} refused {table_id} at {position}")
@@ -265,7 +229,9 @@ class Follower:
                 for (table_id, version), position in zip(
                     live, projection.positions(keys), strict=True
                 ):
-                    if isinstance(position, CorruptLog):
+                    if isinstance(position, HeldProjection):
+                        self._hold(position)  # (the tenant's tables, not their logs)
+                    elif isinstance(position, CorruptLog):
                         self._unreadable(table_id, position)
                         behind.pop(table_id, None)
                         held.add(table_id)
@@ -289,6 +255,15 @@ class Follower:
         if self.on_sweep is not None:
             self.on_sweep(behind_events, behind_tables)
         return applied
+
+    def _hold(self, held: HeldProjection) -> None:
+        """A projection held for a tenant (its positions unreadable): logged, once every
+        `HELD_SAID_S` at most (each table of the tenant meets it at each sweep)."""
+        now = time.monotonic()
+        said = self._held_said.get((held.projection, held.tenant))
+        if said is None or now - said >= HELD_SAID_S:
+            self._held_said[(held.projection, held.tenant)] = now
+            log.error("%s", held, extra={"projection": held.projection, "tenant": held.tenant})
 
     def _unreadable(self, table_id: str, error: Exception) -> None:
         """Quarantine a table whose stored values do not parse (or only log it, without an

@@ -42,8 +42,8 @@ import redis
 
 from service.eventlog.decoding import CorruptTable, book_data, position
 from service.eventlog.store import BadCursor
-from service.projections.follower import Followed
 from service.projections.positions import hash_positions
+from service.projections.projection import Followed, HeldProjection
 from service.projections.protections import (
     DAY_MS,
     CallsMany,
@@ -119,7 +119,9 @@ class LedgerStore(PlayerProtections):
         """Nothing is ever left half done: each step is one script."""
 
     @reachable
-    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int | CorruptTable]:
+    def positions(
+        self, tables: Sequence[tuple[str, str]]
+    ) -> list[int | CorruptTable | HeldProjection]:
         return hash_positions(self.client, lambda t: self.key(t, "positions"), tables, self.name)
 
     @reachable
@@ -224,7 +226,7 @@ class LedgerStore(PlayerProtections):
     def table_entries(self, tenant: str, table_id: str) -> tuple[int, list[dict[str, Any]]]:
         """The position of `table_id` and every entry stored for it, oldest first."""
         (applied,) = self.positions([(tenant, table_id)])
-        if isinstance(applied, CorruptTable):
+        if isinstance(applied, CorruptTable | HeldProjection):
             raise applied
         index = self.key(tenant, "table", table_id)
         seqs = [int(s) for s in cast(list[bytes], self.client.zrange(index, 0, -1))]

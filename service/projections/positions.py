@@ -8,6 +8,8 @@ from typing import Any
 
 from service.eventlog import decoding
 from service.eventlog.decoding import CorruptTable, parse_each
+from service.eventlog.derived_keys import wrong_kind
+from service.projections.projection import HeldProjection
 
 
 def hash_positions(
@@ -15,16 +17,24 @@ def hash_positions(
     key_of: Callable[[str], str],
     tables: Sequence[tuple[str, str]],
     projection: str,
-) -> list[int | CorruptTable]:
+) -> list[int | CorruptTable | HeldProjection]:
     """`Projection.positions` for a projection that keeps its positions in one hash per
     tenant (`key_of(tenant)`, table id -> version): one pipelined round trip, each table's
-    position parsed on its own (its CorruptTable when it does not parse)."""
+    position parsed on its own (its CorruptTable when it does not parse); a tenant whose
+    hash is of another type is that projection's to hold (HeldProjection), for each of its
+    tables: the key says nothing of any table's log."""
     pipe = client.pipeline(transaction=False)
     for tenant, table_id in tables:
         pipe.hget(key_of(tenant), table_id)
-    return parse_each(
+    replies = pipe.execute(raise_on_error=False)
+    found: list[int | CorruptTable | HeldProjection] = []
+    found += parse_each(
         [table_id for _, table_id in tables],
-        pipe.execute(raise_on_error=False),
+        [None if wrong_kind(reply) else reply for reply in replies],
         lambda table_id, raw: decoding.position(table_id, projection, raw),
         f"{projection} positions",
     )
+    for n, ((tenant, _), reply) in enumerate(zip(tables, replies, strict=True)):
+        if wrong_kind(reply):
+            found[n] = HeldProjection(projection, tenant, key_of(tenant))
+    return found

@@ -25,8 +25,8 @@ from typing import Any, cast
 import orjson
 
 from service.eventlog.decoding import CorruptTable
-from service.projections.follower import Followed
 from service.projections.positions import hash_positions
+from service.projections.projection import Followed, HeldProjection
 from service.projections.wallet import WalletStore
 from service.rules import events as ev
 from service.rules import wallet as w
@@ -65,7 +65,9 @@ class WalletCredits:
         self.clock = clock
         self._derive = store.client.register_script(_DERIVE)
 
-    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int | CorruptTable]:
+    def positions(
+        self, tables: Sequence[tuple[str, str]]
+    ) -> list[int | CorruptTable | HeldProjection]:
         key_of = lambda tenant: self.store.key(tenant, "positions")  # noqa: E731
         return hash_positions(self.store.client, key_of, tables, self.name)
 

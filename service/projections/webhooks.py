@@ -50,8 +50,8 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from service.eventlog.decoding import CorruptTable
-from service.projections.follower import Followed
 from service.projections.positions import hash_positions
+from service.projections.projection import Followed, HeldProjection
 from service.projections.webhook_messages import (
     EVENT_NAMES,
     BadWebhook,
@@ -184,7 +184,9 @@ class WebhookStore:
     def tidy(self, table_id: str, position: int) -> None:
         """Nothing is ever left half done: each step is one script."""
 
-    def positions(self, tables: Sequence[tuple[str, str]]) -> list[int | CorruptTable]:
+    def positions(
+        self, tables: Sequence[tuple[str, str]]
+    ) -> list[int | CorruptTable | HeldProjection]:
         return hash_positions(self.client, lambda t: self._key(t, "positions"), tables, self.name)
 
     def apply(self, followed: Followed) -> bool:
