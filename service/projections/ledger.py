@@ -41,7 +41,8 @@ import orjson
 import redis
 
 from service.eventlog.decoding import CorruptTable, book_data, position
-from service.eventlog.store import BadCursor
+from service.eventlog.derived_keys import wrong_kind
+from service.eventlog.store import BadCursor, CorruptRecord
 from service.projections.positions import hash_positions
 from service.projections.projection import Followed, HeldProjection
 from service.projections.protections import (
@@ -187,7 +188,20 @@ class LedgerStore(PlayerProtections):
         """Up to `limit` entries after the cursor `after` (None: from the first), oldest
         first, of one table and/or one player when given; and the cursor to go on from (the
         same one when there is nothing newer yet)."""
-        start = page_cursor(after)
+        try:
+            return self._page(tenant, page_cursor(after), limit, table_id, player_id)
+        except redis.ResponseError as error:
+            if not wrong_kind(error):
+                raise
+            raise CorruptRecord(
+                f"a key of the ledger of tenant {tenant!r} (its entries, or the index of the "
+                "table or player asked for) holds another type than the ledger writes: it "
+                "must be written again, as the tables' logs derive it"
+            ) from error
+
+    def _page(
+        self, tenant: str, start: int, limit: int, table_id: str | None, player_id: str | None
+    ) -> tuple[list[dict[str, Any]], str]:
         if table_id is None and player_id is None:
             seqs = list(range(start + 1, start + limit + 1))
             found = self._entries(tenant, seqs)
@@ -209,7 +223,7 @@ class LedgerStore(PlayerProtections):
                 cursor = int(cast(bytes, seq))
                 if data is None:
                     continue
-                entry = orjson.loads(data)
+                entry = _entry(tenant, cursor, data)
                 if player_id is None or entry["player_id"] == player_id:
                     rows.append(entry)
                     if len(rows) == limit:
@@ -220,7 +234,8 @@ class LedgerStore(PlayerProtections):
         if not seqs:
             return []
         raw = cast(list[bytes | None], self.client.hmget(self.key(tenant, "entries"), seqs))
-        return [(seq, orjson.loads(data)) for seq, data in zip(seqs, raw, strict=True) if data]
+        pairs = zip(seqs, raw, strict=True)
+        return [(seq, _entry(tenant, seq, data)) for seq, data in pairs if data]
 
     @reachable
     def table_entries(self, tenant: str, table_id: str) -> tuple[int, list[dict[str, Any]]]:
@@ -268,3 +283,19 @@ def page_cursor(after: str | None) -> int:
     if not (after.isascii() and after.isdigit()) or len(after) > 18:
         raise BadCursor("after must be the next_after of an earlier page")
     return int(after)
+
+
+def _entry(tenant: str, seq: int, data: bytes) -> dict[str, Any]:
+    """Entry `seq` as stored; CorruptRecord (naming it) when it does not decode to an entry:
+    the pages that hold it are refused until an operator writes it again (from the table's
+    log, which the entry is derived from), and the others are served."""
+    try:
+        entry = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        entry = None
+    if not isinstance(entry, dict) or not isinstance(entry.get("player_id", 0), str | None):
+        raise CorruptRecord(
+            f"the ledger entry {seq} of tenant {tenant!r} does not decode: it must be written "
+            "again, as the table's log derives it"
+        )
+    return entry
