@@ -176,3 +176,57 @@ def test_a_cool_down_keeps_the_later_end(redis_client: Any):
     store.cool_down("default", "p0", "2026-05-03T10:00:00.000Z")
     assert store.cool_down_until("default", "p0") == "2026-05-03T10:00:00.000Z"
     assert store.cool_down_until("other", "p0") is None  # per tenant
+
+
+def _table_entries(api: Any, table: str) -> list[dict[str, Any]]:
+    """Every entry of `table`'s ledger (its page catches the table up)."""
+    answer = api.get("/v1/ledger", params={"table_id": table, "limit": 100})
+    assert answer.status_code == 200, answer.text
+    return list(answer.json()["entries"])
+
+
+def test_an_unreadable_entry_of_the_redis_ledger_is_a_409_naming_it(
+    plain_api: Any, redis_client: Any
+):
+    """The Redis ledger (a service without PostgreSQL): an entry that does not decode (written
+    outside the service) refuses the pages that hold it with 409 problem+json naming the
+    entry and the tenant, never a 500; the pages without it are served. So too a key of the
+    ledger holding another type (a 409 for the pages that read it)."""
+    api = plain_api
+    table = api.table("three-card")
+    for player in ("alice", "bob"):
+        api.seat(table, player, buy_in=50)
+    assert len(_table_entries(api, table)) == 2  # (a table's page catches it up)
+    entry = redis_client.hget("guts:{%ledger:default}:entries", 1)
+    for garbage in (b"{not json", b"[1, 2]", b'{"kind": "buy_in"}'):
+        redis_client.hset("guts:{%ledger:default}:entries", 1, garbage)
+        _refused(api, table)
+    served = api.get("/v1/ledger", params={"player_id": "bob"})
+    assert served.status_code == 200 and len(served.json()["entries"]) == 1, served.text
+    redis_client.hset("guts:{%ledger:default}:entries", 1, entry)
+    reads = {
+        "entries": {},
+        f"table:{table}": {"table_id": table},
+        "player:alice": {"player_id": "alice"},
+    }
+    for key, query in reads.items():  # a key of another type, and a page that reads it
+        key = f"guts:{{%ledger:default}}:{key}"
+        kept = redis_client.dump(key)
+        redis_client.delete(key)
+        redis_client.set(key, "x")
+        refused = api.get("/v1/ledger", params=query)
+        assert refused.status_code == 409, (key, refused.text)
+        assert refused.json()["title"] == "Record Failed Verification", refused.text
+        redis_client.delete(key)
+        redis_client.restore(key, 0, kept)
+    assert len(_table_entries(api, table)) == 2
+
+
+def _refused(api: Any, table: str) -> None:
+    for query in ({"table_id": table}, {"player_id": "alice"}, {}):
+        refused = api.get("/v1/ledger", params=query)
+        assert refused.status_code == 409, (query, refused.text)
+        assert refused.headers["Content-Type"] == "application/problem+json"
+        problem = refused.json()
+        assert problem["title"] == "Record Failed Verification", problem
+        assert "ledger entry 1" in problem["detail"] and "default" in problem["detail"], problem
