@@ -196,6 +196,9 @@ class Settings:
     webhook_retry_for_s: float = 25 * 3600.0
     webhook_timeout_s: float = 10.0
     wallet_timeout_s: float = 5.0
+    allow_private_urls: bool = False
+    """Whether the wallets and webhook receivers the casinos name may be at addresses that are
+    not public (loopback, private networks, link-local): off, none is called there."""
     wallet_first_retry_s: float = 5.0
     wallet_max_wait_s: float = 3600.0
     wallet_credit_for_s: float = 25 * 3600.0
@@ -295,6 +298,7 @@ class Settings:
             webhook_retry_for_s=_number(env, "GUTS_WEBHOOK_RETRY_FOR_S", 25 * 3600, float),
             webhook_timeout_s=_number(env, "GUTS_WEBHOOK_TIMEOUT_S", 10, float),
             wallet_timeout_s=_number(env, "GUTS_WALLET_TIMEOUT_S", 5, float),
+            allow_private_urls=_flag(env.get("GUTS_ALLOW_PRIVATE_URLS", "")),
             wallet_first_retry_s=_number(env, "GUTS_WALLET_FIRST_RETRY_S", 5, float),
             wallet_max_wait_s=_number(env, "GUTS_WALLET_MAX_WAIT_S", 3600, float),
             wallet_credit_for_s=_number(env, "GUTS_WALLET_CREDIT_FOR_S", 25 * 3600, float),

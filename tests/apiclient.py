@@ -91,6 +91,7 @@ def _settings(redis_url: str, sandbox: bool, database_url: str | None = None) ->
         sandbox=sandbox,
         token_secret="test-token-secret",
         key_prefix="guts",
+        allow_private_urls=True,  # (the tests' wallets and receivers are on 127.0.0.1)
     )
 
 
@@ -207,6 +208,7 @@ def tenants_url(redis_url: str, database_url: str, pytestconfig: pytest.Config) 
         sandbox=True,
         token_secret="test-token-secret",
         key_prefix="guts",
+        allow_private_urls=True,  # (the tests' wallets and receivers are on 127.0.0.1)
     )
     yield from _serve(settings, pytestconfig)
 

@@ -29,6 +29,10 @@ pytest_plugins = ["tests.apiclient", "tests.leaks"]
 # (xdist's, started after this module is loaded) and everything they start.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+# The tests' wallets and webhook receivers listen on 127.0.0.1, where a service calls nobody
+# unless allowed (service.projections.wallet_http): every `guts` process the suite starts
+# inherits the permission (the in-process servers' Settings say so themselves).
+os.environ["GUTS_ALLOW_PRIVATE_URLS"] = "1"
 
 
 @pytest.fixture(scope="session")

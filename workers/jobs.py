@@ -125,7 +125,7 @@ def _job_stores(key_prefix: str) -> tuple[Settings, Redis]:
 
 
 def deliver_webhook(
-    key_prefix: str, tenant: str, delivery_id: str, schedule: dict[str, float]
+    key_prefix: str, tenant: str, delivery_id: str, schedule: dict[str, Any]
 ) -> str:
     """One attempt of a webhook delivery (see `service.projections.webhooks`): post its body,
     signed, with
@@ -150,20 +150,20 @@ def deliver_webhook(
         "webhook-timestamp": str(timestamp),
         "webhook-signature": sign(hook["secret"], delivery_id, timestamp, body),
     }
-    status, error = _post(hook["url"], body, headers, paced.timeout_s)
+    status, error = _post(hook["url"], body, headers, paced.timeout_s, paced.private_ok)
     recorded = hooks.record_attempt(tenant, before, status, error, paced)
     return "recorded" if recorded is not None else "recorded by another attempt"
 
 
 def _post(
-    url: str, body: bytes, headers: dict[str, str], timeout_s: float
+    url: str, body: bytes, headers: dict[str, str], timeout_s: float, private_ok: bool
 ) -> tuple[int | None, str | None]:
     """POST `body` to `url` within `timeout_s` in all (the wallets' client: a receiver that
     answers a byte at a time holds the worker no longer, `service.projections.wallet_http`),
     no redirect followed: the status (None when there was no whole answer) and what went
     wrong (None for a 2xx). The error never holds the URL (its query may carry a token)."""
     try:
-        status, _, _ = CONNECTIONS.post(url, body, headers, timeout_s, read=False)
+        status, _, _ = CONNECTIONS.post(url, body, headers, timeout_s, False, private_ok)
     except (OSError, HTTPException, ValueError) as failed:  # timeouts, refused connections,
         return None, type(failed).__name__  # answers not HTTP
     if 200 <= status < 300:

@@ -23,6 +23,7 @@ def webhook_schedule(settings: Settings) -> Schedule:
         max_wait_s=settings.webhook_max_wait_s,
         retry_for_s=settings.webhook_retry_for_s,
         timeout_s=settings.webhook_timeout_s,
+        private_ok=settings.allow_private_urls,
     )
 
 

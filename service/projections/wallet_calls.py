@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from service.projections.wallet import (
     KEEP,
@@ -43,7 +43,23 @@ CLAIM_LEASE_S = 30.0
 
 Make = Callable[[dict[str, Any]], dict[str, Any]]
 """A debit's record made of the tenant's wallet settings."""
-Send = Callable[[str, str, str, dict[str, Any], float], Answer]
+
+
+class Send(Protocol):
+    """How a call is sent (`service.projections.wallet_messages.call`)."""
+
+    def __call__(
+        self,
+        url: str,
+        path: str,
+        secret: str,
+        payload: dict[str, Any],
+        timeout_s: float,
+        *,
+        private_ok: bool = False,
+    ) -> Answer: ...
+
+
 Observe = Callable[[str, str, float], None]
 """Told of each call made: its path (``debit``, ``credit``, ``rollback``), its outcome
 (``ok``, ``refused``: another of the contract's answers, ``unknown``) and its seconds."""
@@ -282,7 +298,8 @@ class Wallet:
         payload = {k: record[k] for k in fields}
         url, secret = settings["url"], settings["secret"]
         started = time.perf_counter()
-        answer = self.send(url, path, secret, payload, self.schedule.timeout_s)
+        timeout_s, private_ok = self.schedule.timeout_s, self.schedule.private_ok
+        answer = self.send(url, path, secret, payload, timeout_s, private_ok=private_ok)
         self.on_call(path, _outcome_of(answer), time.perf_counter() - started)
         return answer
 

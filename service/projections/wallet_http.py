@@ -17,11 +17,19 @@ caller for as long as it dripped; the wallet duty's callers, held so, finished n
 tenant's transactions. A watcher shuts the call's socket down once the timeout has passed
 (`service.projections.deadlines`), and an answer's body longer than `MAX_ANSWER_BYTES` is not
 read (both: a failed call). The webhooks' deliveries use the same client (`workers.jobs`).
+
+A casino names the URLs the service calls, so no call goes to an address that is not public
+(loopback, a private network, link-local such as a cloud's metadata service, ...) unless the
+caller allows it (`GUTS_ALLOW_PRIVATE_URLS`, for wallets and receivers inside the operator's
+own network): the address a new connection reached is checked before anything is sent on it
+(so a name that resolves elsewhere by the time of the call is caught too; an https one after
+its handshake), and a call to one fails with `PrivateAddress`, its request never sent.
 """
 
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import os
 import select
 import ssl
@@ -49,32 +57,51 @@ Origin = tuple[str, str, int]
 """scheme, host, port."""
 
 
+_Kept = tuple[str, str, int, bool]
+"""An origin and whether calls there may reach a private address: idle connections by it."""
+
+
+class PrivateAddress(OSError):
+    """The URL's host is at an address that is not public, and calls there are not allowed
+    (`GUTS_ALLOW_PRIVATE_URLS`): nothing was sent."""
+
+
 class Connections:
     """Idle connections by origin, each with when it became idle. Safe to share between
     threads and greenlets: a connection is taken from its list (or made) by one caller and
     put back when its call is over; taking and putting are single list operations."""
 
     def __init__(self) -> None:
-        self._idle: dict[Origin, list[tuple[float, http.client.HTTPConnection]]] = {}
+        self._idle: dict[_Kept, list[tuple[float, http.client.HTTPConnection]]] = {}
         self._tls: ssl.SSLContext | None = None
 
     def post(
-        self, url: str, body: bytes, headers: dict[str, str], timeout_s: float, read: bool = True
+        self,
+        url: str,
+        body: bytes,
+        headers: dict[str, str],
+        timeout_s: float,
+        read: bool = True,
+        private_ok: bool = False,
     ) -> tuple[int, Message, bytes]:
         """POST `body` to `url`, within `timeout_s` in all: the answer's status, headers and
         body (not read when not `read`: the connection is then closed). Raises OSError (a
-        timeout, a refused or dropped connection, no whole answer within `timeout_s`),
-        HTTPException (an answer that is not HTTP) or ValueError (a URL that cannot be
-        called, an answer body longer than `MAX_ANSWER_BYTES`)."""
+        timeout, a refused or dropped connection, no whole answer within `timeout_s`; a host
+        not at a public address, unless `private_ok`: PrivateAddress), HTTPException (an
+        answer that is not HTTP) or ValueError (a URL that cannot be called, an answer body
+        longer than `MAX_ANSWER_BYTES`)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("not an http(s) URL")
         default = 443 if parts.scheme == "https" else 80
         origin = (parts.scheme, parts.hostname, parts.port or default)
+        kept = (*origin, private_ok)  # (a connection checked for one policy serves only it)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        connection = self._take(origin, timeout_s) or self._new(origin, timeout_s)
+        connection = self._take(kept, timeout_s) or self._new(origin, timeout_s)
         ticket, cut = WATCHER.watch(connection, timeout_s)
         try:
+            if connection.sock is None:  # (new: connected here, within the call's deadline)
+                _connect(connection, private_ok)
             connection.request("POST", target, body, headers)
             answer = connection.getresponse()
             data = answer.read(MAX_ANSWER_BYTES + 1) if read else b""
@@ -93,7 +120,7 @@ class Connections:
         if answer.will_close or not read:
             connection.close()
         else:
-            self._put(origin, connection)
+            self._put(kept, connection)
         return answer.status, answer.headers, data
 
     def close(self) -> None:
@@ -103,8 +130,8 @@ class Connections:
             for _, connection in kept:
                 connection.close()
 
-    def _take(self, origin: Origin, timeout_s: float) -> http.client.HTTPConnection | None:
-        kept = self._idle.get(origin)
+    def _take(self, key: _Kept, timeout_s: float) -> http.client.HTTPConnection | None:
+        kept = self._idle.get(key)
         now = time.monotonic()
         while kept:
             try:
@@ -118,8 +145,8 @@ class Connections:
             connection.close()
         return None
 
-    def _put(self, origin: Origin, connection: http.client.HTTPConnection) -> None:
-        kept = self._idle.setdefault(origin, [])
+    def _put(self, key: _Kept, connection: http.client.HTTPConnection) -> None:
+        kept = self._idle.setdefault(key, [])
         if len(kept) >= KEEP_PER_ORIGIN:
             connection.close()
             return
@@ -138,6 +165,28 @@ class Connections:
         their descriptors are closed (which ends nothing for the parent: a connection ends with
         its last descriptor, and closing a TLS socket sends no goodbye)."""
         self.close()
+
+
+def _connect(connection: http.client.HTTPConnection, private_ok: bool) -> None:
+    """Connect `connection` (and, for https, shake hands); PrivateAddress, closed, when the
+    address it reached is not public and `private_ok` is not given: nothing sent on it."""
+    connection.connect()
+    if private_ok or connection.sock is None:
+        return
+    if not public(connection.sock.getpeername()[0]):
+        connection.close()
+        raise PrivateAddress(
+            "the URL's host is not at a public address (GUTS_ALLOW_PRIVATE_URLS allows it)"
+        )
+
+
+def public(address: str) -> bool:
+    """Whether `address` (an IP address; an IPv6 one maybe with its zone) is a public one:
+    not loopback, private, link-local, shared, reserved or unspecified."""
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global
 
 
 def _ended(answer: http.client.HTTPResponse) -> bool:

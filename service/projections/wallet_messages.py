@@ -52,6 +52,8 @@ class WalletSchedule:
     """How long after its first attempt a credit is retried before it is `failed` (>= 24 h)."""
     debit_grace_s: float = 30.0
     """How long a debit is its sender's to finish; then the wallet duty finishes it."""
+    private_ok: bool = False
+    """Whether a wallet may be at an address that is not public (`GUTS_ALLOW_PRIVATE_URLS`)."""
 
     def wait_after(self, attempts: int) -> float:
         """The wait before attempt `attempts + 1`."""
@@ -120,11 +122,13 @@ def call(
     payload: dict[str, Any],
     timeout_s: float,
     sign_with: str | None = None,
+    private_ok: bool = False,
 ) -> Answer:
     """POST `payload` (with a new `request_id`) to ``url/path``, signed; the verified answer.
     Never raises for what the wallet did: every failure is an unknown outcome, whose
     `problem` never holds the URL (its query may carry the casino's token). `sign_with`
-    (`guts wallet-check` only) signs with another secret, or not at all ("")."""
+    (`guts wallet-check` only) signs with another secret, or not at all (""). `private_ok`:
+    the wallet may be at an address that is not public (`GUTS_ALLOW_PRIVATE_URLS`)."""
     request_id = new_request_id()
     body = orjson.dumps({"request_id": request_id, **payload})
     signer = secret if sign_with is None else sign_with
@@ -133,7 +137,7 @@ def call(
         headers = {"content-type": "application/json", "webhook-id": request_id}
     try:
         status, answer_headers, answer_body = CONNECTIONS.post(
-            endpoint(url, path), body, headers, timeout_s
+            endpoint(url, path), body, headers, timeout_s, private_ok=private_ok
         )
     except (OSError, HTTPException, ValueError) as failed:  # timeouts, refused or dropped
         # connections, answers not HTTP

@@ -69,7 +69,7 @@ def one_round(store_url: str, cluster: bool, queues: str, deliveries: int, n: in
     events = tuple((v, PlayerSeated(v % 9, f"p{v}", 100, at)) for v in range(1, deliveries + 1))
     hooks.apply(Followed(f"drain-{n}", "default", 0, events))
     queued = hooks.queue_due(
-        Schedule(first_retry_s=1, max_wait_s=5),
+        Schedule(first_retry_s=1, max_wait_s=5, private_ok=True),
         limit=deliveries,
         queues=redis.Redis.from_url(queues),
     )

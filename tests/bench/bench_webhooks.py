@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         port = free_port()
         env = {k: v for k, v in os.environ.items() if k not in ("GUNICORN_CMD_ARGS",)}
         env.update(
+            GUTS_ALLOW_PRIVATE_URLS="1",  # (the receivers are on 127.0.0.1)
             REDIS_URL=redis_server.url,
             GUTS_OPERATOR_KEYS=KEY,
             GUTS_SANDBOX="",

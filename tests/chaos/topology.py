@@ -205,6 +205,7 @@ class Topology:
         env.update(
             REDIS_URL=self.cluster.url,
             GUTS_REDIS_CLUSTER="1",
+            GUTS_ALLOW_PRIVATE_URLS="1",  # (the webhooks' receiver is on 127.0.0.1)
             # every node: a process started while REDIS_URL's is away reaches the others
             GUTS_REDIS_CLUSTER_NODES=",".join(f"127.0.0.1:{port}" for port in self.cluster.ports),
             GUTS_REDIS_MIN_REPLICAS=str(self.min_replicas),

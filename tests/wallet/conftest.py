@@ -57,7 +57,12 @@ def transactions(api: Api, **query: Any) -> list[dict[str, Any]]:
 
 
 FAST = WalletSchedule(
-    timeout_s=0.5, first_retry_s=0.05, max_wait_s=0.2, credit_for_s=60.0, debit_grace_s=0.5
+    timeout_s=0.5,
+    first_retry_s=0.05,
+    max_wait_s=0.2,
+    credit_for_s=60.0,
+    debit_grace_s=0.5,
+    private_ok=True,  # (the tests' wallet is on 127.0.0.1)
 )
 """Calls paced for tests: a pending debit is the duty's after 0.5 s."""
 

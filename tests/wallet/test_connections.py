@@ -29,7 +29,7 @@ def signed(wallet: TestWallet) -> TestWallet:
 def _credit(wallet: TestWallet, n: int, timeout_s: float = 5.0) -> Any:
     payload = {"transaction_id": f"cr-{n}", "player_id": "ann", "table_id": "t",
                "amount": 1, "currency": "EUR", "reason": "cash_out"}  # fmt: skip
-    return call(wallet.url, "credit", wallet.secret, payload, timeout_s)
+    return call(wallet.url, "credit", wallet.secret, payload, timeout_s, private_ok=True)
 
 
 def test_calls_to_a_wallet_share_one_connection(signed: TestWallet):
@@ -87,3 +87,46 @@ def test_a_call_goes_to_the_path_under_the_wallet_url_with_its_query_kept(
     url: str, called: str
 ) -> None:
     assert endpoint(url, "debit") == called
+
+
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("127.0.0.1", False),
+        ("10.1.2.3", False),
+        ("172.16.0.9", False),
+        ("192.168.1.1", False),
+        ("169.254.169.254", False),  # (a cloud's metadata service)
+        ("100.64.0.1", False),  # (shared address space)
+        ("0.0.0.0", False),
+        ("::1", False),
+        ("::ffff:127.0.0.1", False),
+        ("fe80::1%eth0", False),
+        ("fd00::1", False),
+        ("8.8.8.8", True),
+        ("2001:4860:4860::8888", True),
+        ("::ffff:8.8.8.8", True),
+    ],
+)
+def test_which_addresses_are_public(address: str, public: bool):
+    from service.projections.wallet_http import public as is_public
+
+    assert is_public(address) is public
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_no_call_reaches_a_wallet_at_a_private_address_unless_allowed(signed: TestWallet, host):
+    """The address a new connection reached is checked before the request is sent: a wallet
+    on 127.0.0.1 (named by its address or by a name that resolves to it) gets nothing, and the
+    call is an unknown outcome naming why; allowed, the same call goes through."""
+    payload = {"transaction_id": "cr-private", "player_id": "ann", "table_id": "t",
+               "amount": 1, "currency": "EUR", "reason": "cash_out"}  # fmt: skip
+    url = signed.url.replace("127.0.0.1", host)
+    refused = call(url, "credit", signed.secret, payload, 5.0)
+    assert refused.status is None and refused.problem == "PrivateAddress", refused
+    assert signed.calls == [] and signed.effects["credit"] == 0
+    allowed = call(url, "credit", signed.secret, payload, 5.0, private_ok=True)
+    assert allowed.status == "ok", allowed
+    assert signed.count("credit") == 1
+    again = call(url, "credit", signed.secret, payload, 5.0)  # (not over the allowed one's
+    assert again.problem == "PrivateAddress" and signed.count("credit") == 1  # connection)

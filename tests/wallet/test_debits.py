@@ -408,3 +408,19 @@ def test_each_wallet_call_is_timed_in_metrics_by_call_and_outcome(
         ("rollback", "ok"): 1,
     }
     assert calls["debit", "ok"][1] >= 0.3  # the slow one's 0.3 s is in it
+
+
+def test_a_wallet_at_a_private_address_is_called_only_where_allowed(
+    serve_with: Any, redis_client: Any, clean_archive: str, wallet: TestWallet
+):
+    """A service without GUTS_ALLOW_PRIVATE_URLS calls no wallet on 127.0.0.1: the seat is
+    refused as an unknown outcome (502, its debit rolled back, nothing sent to the wallet)."""
+    api = serve_with(allow_private_urls=False)
+    connect(api, wallet)
+    table = api.table("three-card")
+    refused = _seat(api, table, "ann", 30)
+    assert refused.status_code == 502, refused.text
+    assert "PrivateAddress" in refused.json()["detail"]
+    assert wallet.calls == [] and _seated(api, table) == []
+    (debit,) = [t for t in transactions(api) if t["kind"] == "debit"]
+    assert debit["status"] == "rolled_back"

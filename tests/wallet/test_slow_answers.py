@@ -83,7 +83,7 @@ def _in_a_thread(call: object, within_s: float) -> list[object]:
 
 def test_a_webhook_receiver_that_drips_fails_the_attempt_within_its_timeout(drip: Drip) -> None:
     """(Its body is never read: a 200 whose body drips is a delivery.)"""
-    (outcome,) = _in_a_thread(lambda: _post(drip.url, b"{}", {}, 0.5), within_s=20)
+    (outcome,) = _in_a_thread(lambda: _post(drip.url, b"{}", {}, 0.5, True), within_s=20)
     assert outcome == ((None, "TimeoutError") if drip.what == "headers" else (200, None))
 
 

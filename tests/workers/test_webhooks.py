@@ -6,6 +6,7 @@ ran out is dead until redelivered; a deleted webhook gets nothing more."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import http.server
@@ -26,7 +27,7 @@ from tests.apiclient import Api, follow_webhooks
 from workers.duty import BrokenTenants
 from workers.webhook_queue import queue_all
 
-FAST = Schedule(first_retry_s=0.1, max_wait_s=0.4, retry_for_s=30.0, timeout_s=0.5)
+FAST = Schedule(first_retry_s=0.1, max_wait_s=0.4, retry_for_s=30.0, timeout_s=0.5, private_ok=True)
 
 
 class Receiver:
@@ -208,7 +209,9 @@ def test_retries_run_out_into_dead_and_a_redelivery_succeeds(
     table = api.table("three-card")
     api.seat(table, "ann")
     store = WebhookStore(redis_client)
-    short = Schedule(first_retry_s=0.1, max_wait_s=0.1, retry_for_s=0.3, timeout_s=0.5)
+    short = Schedule(
+        first_retry_s=0.1, max_wait_s=0.1, retry_for_s=0.3, timeout_s=0.5, private_ok=True
+    )
 
     def status() -> str:
         found = _deliveries(api, hook["webhook_id"])
@@ -224,6 +227,30 @@ def test_retries_run_out_into_dead_and_a_redelivery_succeeds(
     target.plan = []  # the receiver is back
     _drive(api, store, run_jobs, table, lambda: status() == "delivered")
     assert target.accepted()[-1][0]["webhook-id"] == delivery["delivery_id"]
+
+
+def test_a_receiver_at_a_private_address_gets_nothing_unless_allowed(
+    api: Api, redis_client, run_jobs, receiver
+):
+    """Without GUTS_ALLOW_PRIVATE_URLS (the schedule's `private_ok`), an attempt to a receiver
+    on 127.0.0.1 sends nothing and is recorded as failed, saying why; allowed, it arrives."""
+    target = receiver([])
+    hook = _register(api, target.url, ["player_seated"])
+    table = api.table("three-card")
+    api.seat(table, "ann")
+    store = WebhookStore(redis_client)
+    denied = dataclasses.replace(FAST, private_ok=False)
+
+    def attempted() -> bool:
+        found = _deliveries(api, hook["webhook_id"])
+        return bool(found) and found[0]["attempts"] >= 2
+
+    _drive(api, store, run_jobs, table, attempted, schedule=denied)
+    (delivery,) = _deliveries(api, hook["webhook_id"])
+    assert delivery["status"] == "pending" and delivery["last_status"] is None
+    assert delivery["last_error"] == "PrivateAddress" and target.received == []
+    _drive(api, store, run_jobs, table, lambda: bool(target.received))
+    assert _deliveries(api, hook["webhook_id"])[0]["status"] == "delivered"
 
 
 def test_an_attempt_lost_with_its_worker_is_made_again(api: Api, redis_client, run_jobs, receiver):
