@@ -127,7 +127,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     tests); with 3,308 tests (2026-12-03), 306 s with 4 workers and 292 s with 5 (a browser
     test's page then timed out once), where 3 took 360 s (before the dispatchers waited on the
     due index instead of polling it); the processes' CPU, as process accounting counted it,
-    was 466 and 479 CPU-s (2 cores give at most 2 a second)."""
+    was 466 and 479 CPU-s (2 cores give at most 2 a second). With 3,481 tests (2026-12-07, a
+    quiet machine, 4 workers): 338 s and 352 s; process accounting counted 526 CPU-s in one
+    run (the 4 workers 179, the ~200 processes the tests start 150, Chromium 83, Redis 24,
+    PostgreSQL 16), a floor of 263 s on 2 cores: the suite is bound by its CPU now."""
     return (os.cpu_count() or 1) + 2
 
 
