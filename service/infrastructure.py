@@ -180,7 +180,10 @@ def wallet_of(
         private_ok=settings.allow_private_urls,
     )
     keys = RedisEventStore(client, prefix=settings.key_prefix)  # (its keys' names only)
-    store = WalletStore(client, keys.idempotency_key, prefix=settings.key_prefix, commands=commands)
+    private_ok = settings.allow_private_urls
+    store = WalletStore(
+        client, keys.idempotency_key, settings.key_prefix, commands=commands, private_ok=private_ok
+    )
     return Wallet(store, schedule)
 
 
@@ -288,7 +291,9 @@ def build_table_service(
         follower=follower,
         archive=archive,
         archiver=None if archive is None else follower,
-        webhooks=WebhookStore(redis_client, prefix=settings.key_prefix),
+        webhooks=WebhookStore(
+            redis_client, prefix=settings.key_prefix, private_ok=settings.allow_private_urls
+        ),
         wallet=wallet,
     )
     return TableServiceParts(usecases, tables, store, index, archive, wallet)

@@ -156,10 +156,13 @@ class WalletStore:
         prefix: str = "guts",
         clock: Callable[[], float] = time.time,
         commands: RunsScripts | None = None,
+        private_ok: bool = True,
     ) -> None:
         """`commands`: how `settle` is sent, on a seat's path (a debit's confirmation): an
         event store's `commands`, its shortcut around redis-py when on; None: redis-py's
-        public API (`service.eventlog.replication.plain`)."""
+        public API (`service.eventlog.replication.plain`). `private_ok`: a wallet may be set
+        at a host that is plainly not public (`check_url`; `GUTS_ALLOW_PRIVATE_URLS`)."""
+        self.private_ok = private_ok
         self.client = client
         self.prefix = prefix
         self.clock = clock
@@ -196,7 +199,7 @@ class WalletStore:
     ) -> tuple[dict[str, Any], bool]:
         """Set the tenant's wallet (a secret is made with the first settings): the settings,
         and whether they are new (their answer is then the one with the secret)."""
-        check_settings(url, currency, chip_value_minor)
+        check_settings(url, currency, chip_value_minor, self.private_ok)
         key = self.key(tenant, "settings")
         self.client.sadd(self.tenants_key, tenant)  # first: a tenant listed with none is fine
         made = bool(self.client.hsetnx(key, "secret", new_secret()))

@@ -29,7 +29,6 @@ its handshake), and a call to one fails with `PrivateAddress`, its request never
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import os
 import select
 import ssl
@@ -41,6 +40,7 @@ from urllib.parse import urlsplit
 from gevent.monkey import get_original  # type: ignore[import-untyped]
 
 from service.projections.deadlines import WATCHER
+from service.projections.webhook_messages import public
 
 _POLL: Any = get_original("select", "poll")
 """`select.poll` as the system has it: where gevent patched the module (`guts serve`'s
@@ -178,15 +178,6 @@ def _connect(connection: http.client.HTTPConnection, private_ok: bool) -> None:
         raise PrivateAddress(
             "the URL's host is not at a public address (GUTS_ALLOW_PRIVATE_URLS allows it)"
         )
-
-
-def public(address: str) -> bool:
-    """Whether `address` (an IP address; an IPv6 one maybe with its zone) is a public one:
-    not loopback, private, link-local, shared, reserved or unspecified."""
-    ip = ipaddress.ip_address(address.partition("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global
 
 
 def _ended(answer: http.client.HTTPResponse) -> bool:

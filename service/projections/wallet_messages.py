@@ -72,10 +72,11 @@ class Answer:
     """False when no HTTP answer came at all (refused, timed out, dropped, not HTTP)."""
 
 
-def check_settings(url: str, currency: str, chip_value_minor: int) -> None:
-    """Settings a wallet can be called with, or BadWallet naming the field."""
+def check_settings(url: str, currency: str, chip_value_minor: int, private_ok: bool = True) -> None:
+    """Settings a wallet can be called with, or BadWallet naming the field (`private_ok`: as
+    `check_url` takes it)."""
     try:
-        check_url(url)
+        check_url(url, private_ok)
     except InvalidCommand as error:
         raise BadWallet(str(error), "url") from error
     if len(currency) != CURRENCY_DIGITS or not currency.isascii() or not currency.isupper():

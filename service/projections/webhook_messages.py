@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,9 +58,11 @@ class BadWebhook(InvalidCommand):
     """A registration that cannot be accepted (422), naming the field."""
 
 
-def check_url(url: str) -> str:
+def check_url(url: str, private_ok: bool = True) -> str:
     """An absolute http(s) URL without credentials in it, or BadWebhook: one that every call
-    can be sent to (no space or control character, a port from 1 to 65535)."""
+    can be sent to (no space or control character, a port from 1 to 65535); unless
+    `private_ok`, not naming a host that is plainly not public (an address that is not, or
+    ``localhost``: a name is checked where each call's connection lands, as it may change)."""
     plain = "url must be an absolute http:// or https:// URL"
     if any(c <= " " or c == "\x7f" for c in url):
         raise BadWebhook(f"{plain}, without spaces or control characters", "url")
@@ -72,7 +75,32 @@ def check_url(url: str) -> str:
         raise BadWebhook(plain, "url")
     if parts.username is not None or parts.password is not None:
         raise BadWebhook("url must not hold credentials (sign with the secret instead)", "url")
+    if not private_ok and _plainly_private(parts.hostname):
+        raise BadWebhook(
+            "url must name a public host: this service calls no loopback, private or "
+            "link-local address (GUTS_ALLOW_PRIVATE_URLS allows it)",
+            "url",
+        )
     return url
+
+
+def public(address: str) -> bool:
+    """Whether `address` (an IP address; an IPv6 one maybe with its zone) is a public one:
+    not loopback, private, link-local, shared, reserved or unspecified."""
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global
+
+
+def _plainly_private(host: str) -> bool:
+    """Whether `host` (a URL's) is an address that is not public, or ``localhost``."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return not public(host)
+    except ValueError:  # (a name)
+        return False
 
 
 def check_events(names: Sequence[str]) -> list[str]:

@@ -136,10 +136,19 @@ class WebhookStore:
 
     name = "webhooks"
 
-    def __init__(self, client: redis.Redis, prefix: str = "guts", clock: Any = time.time) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str = "guts",
+        clock: Any = time.time,
+        private_ok: bool = True,
+    ) -> None:
+        """`private_ok`: a webhook may be registered at a host that is plainly not public
+        (`check_url`; the API's store: `GUTS_ALLOW_PRIVATE_URLS`)."""
         self.client = client
         self.prefix = prefix
         self.clock = clock
+        self.private_ok = private_ok
         self._derive = client.register_script(_DERIVE)
         self._claim = client.register_script(_CLAIM)
         self._record = client.register_script(_RECORD)
@@ -157,7 +166,7 @@ class WebhookStore:
         """A new webhook of `tenant` (its record, secret included)."""
         record: dict[str, Any] = {
             "webhook_id": "wh_" + secrets.token_hex(12),
-            "url": check_url(url),
+            "url": check_url(url, self.private_ok),
             "events": check_events(events),
             "secret": new_secret(),
             "created_at": _iso(self.clock()),

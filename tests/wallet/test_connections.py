@@ -109,7 +109,7 @@ def test_a_call_goes_to_the_path_under_the_wallet_url_with_its_query_kept(
     ],
 )
 def test_which_addresses_are_public(address: str, public: bool):
-    from service.projections.wallet_http import public as is_public
+    from service.projections.webhook_messages import public as is_public
 
     assert is_public(address) is public
 

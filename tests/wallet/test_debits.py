@@ -413,10 +413,11 @@ def test_each_wallet_call_is_timed_in_metrics_by_call_and_outcome(
 def test_a_wallet_at_a_private_address_is_called_only_where_allowed(
     serve_with: Any, redis_client: Any, clean_archive: str, wallet: TestWallet
 ):
-    """A service without GUTS_ALLOW_PRIVATE_URLS calls no wallet on 127.0.0.1: the seat is
+    """A service without GUTS_ALLOW_PRIVATE_URLS calls no wallet on 127.0.0.1, even one set
+    where it was allowed (or named by a host name that came to resolve there): the seat is
     refused as an unknown outcome (502, its debit rolled back, nothing sent to the wallet)."""
     api = serve_with(allow_private_urls=False)
-    connect(api, wallet)
+    connect(serve_with(), wallet)  # (set through a server that allows it, on the same Redis)
     table = api.table("three-card")
     refused = _seat(api, table, "ann", 30)
     assert refused.status_code == 502, refused.text

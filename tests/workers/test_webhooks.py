@@ -357,6 +357,41 @@ def test_urls_that_are_not_plain_http_are_422(api: Api, url: str):
     assert refused.status_code == 422 and "url" in refused.json()["errors"]
 
 
+PRIVATE_HOSTS = [
+    "127.0.0.1:8080",
+    "localhost",
+    "hooks.localhost",
+    "10.0.0.7",
+    "192.168.1.20",
+    "169.254.169.254",
+    "[::1]",
+    "[fd00::1]",
+    "[::ffff:127.0.0.1]",
+]
+
+
+@pytest.mark.parametrize("host", PRIVATE_HOSTS)
+def test_a_url_naming_a_private_host_is_422_unless_allowed(serve_with: Any, host: str):
+    """Without GUTS_ALLOW_PRIVATE_URLS a webhook or a wallet at a host that is plainly not
+    public is refused at once (a name is left to the check of each call's connection);
+    with it (the tests' servers), both are taken."""
+    denied, allowed = serve_with(allow_private_urls=False), serve_with()
+    url = f"http://{host}/hook"
+    for path, method, body in (
+        ("/v1/webhooks", "POST", {"url": url, "events": ["hand_finished"]}),
+        ("/v1/wallet", "PUT", {"url": url, "currency": "EUR", "chip_value_minor": 100}),
+    ):
+        refused = denied.call(method, path, body)
+        assert refused.status_code == 422, refused.text
+        assert "public host" in refused.json()["errors"]["url"][0], refused.text
+        taken = allowed.call(method, path, body)
+        assert taken.status_code in (200, 201), taken.text
+    named = denied.post(
+        "/v1/webhooks", {"url": "https://hooks.casino.example/h", "events": ["hand_finished"]}
+    )
+    assert named.status_code == 201, named.text
+
+
 def test_unknown_events_are_422_and_the_secret_is_shown_once(api: Api):
     refused = api.post("/v1/webhooks", {"url": "http://127.0.0.1:9/", "events": ["everything"]})
     assert refused.status_code == 422 and "events" in refused.json()["errors"]
