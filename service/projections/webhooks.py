@@ -69,6 +69,7 @@ __all__ = [
     "DELIVER_JOB",
     "EVENT_NAMES",
     "LEASE_S",
+    "RETRIES_QUEUE",
     "WEBHOOKS_QUEUE",
     "BadWebhook",
     "Schedule",
@@ -83,7 +84,11 @@ __all__ = [
 log = logging.getLogger("guts.webhooks")
 
 WEBHOOKS_QUEUE = "guts-webhooks"
-"""The RQ queue of the attempts (a worker listens on it)."""
+"""The RQ queue of the first attempts (a worker listens on it before `RETRIES_QUEUE`)."""
+RETRIES_QUEUE = "guts-webhook-retries"
+"""The RQ queue of the attempts after a failed one: a worker takes them only when no first
+attempt waits, so a receiver that is down or slow (each attempt held for the timeout) holds up
+nobody's new events, its own tenant's or another's, with the backlog of its retries."""
 DELIVER_JOB = "workers.jobs.deliver_webhook"
 """The job of one attempt: ``deliver_webhook(key_prefix, tenant, delivery_id, schedule)``."""
 LEASE_S = 60.0
@@ -327,7 +332,10 @@ class WebhookStore:
         queues it once: a job still waiting in the queue when its lease runs out (workers
         behind) is left there, not queued again (each copy would cost a worker a job, and a
         backlog would grow on itself)."""
-        queue = Queue(WEBHOOKS_QUEUE, connection=queues or self.client, serializer=JSONSerializer)
+        first, later = (
+            Queue(name, connection=queues or self.client, serializer=JSONSerializer)
+            for name in (WEBHOOKS_QUEUE, RETRIES_QUEUE)
+        )
         paced = asdict(schedule)
         job_timeout = max(1, math.ceil(ATTEMPT_TIMEOUTS * schedule.timeout_s))
         queued = 0
@@ -341,6 +349,7 @@ class WebhookStore:
                               delivery_id, tenant, extra={"tenant": tenant})  # fmt: skip
                     continue
                 job_id = f"webhook-{delivery_id}-{attempt}"
+                queue = first if attempt == 1 else later  # (the job id says which)
                 if attempt is None or queue.get_job_position(job_id) is not None:
                     continue  # (still waiting in the queue: queued once, however late)
                 queue.enqueue(

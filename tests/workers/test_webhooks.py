@@ -253,6 +253,41 @@ def test_a_receiver_at_a_private_address_gets_nothing_unless_allowed(
     assert _deliveries(api, hook["webhook_id"])[0]["status"] == "delivered"
 
 
+def test_a_slow_receivers_retries_wait_behind_every_first_attempt(
+    api: Api, redis_client, run_jobs, receiver
+):
+    """A receiver that holds each attempt for the whole timeout (0.5 s here, 10 s by default)
+    has a backlog of retries; the worker takes them only when no first attempt waits, so a
+    new event for another receiver is delivered before them, whenever they were queued."""
+    slow = receiver(["slow"] * 100)
+    hook = _register(api, slow.url, ["player_seated"])
+    table = api.table("three-card", seats=10)
+    for player in range(6):
+        api.seat(table, f"p{player}")
+    follow_webhooks(api, table)
+    store = WebhookStore(redis_client)
+    assert store.queue_due(FAST) == 6
+    run_jobs()  # six first attempts, each held 0.5 s: all failed, retried after 0.1 s
+    assert [d["last_error"] for d in _deliveries(api, hook["webhook_id"])] == ["TimeoutError"] * 6
+    retried, queued = time.monotonic() + 10, 0  # (a bound on a busy machine)
+    while (queued := queued + store.queue_due(FAST)) < 6 and time.monotonic() < retried:
+        time.sleep(0.02)
+    assert queued == 6  # the retries, queued before anything else
+    fast = receiver([])
+    other = _register(api, fast.url, ["player_seated"])
+    order: list[tuple[dict[str, str], bytes, str]] = []
+    slow.received = fast.received = order  # (one list: the order the worker made them in)
+    api.seat(table, "late")
+    follow_webhooks(api, table)
+    assert store.queue_due(FAST) == 2  # the slow one's seventh first attempt, the other's
+    run_jobs()
+    (new,) = _deliveries(api, other["webhook_id"])
+    assert new["status"] == "delivered"
+    before = [h["webhook-id"] for h, _, _ in order].index(new["delivery_id"])
+    assert before <= 1, [answer for _, _, answer in order]  # (at most the seventh first)
+    assert len(order) == 8  # and then the six retries
+
+
 def test_an_attempt_lost_with_its_worker_is_made_again(api: Api, redis_client, run_jobs, receiver):
     target = receiver([])
     hook = _register(api, target.url, ["player_seated"])
