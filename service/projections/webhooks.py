@@ -63,6 +63,7 @@ from service.projections.webhook_messages import (
     sign,
     webhook_events,
 )
+from service.projections.webhook_scripts import CLAIM, DERIVE, RECORD
 from service.rules.times import iso, parse_iso
 
 __all__ = [
@@ -98,42 +99,6 @@ ATTEMPT_TIMEOUTS = 3
 default, under `LEASE_S`): a backstop, since the attempt's call itself ends within its timeout
 (`service.projections.wallet_http`)."""
 
-_DERIVE = """
-local position = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
-if position ~= tonumber(ARGV[2]) then return 0 end
-local now = ARGV[4]
-for i = 5, #ARGV, 3 do
-  local seq = redis.call('INCR', KEYS[2])
-  redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 2])
-  redis.call('ZADD', KEYS[5] .. ARGV[i + 1], seq, ARGV[i])
-  redis.call('ZADD', KEYS[4], now, ARGV[i])
-end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-return 1
-"""
-"""KEYS: positions, seq, deliveries, due, the prefix of the per-webhook indexes. ARGV: table
-id, the position read, the new position, now, then per delivery its id, webhook id and
-record (JSON)."""
-
-_CLAIM = """
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
-for _, id in ipairs(due) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
-return due
-"""
-
-_RECORD = """
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return 0 end
-local record = cjson.decode(raw)
-if record['attempts'] ~= tonumber(ARGV[2]) then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-if ARGV[4] == '' then redis.call('ZREM', KEYS[2], ARGV[1])
-else redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1]) end
-return 1
-"""
-"""Record an attempt if no other recorded it: KEYS deliveries, due; ARGV delivery id, the
-attempts before, the new record, when the next attempt is due ('' for none)."""
-
 
 class WebhookStore:
     """The webhooks of every tenant under `prefix`, their deliveries, and the projection
@@ -154,9 +119,9 @@ class WebhookStore:
         self.prefix = prefix
         self.clock = clock
         self.private_ok = private_ok
-        self._derive = client.register_script(_DERIVE)
-        self._claim = client.register_script(_CLAIM)
-        self._record = client.register_script(_RECORD)
+        self._derive = client.register_script(DERIVE)
+        self._claim = client.register_script(CLAIM)
+        self._record = client.register_script(RECORD)
 
     def _key(self, tenant: str, name: str) -> str:
         return f"{self.prefix}:{{%hooks:{tenant}}}:{name}"

@@ -58,6 +58,7 @@ def _cluster_settings(
         sandbox=sandbox,
         token_secret="test-token-secret",
         key_prefix="guts",
+        allow_private_urls=True,  # (the tests' wallets and receivers are on 127.0.0.1)
         **keys,
     )
 
