@@ -32,7 +32,12 @@ if record['attempts'] ~= tonumber(ARGV[2]) then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 if ARGV[4] == '' then redis.call('ZREM', KEYS[2], ARGV[1])
 else redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1]) end
+if #KEYS >= 3 then
+  if ARGV[6] == '' then redis.call('HDEL', KEYS[3], ARGV[5])
+  else redis.call('HSET', KEYS[3], ARGV[5], ARGV[6]) end
+end
 return 1
 """
-"""Record an attempt if no other recorded it: KEYS deliveries, due; ARGV delivery id, the
-attempts before, the new record, when the next attempt is due ('' for none)."""
+"""Record an attempt if no other recorded it: KEYS deliveries, due (and failing, for an
+attempt made); ARGV delivery id, the attempts before, the new record, when the next attempt is
+due ('' for none) (and the webhook's id, when its attempt failed: '' when it succeeded)."""

@@ -27,6 +27,8 @@ Keys, under one hash tag per tenant (``P`` the prefix, ``T`` the tenant)::
     P:{%hooks:T}:deliveries    hash  delivery id -> its record (JSON)
     P:{%hooks:T}:of:<webhook>  zset  the webhook's deliveries (score: sequence number)
     P:{%hooks:T}:due           zset  delivery id -> when its next attempt is due (epoch s)
+    P:{%hooks:T}:failing       hash  webhook id -> when its last attempt failed (none: it
+                                     succeeded, or none was made)
 
 and ``P:{%hooks}:tenants``, the set of tenants that ever registered a webhook (the dispatchers
 look at their due deliveries), written before the webhook itself.
@@ -34,6 +36,7 @@ look at their due deliveries), written before the webhook itself.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
@@ -87,9 +90,11 @@ log = logging.getLogger("guts.webhooks")
 WEBHOOKS_QUEUE = "guts-webhooks"
 """The RQ queue of the first attempts (a worker listens on it before `RETRIES_QUEUE`)."""
 RETRIES_QUEUE = "guts-webhook-retries"
-"""The RQ queue of the attempts after a failed one: a worker takes them only when no first
-attempt waits, so a receiver that is down or slow (each attempt held for the timeout) holds up
-nobody's new events, its own tenant's or another's, with the backlog of its retries."""
+"""The RQ queue of the attempts after a failed one, and of every attempt to a webhook whose
+last attempt failed: a worker takes them only when no other attempt waits, so a receiver that
+is down or slow (each attempt held for the timeout) holds up no other receiver's events, its
+own tenant's or another's, neither with the backlog of its retries nor with its new events;
+once one of its attempts succeeds, its new events are first attempts again."""
 DELIVER_JOB = "workers.jobs.deliver_webhook"
 """The job of one attempt: ``deliver_webhook(key_prefix, tenant, delivery_id, schedule)``."""
 LEASE_S = 60.0
@@ -271,8 +276,10 @@ class WebhookStore:
         else:
             next_at = now + schedule.wait_after(attempts)
         record["next_attempt_at"] = None if next_at is None else _iso(next_at)
-        keys = [self._key(tenant, "deliveries"), self._key(tenant, "due")]
+        keys = [self._key(tenant, n) for n in ("deliveries", "due", "failing")]
         args = [record["delivery_id"], before["attempts"], orjson.dumps(record), next_at or ""]
+        failed = "" if record["status"] == "delivered" else record["last_attempt_at"]
+        args += [before["webhook_id"], failed]
         return record if self._record(keys=keys, args=args) else None
 
     def stop(self, tenant: str, before: dict[str, Any], why: str) -> None:
@@ -297,10 +304,12 @@ class WebhookStore:
         queues it once: a job still waiting in the queue when its lease runs out (workers
         behind) is left there, not queued again (each copy would cost a worker a job, and a
         backlog would grow on itself)."""
-        first, later = (
+        both = [
             Queue(name, connection=queues or self.client, serializer=JSONSerializer)
             for name in (WEBHOOKS_QUEUE, RETRIES_QUEUE)
-        )
+        ]
+        first, later = both
+        failing = functools.cache(self.failing)  # (read once a pass, for a tenant that has any)
         paced = asdict(schedule)
         job_timeout = max(1, math.ceil(ATTEMPT_TIMEOUTS * schedule.timeout_s))
         queued = 0
@@ -314,9 +323,10 @@ class WebhookStore:
                               delivery_id, tenant, extra={"tenant": tenant})  # fmt: skip
                     continue
                 job_id = f"webhook-{delivery_id}-{attempt}"
-                queue = first if attempt == 1 else later  # (the job id says which)
-                if attempt is None or queue.get_job_position(job_id) is not None:
-                    continue  # (still waiting in the queue: queued once, however late)
+                if record is None or any(q.get_job_position(job_id) is not None for q in both):
+                    continue  # (still waiting in a queue: queued once, however late)
+                fresh = attempt == 1 and record["webhook_id"] not in failing(tenant)
+                queue = first if fresh else later
                 queue.enqueue(
                     DELIVER_JOB,
                     self.prefix,
@@ -330,6 +340,12 @@ class WebhookStore:
                 )
                 queued += 1
         return queued
+
+    def failing(self, tenant: str) -> set[str]:
+        """The tenant's webhooks whose last attempt failed."""
+        return {
+            h.decode() for h in cast(list[bytes], self.client.hkeys(self._key(tenant, "failing")))
+        }
 
     def redeliver(self, tenant: str, delivery_id: str) -> dict[str, Any] | None:
         """Try a delivery again now, with a new `retry_for_s` from now; None if unknown."""

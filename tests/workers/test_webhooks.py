@@ -288,6 +288,41 @@ def test_a_slow_receivers_retries_wait_behind_every_first_attempt(
     assert len(order) == 8  # and then the six retries
 
 
+def test_a_failing_receivers_new_events_wait_behind_every_other_receivers(
+    api: Api, redis_client, run_jobs, receiver
+):
+    """Once a receiver's last attempt failed, even its new events' first attempts wait with its
+    retries, behind every other receiver's attempts; once one of its attempts succeeds, its
+    new events are first attempts again."""
+    slow = receiver(["slow"] * 100)
+    hook = _register(api, slow.url, ["player_seated"])
+    table = api.table("three-card", seats=10)
+    api.seat(table, "p0")
+    follow_webhooks(api, table)
+    store = WebhookStore(redis_client)
+    assert store.queue_due(FAST) == 1
+    run_jobs()  # held 0.5 s: failed
+    assert store.failing("default") == {hook["webhook_id"]}
+    for player in range(1, 7):
+        api.seat(table, f"p{player}")
+    follow_webhooks(api, table)
+    assert store.queue_due(FAST) >= 6  # six new events (and maybe the first one's retry)
+    fast = receiver([])
+    other = _register(api, fast.url, ["player_seated"])
+    order: list[tuple[dict[str, str], bytes, str]] = []
+    slow.received = fast.received = order  # (one list: the order the worker made them in)
+    api.seat(table, "late")
+    follow_webhooks(api, table)
+    assert store.queue_due(FAST) >= 2  # the other's first attempt, the slow one's eighth event
+    run_jobs()
+    (new,) = _deliveries(api, other["webhook_id"])
+    assert new["status"] == "delivered"
+    before = [h["webhook-id"] for h, _, _ in order].index(new["delivery_id"])
+    assert before == 0, [answer for _, _, answer in order]
+    slow.plan = []  # (it answers again)
+    _drive(api, store, run_jobs, table, lambda: not store.failing("default"))
+
+
 def test_an_attempt_lost_with_its_worker_is_made_again(api: Api, redis_client, run_jobs, receiver):
     target = receiver([])
     hook = _register(api, target.url, ["player_seated"])
