@@ -177,7 +177,6 @@ def wallet_of(
         max_wait_s=settings.wallet_max_wait_s,
         credit_for_s=settings.wallet_credit_for_s,
         debit_grace_s=settings.wallet_debit_grace_s,
-        private_ok=settings.allow_private_urls,
     )
     keys = RedisEventStore(client, prefix=settings.key_prefix)  # (its keys' names only)
     private_ok = settings.allow_private_urls

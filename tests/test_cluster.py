@@ -201,7 +201,7 @@ def test_a_worker_makes_the_store_client_once_for_the_webhook_jobs_it_forks(
     at = "2026-11-26T00:00:00Z"
     seated = tuple((v, PlayerSeated(v, f"p{v}", 100, at)) for v in range(1, 7))
     hooks.apply(Followed("forked-1", "default", 0, seated))
-    assert hooks.queue_due(Schedule(private_ok=True), queues=queues) == 6
+    assert hooks.queue_due(Schedule(), queues=queues) == 6
     cluster_client.config_resetstat(target_nodes=RedisCluster.PRIMARIES)
     node = cluster_client.get_default_node()
     env = {

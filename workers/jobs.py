@@ -131,7 +131,7 @@ def deliver_webhook(
     signed, with
     a bounded timeout and no redirects followed, and record how it went. Idempotent enough
     for at-least-once: an attempt another job recorded first is not recorded twice."""
-    _, connection = _job_stores(key_prefix)
+    settings, connection = _job_stores(key_prefix)
     hooks = WebhookStore(connection, prefix=key_prefix)
     paced = Schedule(**schedule)
     before = hooks.delivery(tenant, delivery_id)
@@ -150,7 +150,8 @@ def deliver_webhook(
         "webhook-timestamp": str(timestamp),
         "webhook-signature": sign(hook["secret"], delivery_id, timestamp, body),
     }
-    status, error = _post(hook["url"], body, headers, paced.timeout_s, paced.private_ok)
+    private_ok = settings.allow_private_urls  # (this worker's: what it may call)
+    status, error = _post(hook["url"], body, headers, paced.timeout_s, private_ok)
     recorded = hooks.record_attempt(tenant, before, status, error, paced)
     return "recorded" if recorded is not None else "recorded by another attempt"
 

@@ -13,8 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from service.eventlog.redis_errors import redis_away
+from service.projections.broken_tenants import BrokenTenants
 from service.projections.wallet_calls import CLAIM_LEASE_S, Wallet
-from workers.duty import BrokenTenants, run_duty
+from workers.duty import run_duty
 
 log = logging.getLogger("guts.wallet")
 LEASE_S = CLAIM_LEASE_S

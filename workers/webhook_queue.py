@@ -10,8 +10,9 @@ import threading
 import redis
 
 from service.config import Settings
+from service.projections.broken_tenants import BrokenTenants
 from service.projections.webhooks import Schedule, WebhookStore
-from workers.duty import BrokenTenants, run_duty
+from workers.duty import run_duty
 
 log = logging.getLogger("guts.dispatcher")
 
@@ -23,7 +24,6 @@ def webhook_schedule(settings: Settings) -> Schedule:
         max_wait_s=settings.webhook_max_wait_s,
         retry_for_s=settings.webhook_retry_for_s,
         timeout_s=settings.webhook_timeout_s,
-        private_ok=settings.allow_private_urls,
     )
 
 

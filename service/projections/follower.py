@@ -48,11 +48,10 @@ from service.eventlog.due_index import DueIndex
 from service.eventlog.redis_errors import redis_away
 from service.eventlog.store import CorruptLog, EventStore, StoredEvent
 from service.pacing import REDIS_AWAY, Backoff
+from service.projections.broken_tenants import BrokenTenants
 from service.projections.projection import Followed, HeldProjection, Projection
 
 log = logging.getLogger("guts.follow")
-HELD_SAID_S = 60.0
-"""How often at most a projection held for a tenant is logged again (`HeldProjection`)."""
 _UNREADABLE = (CorruptLog, CodecError)
 """What a projection passes on of its failures on a table, with its stores going away or
 refusing writes (`redis_away`: waited out, with a warning); the others are its own."""
@@ -99,7 +98,7 @@ class Follower:
         """Told, at each sweep, how far its projections were behind the logs when it began:
         (events, tables) (the archiver reports its lag so: ``service.eventlog.vitals``)."""
         self._tenants: dict[str, str] = {}  # table id -> tenant (a table never changes tenant)
-        self._held_said: dict[tuple[str, str], float] = {}  # (projection, tenant) -> when
+        self._held: dict[str, BrokenTenants] = {}  # projection -> its tenants held
 
     def tenant(self, table_id: str) -> str | None:
         """The tenant of `table_id` (from its first event), or None when it does not exist."""
@@ -257,13 +256,10 @@ class Follower:
         return applied
 
     def _hold(self, held: HeldProjection) -> None:
-        """A projection held for a tenant (its positions unreadable): logged, once every
-        `HELD_SAID_S` at most (each table of the tenant meets it at each sweep)."""
-        now = time.monotonic()
-        said = self._held_said.get((held.projection, held.tenant))
-        if said is None or now - said >= HELD_SAID_S:
-            self._held_said[(held.projection, held.tenant)] = now
-            log.error("%s", held, extra={"projection": held.projection, "tenant": held.tenant})
+        """A projection held for a tenant (its positions unreadable): named at most once a
+        minute (each table of the tenant meets it at each sweep)."""
+        named = self._held.setdefault(held.projection, BrokenTenants(held.projection, log))
+        named.name(held.tenant, held)
 
     def _unreadable(self, table_id: str, error: Exception) -> None:
         """Quarantine a table whose stored values do not parse (or only log it, without an

@@ -27,14 +27,16 @@ def hash_positions(
     for tenant, table_id in tables:
         pipe.hget(key_of(tenant), table_id)
     replies = pipe.execute(raise_on_error=False)
+    held = {
+        n: HeldProjection(projection, tenant, key_of(tenant))
+        for n, ((tenant, _), reply) in enumerate(zip(tables, replies, strict=True))
+        if wrong_kind(reply)
+    }
     found: list[int | CorruptTable | HeldProjection] = []
     found += parse_each(
         [table_id for _, table_id in tables],
-        [None if wrong_kind(reply) else reply for reply in replies],
+        [None if n in held else reply for n, reply in enumerate(replies)],
         lambda table_id, raw: decoding.position(table_id, projection, raw),
         f"{projection} positions",
     )
-    for n, ((tenant, _), reply) in enumerate(zip(tables, replies, strict=True)):
-        if wrong_kind(reply):
-            found[n] = HeldProjection(projection, tenant, key_of(tenant))
-    return found
+    return [held.get(n, position) for n, position in enumerate(found)]

@@ -161,7 +161,7 @@ class WalletStore:
         """`commands`: how `settle` is sent, on a seat's path (a debit's confirmation): an
         event store's `commands`, its shortcut around redis-py when on; None: redis-py's
         public API (`service.eventlog.replication.plain`). `private_ok`: a wallet may be set
-        at a host that is plainly not public (`check_url`; `GUTS_ALLOW_PRIVATE_URLS`)."""
+        at, and called at, an address that is not public (`GUTS_ALLOW_PRIVATE_URLS`)."""
         self.private_ok = private_ok
         self.client = client
         self.prefix = prefix

@@ -298,7 +298,7 @@ class Wallet:
         payload = {k: record[k] for k in fields}
         url, secret = settings["url"], settings["secret"]
         started = time.perf_counter()
-        timeout_s, private_ok = self.schedule.timeout_s, self.schedule.private_ok
+        timeout_s, private_ok = self.schedule.timeout_s, self.store.private_ok
         answer = self.send(url, path, secret, payload, timeout_s, private_ok=private_ok)
         self.on_call(path, _outcome_of(answer), time.perf_counter() - started)
         return answer

@@ -52,8 +52,6 @@ class WalletSchedule:
     """How long after its first attempt a credit is retried before it is `failed` (>= 24 h)."""
     debit_grace_s: float = 30.0
     """How long a debit is its sender's to finish; then the wallet duty finishes it."""
-    private_ok: bool = False
-    """Whether a wallet may be at an address that is not public (`GUTS_ALLOW_PRIVATE_URLS`)."""
 
     def wait_after(self, attempts: int) -> float:
         """The wait before attempt `attempts + 1`."""

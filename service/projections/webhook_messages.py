@@ -46,8 +46,6 @@ class Schedule:
     """How long after its first attempt a delivery is tried again before it is `dead`."""
     timeout_s: float = 10.0
     """Connect and read timeout of one attempt."""
-    private_ok: bool = False
-    """Whether a receiver may be at an address that is not public (`GUTS_ALLOW_PRIVATE_URLS`)."""
 
     def wait_after(self, attempts: int) -> float:
         """The wait before attempt `attempts + 1`."""

@@ -323,7 +323,8 @@ class WebhookStore:
                               delivery_id, tenant, extra={"tenant": tenant})  # fmt: skip
                     continue
                 job_id = f"webhook-{delivery_id}-{attempt}"
-                if record is None or any(q.get_job_position(job_id) is not None for q in both):
+                maybe_in = both if attempt == 1 else [later]  # (a retry goes to one queue)
+                if record is None or any(q.get_job_position(job_id) is not None for q in maybe_in):
                     continue  # (still waiting in a queue: queued once, however late)
                 fresh = attempt == 1 and record["webhook_id"] not in failing(tenant)
                 queue = first if fresh else later

@@ -69,7 +69,7 @@ def one_round(store_url: str, cluster: bool, queues: str, deliveries: int, n: in
     events = tuple((v, PlayerSeated(v % 9, f"p{v}", 100, at)) for v in range(1, deliveries + 1))
     hooks.apply(Followed(f"drain-{n}", "default", 0, events))
     queued = hooks.queue_due(
-        Schedule(first_retry_s=1, max_wait_s=5, private_ok=True),
+        Schedule(first_retry_s=1, max_wait_s=5),
         limit=deliveries,
         queues=redis.Redis.from_url(queues),
     )
@@ -80,6 +80,7 @@ def one_round(store_url: str, cluster: bool, queues: str, deliveries: int, n: in
         "GUTS_REDIS_CLUSTER": "1" if cluster else "",
         "GUTS_QUEUE_REDIS_URL": queues,
         "GUTS_LOG_LEVEL": "warning",
+        "GUTS_ALLOW_PRIVATE_URLS": "1",  # (the receiver is on 127.0.0.1)
     }
     subprocess.run([sys.executable, "-m", "service.cli", "worker", "--burst"], env=env, check=True)
     got = len(receiver.arrived)

@@ -62,7 +62,6 @@ FAST = WalletSchedule(
     max_wait_s=0.2,
     credit_for_s=60.0,
     debit_grace_s=0.5,
-    private_ok=True,  # (the tests' wallet is on 127.0.0.1)
 )
 """Calls paced for tests: a pending debit is the duty's after 0.5 s."""
 

@@ -6,7 +6,6 @@ ran out is dead until redelivered; a deleted webhook gets nothing more."""
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import hmac
 import http.server
@@ -22,12 +21,12 @@ import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
+from service.projections.broken_tenants import BrokenTenants
 from service.projections.webhooks import WEBHOOKS_QUEUE, Schedule, WebhookStore
 from tests.apiclient import Api, follow_webhooks
-from workers.duty import BrokenTenants
 from workers.webhook_queue import queue_all
 
-FAST = Schedule(first_retry_s=0.1, max_wait_s=0.4, retry_for_s=30.0, timeout_s=0.5, private_ok=True)
+FAST = Schedule(first_retry_s=0.1, max_wait_s=0.4, retry_for_s=30.0, timeout_s=0.5)
 
 
 class Receiver:
@@ -209,9 +208,7 @@ def test_retries_run_out_into_dead_and_a_redelivery_succeeds(
     table = api.table("three-card")
     api.seat(table, "ann")
     store = WebhookStore(redis_client)
-    short = Schedule(
-        first_retry_s=0.1, max_wait_s=0.1, retry_for_s=0.3, timeout_s=0.5, private_ok=True
-    )
+    short = Schedule(first_retry_s=0.1, max_wait_s=0.1, retry_for_s=0.3, timeout_s=0.5)
 
     def status() -> str:
         found = _deliveries(api, hook["webhook_id"])
@@ -230,25 +227,26 @@ def test_retries_run_out_into_dead_and_a_redelivery_succeeds(
 
 
 def test_a_receiver_at_a_private_address_gets_nothing_unless_allowed(
-    api: Api, redis_client, run_jobs, receiver
+    api: Api, redis_client, run_jobs, receiver, monkeypatch
 ):
-    """Without GUTS_ALLOW_PRIVATE_URLS (the schedule's `private_ok`), an attempt to a receiver
-    on 127.0.0.1 sends nothing and is recorded as failed, saying why; allowed, it arrives."""
+    """A worker without GUTS_ALLOW_PRIVATE_URLS makes no attempt to a receiver on 127.0.0.1
+    (it sends nothing, and records the attempt as failed, saying why); allowed, it arrives."""
     target = receiver([])
     hook = _register(api, target.url, ["player_seated"])
     table = api.table("three-card")
     api.seat(table, "ann")
     store = WebhookStore(redis_client)
-    denied = dataclasses.replace(FAST, private_ok=False)
+    monkeypatch.setenv("GUTS_ALLOW_PRIVATE_URLS", "")  # (the jobs read the worker's settings)
 
     def attempted() -> bool:
         found = _deliveries(api, hook["webhook_id"])
         return bool(found) and found[0]["attempts"] >= 2
 
-    _drive(api, store, run_jobs, table, attempted, schedule=denied)
+    _drive(api, store, run_jobs, table, attempted)
     (delivery,) = _deliveries(api, hook["webhook_id"])
     assert delivery["status"] == "pending" and delivery["last_status"] is None
     assert delivery["last_error"] == "PrivateAddress" and target.received == []
+    monkeypatch.setenv("GUTS_ALLOW_PRIVATE_URLS", "1")
     _drive(api, store, run_jobs, table, lambda: bool(target.received))
     assert _deliveries(api, hook["webhook_id"])[0]["status"] == "delivered"
 
