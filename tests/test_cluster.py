@@ -237,7 +237,8 @@ def test_a_debit_is_recorded_in_the_round_trip_of_the_players_protections(
     masters, and redis-py's cluster pipeline sends each its part (also when the stores are
     given the event store's shortcut, which sends one connection's commands to one master);
     the debit's script is sent whole (EVAL), so a master that never saw it runs it all the
-    same. Its confirmation goes to the wallet's master either way."""
+    same. A change of its record (as the wallet's projection confirms it) goes to the wallet's
+    master either way."""
     from service.projections.wallet import WalletStore
     from service.projections.wallet_calls import Wallet
     from service.rules import wallet as w
@@ -282,7 +283,7 @@ def test_a_debit_is_recorded_in_the_round_trip_of_the_players_protections(
     ledger.seating("casino-a", "ann", carried)
     begun = wallet.begin_debit("casino-a", make(2), carried)
     assert begun is not None and begun[2]
-    wallet.confirm("casino-a", begun[0])
+    assert store.settle("casino-a", begun[0], {"status": w.CONFIRMED}, None) is not None
     confirmed = store.transaction("casino-a", "d-2")
     assert confirmed is not None and confirmed["status"] == w.CONFIRMED
 

@@ -9,14 +9,16 @@ A wallet-funded seat (or top-up), as docs/wallet.md draws it:
 2. the debit is recorded, pending, before it is sent (its transaction id derived from the
    sender's Idempotency-Key, so a retried request is the same transaction);
 3. the wallet is called; `ok` appends the seat under the idempotency key
-   ``wallet:<transaction id>``, then the debit is confirmed; `insufficient_funds` and
+   ``wallet:<transaction id>``, and that is all the request writes: the wallet's projection,
+   following the table, confirms the debit its seat carries; `insufficient_funds` and
    `unknown_player` refuse the seat (409) and the debit; anything else is an unknown outcome:
    the debit is rolled back (its key claimed on the table, so a late seat cannot land; the
    rollback sent, and left to the wallet duty if the wallet does not take it) and the seat is
    refused (502). A seat the rules refuse after the debit (someone took the seat meanwhile)
    rolls the debit back too.
 A sender that dies anywhere in this leaves a pending debit, which the wallet duty finishes
-(`workers.wallet_duty`): confirmed when its seat was appended, rolled back otherwise.
+(`workers.wallet_duty`) unless the projection confirmed it first: confirmed when its seat was
+appended, rolled back otherwise.
 """
 
 from __future__ import annotations
@@ -281,16 +283,18 @@ class WalletUses:
         *,
         new: bool = False,
     ) -> Outcome:
-        """Send the debit (unless a request before settled it), then append `command` under
-        the debit's key; roll the debit back on anything but a confirmation. `new`: this
-        request recorded the debit, so nothing can be kept under its key yet."""
+        """Send the debit (unless a request before settled it, or appended its seat), then
+        append `command` under the debit's key; roll the debit back on anything but a
+        confirmation. `new`: this request recorded the debit, so nothing can be kept under its
+        key yet."""
         wallet, tenant = till.wallet, till.tenant
         txid, table_id = record["transaction_id"], record["table_id"]
         command = replace(command, transaction_id=txid)
         keyed = replace(conditions, idempotency_key=wallet.seat_key(txid))
         keyed = replace(keyed, request_hash=f"{wallet.seat_request}:{conditions.request_hash}")
         status = record["status"]
-        if status == w.PENDING:
+        key, request = keyed.idempotency_key, keyed.request_hash
+        if status == w.PENDING and (new or not self._seated(table_id, key, request)):
             status = wallet.debit(tenant, record, till.settings)
         if status in (w.ROLLED_BACK, w.REFUSED):
             raise _refusal(wallet.transaction(tenant, txid) or record)
@@ -304,11 +308,17 @@ class WalletUses:
         except GutsError:
             wallet.roll_back(tenant, txid)  # refused by the rules after the debit
             raise
-        wallet.confirm(tenant, record)
-        facts = outcome.facts
+        facts = outcome.facts  # (the debit is confirmed by the wallet's projection, which
+        # follows the seat: this request writes nothing after its append)
         if isinstance(facts, dict):
             outcome = replace(outcome, facts={**facts, "transaction_id": txid})
         return outcome
+
+    def _seated(self, table_id: str, key: str | None, request_hash: str) -> bool:
+        """Whether the request `request_hash` was appended under `key` (a retry's debit,
+        pending until the wallet's projection follows its seat, was paid: not sent again)."""
+        seen = None if key is None else self.tables.store.find_idempotent(table_id, key)
+        return seen is not None and seen.request_hash == request_hash
 
 
 Checked = tuple[Command, str, int]

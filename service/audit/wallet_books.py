@@ -3,7 +3,7 @@
 
 Event by event: every wallet-funded movement of the log must have its transaction (a seat or
 top-up that carries a `transaction_id`: a debit of that id, of the same player, chips and
-amount, `confirmed`, or `pending` while its sender or the wallet duty finishes it; a cash-out
+amount, `confirmed`, or `pending` until the wallet's projection or duty finishes it; a cash-out
 of a wallet-funded seat: its credit, `credit_id`, of the same chips and amount, in any status),
 and every transaction of the table must be a movement of the log (a confirmed debit no seat
 carries took money for chips that do not exist; a credit no cash-out made pays money that

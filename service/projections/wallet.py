@@ -190,9 +190,8 @@ class WalletStore:
 
     def settings(self, tenant: str) -> dict[str, Any] | None:
         """The tenant's wallet settings, secret included (never answer them as they are)."""
-        return settings_of(
-            cast(dict[bytes, bytes], self.client.hgetall(self.key(tenant, "settings")))
-        )
+        raw = cast(dict[bytes, bytes], self.client.hgetall(self.key(tenant, "settings")))
+        return settings_of(raw)
 
     def put_settings(
         self, tenant: str, url: str, currency: str, chip_value_minor: int
@@ -264,10 +263,15 @@ class WalletStore:
         return bool(self._withdraw(keys=keys, args=[record_key(record), orjson.dumps(record)]))
 
     def transaction(self, tenant: str, key: str) -> dict[str, Any] | None:
-        """The record of the transaction under `key` (None: none); CorruptRecord when it
-        cannot be read."""
-        raw = self.client.hget(self.key(tenant, "tx"), key)
-        return None if raw is None else record_of(tenant, key, cast(bytes, raw))
+        """The record under `key` (None: none; CorruptRecord when it cannot be read)."""
+        return self.transactions(tenant, [key])[0]
+
+    def transactions(self, tenant: str, keys: list[str]) -> list[dict[str, Any] | None]:
+        """The records under `keys`, in their order (None where there is none), in one round
+        trip; CorruptRecord when one cannot be read."""
+        found = cast(list[bytes | None], self.client.hmget(self.key(tenant, "tx"), keys))
+        pairs = zip(keys, found, strict=True)
+        return [None if raw is None else record_of(tenant, k, raw) for k, raw in pairs]
 
     def settle(
         self, tenant: str, before: dict[str, Any], changes: dict[str, Any], due: Due

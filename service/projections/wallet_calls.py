@@ -177,8 +177,8 @@ class Wallet:
         self, tenant: str, record: dict[str, Any], settings: dict[str, Any] | None = None
     ) -> str:
         """Send the debit (with the tenant's `settings`, when the caller has them); its status
-        after (pending: the wallet took it, append the seat, then `confirm`: nothing is
-        written in between, so the seat costs the wallet's round trip and little more)."""
+        after (pending: the wallet took it; append the seat, and nothing else: the wallet's
+        projection confirms the debit once it follows the seat, `WalletCredits`)."""
         answer = self._call(tenant, "debit", record, _PAYLOAD, settings)
         if answer.status == "ok":
             return w.PENDING
@@ -190,12 +190,6 @@ class Wallet:
         self._change(tenant, record["transaction_id"], unknown)
         log.warning("debit %s: unknown outcome (%s)", record["transaction_id"], answer.problem)
         return self.roll_back(tenant, record["transaction_id"])
-
-    def confirm(self, tenant: str, record: dict[str, Any]) -> None:
-        """The debit's seat (or top-up) is appended: the debit (`record`, as its sender knows
-        it) is confirmed, its attempt counted."""
-        confirmed = _attempted({"status": w.CONFIRMED}, None)
-        self._change(tenant, record["transaction_id"], confirmed, record)
 
     def roll_back(self, tenant: str, transaction_id: str) -> str:
         """Roll the debit back unless its seat was appended; its status after."""

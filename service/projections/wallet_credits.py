@@ -10,6 +10,13 @@ the seat) is the same on every derivation. A credit is worth the cashed-out chip
 value and currency of the debit that funded the seat. The wallet duty sends it
 (`workers.wallet_duty`).
 
+The same script confirms the debits the batch's seats and top-ups carry (`player_seated`,
+`chips_added` with a transaction id): such an event is in the log only because the wallet
+answered its debit ok, so its pending record is confirmed here, by a conditional write (as
+`WalletStore.settle`: only if the record is still as read), not by the request that appended
+it. A seat's request thus writes nothing after its append; its answer comes one append after
+the wallet's.
+
 Which seats are wallet-funded is the projection's own small book, per tenant:
 ``P:{%wallet:T}:funded``, ``<table id> <seat>`` -> the debit that funded the seat, set by a
 `player_seated` that carries a transaction id and cleared when the seat is cashed out.
@@ -30,6 +37,7 @@ from service.projections.projection import Followed, HeldProjection
 from service.projections.wallet import WalletStore
 from service.rules import events as ev
 from service.rules import wallet as w
+from service.rules.times import iso
 
 _DERIVE = """
 local position = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
@@ -39,7 +47,15 @@ for field, debit in pairs(funded) do
   if debit == '' then redis.call('HDEL', KEYS[2], field)
   else redis.call('HSET', KEYS[2], field, debit) end
 end
-for i = 6, #ARGV, 2 do
+for _, confirmed in ipairs(cjson.decode(ARGV[6])) do
+  local raw = redis.call('HGET', KEYS[3], confirmed[1])
+  local record = raw and cjson.decode(raw)
+  if record and record['status'] == 'pending' and record['attempts'] == confirmed[2] then
+    redis.call('HSET', KEYS[3], confirmed[1], confirmed[3])
+    redis.call('ZREM', KEYS[6], confirmed[1])
+  end
+end
+for i = 7, #ARGV, 2 do
   if redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) == 1 then
     local seq = redis.call('INCR', KEYS[5])
     redis.call('ZADD', KEYS[4], seq, ARGV[i])
@@ -52,7 +68,8 @@ return 1
 """
 """KEYS positions, funded, tx, order, seq, due, the table's index. ARGV table id, the position
 read, the new position, the funded seats' changes (JSON: field -> debit, '' to clear), now,
-then per credit its id and record."""
+the debits to confirm (JSON: [id, the attempts read, the confirmed record], each written only
+if the record is still pending with those attempts), then per credit its id and record."""
 
 
 class WalletCredits:
@@ -78,7 +95,10 @@ class WalletCredits:
         tenant, table_id = followed.tenant, followed.table_id
         book = _Book(self, tenant, table_id)
         credits: list[dict[str, Any]] = []
+        paid: list[str] = []  # the debits the batch's seats and top-ups carry
         for version, event in followed.events:
+            if isinstance(event, ev.PlayerSeated | ev.ChipsAdded) and event.transaction_id:
+                paid.append(event.transaction_id)
             if isinstance(event, ev.PlayerSeated):
                 book.set(event.seat, event.transaction_id)
             for seat, chips in w.wallet_cash_outs(event):
@@ -92,11 +112,26 @@ class WalletCredits:
             return True
         keys = [self.store.key(tenant, n) for n in ("positions", "funded", "tx", "order", "seq")]
         args: list[Any] = [table_id, followed.after, last, orjson.dumps(book.changes)]
-        args.append(repr(self.clock()))
+        args += [repr(self.clock()), orjson.dumps(self._confirmed(tenant, paid))]
         for credit in credits:
             args += [credit["transaction_id"], orjson.dumps(credit)]
         keys += [self.store.key(tenant, "due"), self.store.key(tenant, f"of:{table_id}")]
         return bool(self._derive(keys=keys, args=args))
+
+    def _confirmed(self, tenant: str, paid: list[str]) -> list[tuple[str, int, str]]:
+        """The confirmation of each of the debits `paid` still pending: its id, the attempts
+        read, the confirmed record (its attempt counted, as a sender's confirmation counts)."""
+        if not paid:
+            return []
+        settled_at = iso(datetime.fromtimestamp(self.clock(), UTC))
+        confirmed = []
+        for record in self.store.transactions(tenant, paid):
+            if record is not None and record["status"] == w.PENDING:
+                attempts = record["attempts"]
+                after = {**record, "status": w.CONFIRMED, "attempts": attempts + 1}
+                after["settled_at"] = settled_at
+                confirmed.append((record["transaction_id"], attempts, orjson.dumps(after).decode()))
+        return confirmed
 
 
 class _Book:

@@ -16,7 +16,7 @@ from tests.apiclient import AUDITOR_A, REGULATOR, SERVED, Api, As
 from tests.metrics import samples, total
 from tests.openapi_helpers import SpecValidator
 from tests.spec import load_spec
-from tests.wallet.conftest import PLAYERS, connect, transactions
+from tests.wallet.conftest import PLAYERS, connect, follow, transactions, wallet_of
 from tests.wallet_server import TestWallet
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,8 +80,18 @@ def test_a_seat_is_paid_by_one_confirmed_debit(wallet_api: Api, wallet: TestWall
     assert call["transaction_id"] == txid and call["amount"] == 3000
     assert call["currency"] == "EUR" and call["reason"] == "buy_in" and call["table_id"] == table
     (tx,) = transactions(wallet_api)
+    assert tx["status"] == "pending"  # until the dispatchers' wallet projection follows the seat
+    follow(wallet_api, table)
+    (tx,) = transactions(wallet_api)
     assert tx["status"] == "confirmed" and tx["kind"] == "debit" and tx["amount"] == 3000
     assert tx["transaction_id"] == txid and tx["settled_at"] is not None
+    assert tx["attempts"] == 1
+    # Followed again from the start (as after a lost position): the seat is met again, and
+    # its debit, no longer pending, is left as it is (its attempt counted once).
+    client = SERVED[wallet_api.base].extensions["guts"].redis
+    assert client.hdel(wallet_of(wallet_api).store.key("default", "positions"), table) == 1
+    follow(wallet_api, table)
+    assert transactions(wallet_api) == [tx]
     (entry,) = wallet_api.get("/v1/ledger", params={"table_id": table}).json()["entries"]
     assert entry["kind"] == "buy_in" and entry["transaction_id"] == txid
     assert _seated(wallet_api, table) == ["ann"]
@@ -214,6 +224,7 @@ def test_top_ups_of_a_wallet_funded_seat_come_from_the_wallet(wallet_api: Api, w
     assert topped.status_code == 200, topped.text
     assert topped.json()["stack"] == 35
     assert wallet.balances["ann"] == PLAYERS["ann"] - 3500
+    follow(wallet_api, table)
     reasons = sorted(t["reason"] for t in transactions(wallet_api, status="confirmed"))
     assert reasons == ["buy_in", "top_up"]
     assert wallet.balances["bob"] == PLAYERS["bob"] and wallet.count("debit") == 2

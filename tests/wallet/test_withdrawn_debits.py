@@ -13,7 +13,14 @@ import pytest
 from service.rules import wallet as w
 from service.tables import IdempotencyReused
 from tests.apiclient import Api
-from tests.wallet.conftest import PLAYERS, anns_debit, connect, transactions, wallet_of
+from tests.wallet.conftest import (
+    PLAYERS,
+    anns_debit,
+    connect,
+    follow,
+    transactions,
+    wallet_of,
+)
 from tests.wallet.test_credits import _append_seat
 from tests.wallet_server import TestWallet
 
@@ -65,7 +72,7 @@ def test_a_debit_a_retry_found_after_it_was_sent_is_taken_on_as_it_is(
     calls = wallet_of(wallet_api)
     assert calls.debit("default", record) == w.PENDING
     _append_seat(wallet_api, record)
-    calls.confirm("default", record)
+    follow(wallet_api, record["table_id"])  # (the wallet's projection confirms the debit)
     resumed = calls.resume("default", record)
     assert resumed is not None and resumed["status"] == w.CONFIRMED
     assert wallet.effects["debit"] == 1 and len(transactions(wallet_api)) == 1
