@@ -26,7 +26,7 @@ def test_tables_indexes_and_projections_run_on_a_cluster(cluster_client):
     listing = TableList(cluster_client)
     tables = Tables(store, index=DueIndex(cluster_client), listing=listing)
     rules = resolve_ruleset("three-card")
-    hooks = WebhookStore(cluster_client)
+    hooks = WebhookStore(cluster_client, private_ok=True)  # (its receiver: on 127.0.0.1)
     hook = hooks.register("casino-a", "http://127.0.0.1:9/h", ["player_seated", "hand_finished"])
     ids = [f"table-{n}" for n in range(6)]  # spread over the masters' slots
     for table_id in ids:
@@ -196,7 +196,7 @@ def test_a_worker_makes_the_store_client_once_for_the_webhook_jobs_it_forks(
     threading.Thread(target=server.serve_forever, daemon=True).start()
     queues = redis.Redis.from_url(redis_url)
     queues.flushall()
-    hooks = WebhookStore(cluster_client, prefix="forked")
+    hooks = WebhookStore(cluster_client, prefix="forked", private_ok=True)
     hooks.register("default", f"http://127.0.0.1:{server.server_port}/hook", ["player_seated"])
     at = "2026-11-26T00:00:00Z"
     seated = tuple((v, PlayerSeated(v, f"p{v}", 100, at)) for v in range(1, 7))
@@ -245,7 +245,7 @@ def test_a_debit_is_recorded_in_the_round_trip_of_the_players_protections(
 
     events = RedisEventStore(cluster_client)
     commands = events.commands if shortcut else None
-    store = WalletStore(cluster_client, events.idempotency_key, commands=commands)
+    store = WalletStore(cluster_client, events.idempotency_key, commands=commands, private_ok=True)
     ledger, wallet = LedgerStore(cluster_client, commands=commands), Wallet(store)
     ledger_slot = cluster_client.keyslot(ledger.key("casino-a", "limits"))
     wallet_slot = cluster_client.keyslot(store.key("casino-a", "tx"))

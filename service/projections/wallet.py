@@ -156,12 +156,12 @@ class WalletStore:
         prefix: str = "guts",
         clock: Callable[[], float] = time.time,
         commands: RunsScripts | None = None,
-        private_ok: bool = True,
+        private_ok: bool = False,
     ) -> None:
-        """`commands`: how `settle` is sent, on a seat's path (a debit's confirmation): an
-        event store's `commands`, its shortcut around redis-py when on; None: redis-py's
-        public API (`service.eventlog.replication.plain`). `private_ok`: a wallet may be set
-        at, and called at, an address that is not public (`GUTS_ALLOW_PRIVATE_URLS`)."""
+        """`commands`: how `settle` is sent: an event store's `commands`, its shortcut around
+        redis-py when on; None: redis-py's public API (`service.eventlog.replication.plain`).
+        `private_ok`: a wallet may be set at, and called at, an address that is not public
+        (off unless asked: the composition root passes `GUTS_ALLOW_PRIVATE_URLS`)."""
         self.private_ok = private_ok
         self.client = client
         self.prefix = prefix

@@ -175,7 +175,7 @@ def _bad_arguments(args: argparse.Namespace) -> str | None:
     except binascii.Error:
         return "the secret must be whsec_ and base64 (as PUT /v1/wallet gave it)"
     try:
-        check_settings(args.url, args.currency, 1)
+        check_settings(args.url, args.currency, 1, private_ok=True)
     except BadWallet as error:
         return str(error)
     if not 1 <= args.amount <= MAX_DEBIT:

@@ -70,7 +70,7 @@ class Answer:
     """False when no HTTP answer came at all (refused, timed out, dropped, not HTTP)."""
 
 
-def check_settings(url: str, currency: str, chip_value_minor: int, private_ok: bool = True) -> None:
+def check_settings(url: str, currency: str, chip_value_minor: int, private_ok: bool) -> None:
     """Settings a wallet can be called with, or BadWallet naming the field (`private_ok`: as
     `check_url` takes it)."""
     try:

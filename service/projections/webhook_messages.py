@@ -56,7 +56,7 @@ class BadWebhook(InvalidCommand):
     """A registration that cannot be accepted (422), naming the field."""
 
 
-def check_url(url: str, private_ok: bool = True) -> str:
+def check_url(url: str, private_ok: bool) -> str:
     """An absolute http(s) URL without credentials in it, or BadWebhook: one that every call
     can be sent to (no space or control character, a port from 1 to 65535); unless
     `private_ok`, not naming a host that is plainly not public (an address that is not, or

@@ -116,10 +116,10 @@ class WebhookStore:
         client: redis.Redis,
         prefix: str = "guts",
         clock: Any = time.time,
-        private_ok: bool = True,
+        private_ok: bool = False,
     ) -> None:
         """`private_ok`: a webhook may be registered at a host that is plainly not public
-        (`check_url`; the API's store: `GUTS_ALLOW_PRIVATE_URLS`)."""
+        (`check_url`; the API's store: `GUTS_ALLOW_PRIVATE_URLS`; off unless asked)."""
         self.client = client
         self.prefix = prefix
         self.clock = clock

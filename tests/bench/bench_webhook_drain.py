@@ -63,7 +63,7 @@ def one_round(store_url: str, cluster: bool, queues: str, deliveries: int, n: in
         RedisCluster.from_url(store_url) if cluster else redis.Redis.from_url(store_url)  # type: ignore[assignment]
     )
     receiver = Receiver()
-    hooks = WebhookStore(client, prefix=f"drain{n}")
+    hooks = WebhookStore(client, prefix=f"drain{n}", private_ok=True)
     hooks.register("default", receiver.url, ["player_seated"])
     at = "2026-11-26T00:00:00Z"
     events = tuple((v, PlayerSeated(v % 9, f"p{v}", 100, at)) for v in range(1, deliveries + 1))

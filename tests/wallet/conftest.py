@@ -69,7 +69,8 @@ FAST = WalletSchedule(
 def wallet_of(api: Api, schedule: WalletSchedule = FAST) -> Wallet:
     """The wallets' records and calls on the test server's Redis, paced by `schedule`."""
     client = SERVED[api.base].extensions["guts"].redis
-    return Wallet(WalletStore(client, RedisEventStore(client).idempotency_key), schedule)
+    store = RedisEventStore(client)
+    return Wallet(WalletStore(client, store.idempotency_key, private_ok=True), schedule)
 
 
 def follow(api: Api, table: str) -> None:
