@@ -21,9 +21,12 @@ read (both: a failed call). The webhooks' deliveries use the same client (`worke
 A casino names the URLs the service calls, so no call goes to an address that is not public
 (loopback, a private network, link-local such as a cloud's metadata service, ...) unless the
 caller allows it (`GUTS_ALLOW_PRIVATE_URLS`, for wallets and receivers inside the operator's
-own network): the address a new connection reached is checked before anything is sent on it
-(so a name that resolves elsewhere by the time of the call is caught too; an https one after
-its handshake), and a call to one fails with `PrivateAddress`, its request never sent.
+own network): a new connection's host is resolved here, every address it resolves to is
+checked, and the connection is made to a checked address (so a name that resolves elsewhere
+by the time of the call is caught too, and cannot resolve again in between). A call to a host
+at an address that is not public fails with `PrivateAddress` before any packet goes to it:
+no TCP or TLS handshake, and the same failure whether anything listens there or not (so the
+failures a tenant reads cannot map the operator's network).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import http.client
 import os
 import select
+import socket
 import ssl
 import time
 from email.message import Message
@@ -101,7 +105,7 @@ class Connections:
         ticket, cut = WATCHER.watch(connection, timeout_s)
         try:
             if connection.sock is None:  # (new: connected here, within the call's deadline)
-                _connect(connection, private_ok)
+                _connect(connection, private_ok, self._tls)
             connection.request("POST", target, body, headers)
             answer = connection.getresponse()
             data = answer.read(MAX_ANSWER_BYTES + 1) if read else b""
@@ -167,17 +171,46 @@ class Connections:
         self.close()
 
 
-def _connect(connection: http.client.HTTPConnection, private_ok: bool) -> None:
-    """Connect `connection` (and, for https, shake hands); PrivateAddress, closed, when the
-    address it reached is not public and `private_ok` is not given: nothing sent on it."""
-    connection.connect()
-    if private_ok or connection.sock is None:
+def _connect(
+    connection: http.client.HTTPConnection, private_ok: bool, tls: ssl.SSLContext | None
+) -> None:
+    """Connect `connection` (and, for https, shake hands with `tls`, its context). Unless
+    `private_ok`: to an address of its host checked to be public, PrivateAddress (nothing
+    sent, not even a handshake) when one it resolves to is not."""
+    if private_ok:
+        connection.connect()
         return
-    if not public(connection.sock.getpeername()[0]):
-        connection.close()
+    sock = _public_socket(connection.host, connection.port, connection.timeout)
+    if isinstance(connection, http.client.HTTPSConnection) and tls is not None:
+        try:
+            sock = tls.wrap_socket(sock, server_hostname=connection.host)
+        except BaseException:
+            sock.close()
+            raise
+    connection.sock = sock
+
+
+def _public_socket(host: str, port: int, timeout: float | None) -> socket.socket:
+    """A TCP connection to `host`, made to one of the addresses it resolves to, once each of
+    them is found public (PrivateAddress if one is not); the addresses tried in order, as
+    `socket.create_connection` tries them."""
+    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    if not found or not all(public(str(address[0])) for *_, address in found):
         raise PrivateAddress(
             "the URL's host is not at a public address (GUTS_ALLOW_PRIVATE_URLS allows it)"
         )
+    failed = OSError(f"no address of {host} to connect to")
+    for family, kind, proto, _, address in found:
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # (as http.client does)
+            return sock
+        except OSError as error:
+            sock.close()
+            failed = error
+    raise failed
 
 
 def _ended(answer: http.client.HTTPResponse) -> bool:

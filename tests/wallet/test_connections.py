@@ -6,6 +6,7 @@ the one before."""
 from __future__ import annotations
 
 import os
+import socket
 import time
 from typing import Any
 
@@ -130,3 +131,26 @@ def test_no_call_reaches_a_wallet_at_a_private_address_unless_allowed(signed: Te
     assert signed.count("credit") == 1
     again = call(url, "credit", signed.secret, payload, 5.0)  # (not over the allowed one's
     assert again.problem == "PrivateAddress" and signed.count("credit") == 1  # connection)
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_call_refused_for_a_private_address_makes_no_connection_there(scheme: str):
+    """The host is resolved and checked before connecting: nothing reaches a listener on
+    127.0.0.1 (no TCP handshake, so no TLS one either), and a port where nothing listens fails
+    the same way, so what a tenant reads of its calls cannot tell which ports are open."""
+    from service.projections.wallet_http import PrivateAddress
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    closed = socket.create_server(("127.0.0.1", 0))
+    closed_port = closed.getsockname()[1]
+    closed.close()
+    try:
+        for port in (listener.getsockname()[1], closed_port):
+            for host in ("127.0.0.1", "localhost"):
+                with pytest.raises(PrivateAddress):
+                    CONNECTIONS.post(f"{scheme}://{host}:{port}/w", b"{}", {}, 2.0)
+        listener.settimeout(0.3)
+        with pytest.raises(TimeoutError):  # (nothing connected: no connection to accept)
+            listener.accept()
+    finally:
+        listener.close()
