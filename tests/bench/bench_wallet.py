@@ -15,8 +15,9 @@ after 5 s, doubling, up to 1 h) and a local wallet that answers at once (the tes
    many made after the seats (quiet), and the mean of the seats' debits as the service timed
    them (``guts_wallet_call_seconds`` in its /metrics); each over a kept connection, as the
    API's calls are; and how many connections the wallet accepted for the seats' debits. Goal:
-   a wallet-funded seat costs one wallet round trip more than a plain seat (the debit; the
-   records it writes are a few Redis round trips more).
+   a wallet-funded seat costs one wallet round trip more than a plain seat (the debit: its
+   record rides the round trip that reads the player's protections, which a plain seat makes
+   too, and the wallet's projection confirms it after the answer).
 2. Credits: `--credits` wallet-funded seats on tables of 6, then the wallet goes down (nothing
    listens on its port) and every table is ended (a credit per seat); after `--down` seconds
    the wallet comes back, and the run waits until no credit is pending (or 5 minutes). Goal:
