@@ -164,7 +164,9 @@ def _post(
     no redirect followed: the status (None when there was no whole answer) and what went
     wrong (None for a 2xx). The error never holds the URL (its query may carry a token)."""
     try:
-        status, _, _ = CONNECTIONS.post(url, body, headers, timeout_s, False, private_ok)
+        status, _, _ = CONNECTIONS.post(
+            url, body, headers, timeout_s, read=False, private_ok=private_ok
+        )
     except (OSError, HTTPException, ValueError) as failed:  # timeouts, refused connections,
         return None, type(failed).__name__  # answers not HTTP
     if 200 <= status < 300:

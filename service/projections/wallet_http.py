@@ -75,9 +75,11 @@ class Connections:
     threads and greenlets: a connection is taken from its list (or made) by one caller and
     put back when its call is over; taking and putting are single list operations."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        """`tls`: the context of the https calls (None: the system's default, made with the
+        first)."""
         self._idle: dict[_Kept, list[tuple[float, http.client.HTTPConnection]]] = {}
-        self._tls: ssl.SSLContext | None = None
+        self._tls = tls
 
     def post(
         self,
@@ -105,7 +107,8 @@ class Connections:
         ticket, cut = WATCHER.watch(connection, timeout_s)
         try:
             if connection.sock is None:  # (new: connected here, within the call's deadline)
-                _connect(connection, private_ok, self._tls)
+                tls = self._context() if parts.scheme == "https" else None
+                _connect(connection, private_ok, tls)
             connection.request("POST", target, body, headers)
             answer = connection.getresponse()
             data = answer.read(MAX_ANSWER_BYTES + 1) if read else b""
@@ -160,9 +163,13 @@ class Connections:
         scheme, host, port = origin
         if scheme == "http":
             return http.client.HTTPConnection(host, port, timeout=timeout_s)
+        return http.client.HTTPSConnection(host, port, timeout=timeout_s, context=self._context())
+
+    def _context(self) -> ssl.SSLContext:
+        """The TLS context of every https call (made with the first)."""
         if self._tls is None:
             self._tls = ssl.create_default_context()
-        return http.client.HTTPSConnection(host, port, timeout=timeout_s, context=self._tls)
+        return self._tls
 
     def _forget(self) -> None:
         """In a forked child: the parent's connections stay the parent's, the child's copies of
@@ -174,14 +181,11 @@ class Connections:
 def _connect(
     connection: http.client.HTTPConnection, private_ok: bool, tls: ssl.SSLContext | None
 ) -> None:
-    """Connect `connection` (and, for https, shake hands with `tls`, its context). Unless
-    `private_ok`: to an address of its host checked to be public, PrivateAddress (nothing
-    sent, not even a handshake) when one it resolves to is not."""
-    if private_ok:
-        connection.connect()
-        return
-    sock = _public_socket(connection.host, connection.port, connection.timeout)
-    if isinstance(connection, http.client.HTTPSConnection) and tls is not None:
+    """Connect `connection` to an address of its host (for https, `tls` given: then shake
+    hands). Unless `private_ok`, every address the host resolves to is checked first:
+    PrivateAddress (nothing sent, not even a handshake) when one is not public."""
+    sock = _socket(connection.host, connection.port, connection.timeout, private_ok)
+    if tls is not None:
         try:
             sock = tls.wrap_socket(sock, server_hostname=connection.host)
         except BaseException:
@@ -190,12 +194,12 @@ def _connect(
     connection.sock = sock
 
 
-def _public_socket(host: str, port: int, timeout: float | None) -> socket.socket:
-    """A TCP connection to `host`, made to one of the addresses it resolves to, once each of
-    them is found public (PrivateAddress if one is not); the addresses tried in order, as
-    `socket.create_connection` tries them."""
+def _socket(host: str, port: int, timeout: float | None, private_ok: bool) -> socket.socket:
+    """A TCP connection to `host`, made to one of the addresses it resolves to (tried in
+    order, as `socket.create_connection` tries them); unless `private_ok`, once each of them
+    is found public (PrivateAddress if one is not)."""
     found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    if not found or not all(public(str(address[0])) for *_, address in found):
+    if not private_ok and not all(public(str(address[0])) for *_, address in found):
         raise PrivateAddress(
             "the URL's host is not at a public address (GUTS_ALLOW_PRIVATE_URLS allows it)"
         )

@@ -304,11 +304,10 @@ class WebhookStore:
         queues it once: a job still waiting in the queue when its lease runs out (workers
         behind) is left there, not queued again (each copy would cost a worker a job, and a
         backlog would grow on itself)."""
-        both = [
+        first, later = (
             Queue(name, connection=queues or self.client, serializer=JSONSerializer)
             for name in (WEBHOOKS_QUEUE, RETRIES_QUEUE)
-        ]
-        first, later = both
+        )
         failing = functools.cache(self.failing)  # (read once a pass, for a tenant that has any)
         paced = asdict(schedule)
         job_timeout = max(1, math.ceil(ATTEMPT_TIMEOUTS * schedule.timeout_s))
@@ -323,7 +322,7 @@ class WebhookStore:
                               delivery_id, tenant, extra={"tenant": tenant})  # fmt: skip
                     continue
                 job_id = f"webhook-{delivery_id}-{attempt}"
-                maybe_in = both if attempt == 1 else [later]  # (a retry goes to one queue)
+                maybe_in = (first, later) if attempt == 1 else (later,)  # (a retry: one queue)
                 if record is None or any(q.get_job_position(job_id) is not None for q in maybe_in):
                     continue  # (still waiting in a queue: queued once, however late)
                 fresh = attempt == 1 and record["webhook_id"] not in failing(tenant)

@@ -5,8 +5,13 @@ the one before."""
 
 from __future__ import annotations
 
+import http.server
 import os
+import shutil
 import socket
+import ssl
+import subprocess
+import threading
 import time
 from typing import Any
 
@@ -154,3 +159,49 @@ def test_a_call_refused_for_a_private_address_makes_no_connection_there(scheme: 
             listener.accept()
     finally:
         listener.close()
+
+
+def test_an_https_wallet_is_called_over_tls_checked_against_its_name(tmp_path):
+    """An https call connects (to a checked address, or any when allowed), then shakes hands
+    verifying the certificate for the URL's host: trusted, the call goes through; a
+    certificate the context does not trust fails the call."""
+    from service.projections.wallet_http import Connections
+
+    if shutil.which("openssl") is None:
+        pytest.skip("NOT CHECKED: no openssl here to make the test's certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", key, "-out", cert, "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802 - the library's name
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    served = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    served.load_cert_chain(cert, key)
+    server.socket = served.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://localhost:{server.server_address[1]}/w"
+    try:
+        trusted = Connections(ssl.create_default_context(cafile=str(cert)))
+        assert trusted.post(url, b"{}", {}, 5.0, private_ok=True)[::2] == (200, b"ok")
+        with pytest.raises(ssl.SSLCertVerificationError):
+            Connections().post(url, b"{}", {}, 5.0, private_ok=True)
+        trusted.close()
+    finally:
+        server.shutdown()
+        server.server_close()
