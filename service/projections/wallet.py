@@ -47,6 +47,7 @@ from service.projections.wallet_records import (
     retried,
     settings_of,
 )
+from service.projections.wallet_scripts import CLAIM, DUE, OPEN, SETTLE, WITHDRAW
 from service.projections.webhook_messages import new_secret
 from service.rules import wallet as w
 from service.rules.times import iso
@@ -59,69 +60,6 @@ ROLLBACK_CLAIM = "wallet-rollback"
 """The request hash of a rollback's claim of the same key."""
 CLAIM_TTL_S = 7 * 24 * 3600
 """How long a rollback's claim is kept (a sender stalled longer than this could still seat)."""
-
-OPEN = """
-if #KEYS > 5 then
-  local set = redis.call('HMGET', KEYS[6], 'url', 'currency', 'chip_value_minor', 'secret')
-  for i = 1, 4 do
-    if set[i] ~= ARGV[3 + i] then return redis.call('HGETALL', KEYS[6]) end
-  end
-end
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then
-  return redis.call('HGET', KEYS[1], ARGV[1])
-end
-local seq = redis.call('INCR', KEYS[3])
-redis.call('ZADD', KEYS[2], seq, ARGV[1])
-redis.call('ZADD', KEYS[5], seq, ARGV[1])
-if ARGV[3] ~= '' then redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1]) end
-return false
-"""
-"""KEYS tx, order, seq, due, the table's index (and the settings); ARGV key, record, due (''
-when not pending) (and the url, currency, chip_value_minor and secret the record was made
-with): the record kept before (nothing when this one is new); when the settings are given and
-are not the stored ones, nothing is written and the stored settings are returned (a list of
-fields and values, empty when there are none)."""
-
-_WITHDRAW = """
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('ZREM', KEYS[4], ARGV[1])
-return 1
-"""
-"""KEYS tx, order, due, the table's index; ARGV key, the record as written: whether it was
-still that record, and is now forgotten."""
-
-_SETTLE = """
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return 0 end
-local record = cjson.decode(raw)
-if record['status'] ~= ARGV[2] or record['attempts'] ~= tonumber(ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
-if ARGV[5] == '' then redis.call('ZREM', KEYS[2], ARGV[1])
-elseif ARGV[5] ~= 'keep' then redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1]) end
-return 1
-"""
-"""KEYS tx, due; ARGV key, the status and attempts read, the new record, when it is next due
-('' for never, 'keep' for when it was): whether this writer was first."""
-
-_CLAIM = """
-local held = redis.call('HGET', KEYS[1], 'request_hash')
-if held then return held end
-redis.call('HSET', KEYS[1], 'request_hash', ARGV[1], 'response', ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-return ARGV[1]
-"""
-"""KEYS the idempotency record of ``wallet:<debit>`` on the table; ARGV the claim's request
-hash, its response, its time to live: the request hash that holds the key now."""
-
-_DUE = """
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
-for _, key in ipairs(due) do redis.call('ZADD', KEYS[1], ARGV[2], key) end
-return due
-"""
-
 
 KEEP = "keep"
 """A transaction's due moment left as it was (`WalletStore.settle`)."""
@@ -169,10 +107,10 @@ class WalletStore:
         self.idempotency_key = idempotency_key
         self.commands = commands or plain(client)
         self._open = client.register_script(OPEN)
-        self._withdraw = client.register_script(_WITHDRAW)
-        self._settle = client.register_script(_SETTLE)
-        self._claim = client.register_script(_CLAIM)
-        self._due = client.register_script(_DUE)
+        self._withdraw = client.register_script(WITHDRAW)
+        self._settle = client.register_script(SETTLE)
+        self._claim = client.register_script(CLAIM)
+        self._due = client.register_script(DUE)
 
     def key(self, tenant: str, name: str) -> str:
         return f"{self.prefix}:{{%wallet:{tenant}}}:{name}"
@@ -278,14 +216,19 @@ class WalletStore:
     ) -> dict[str, Any] | None:
         """Write `before` with `changes` (due to the duty again at `due`; None: finished), if
         nobody changed it since it was read: the new record, or None (someone did)."""
-        after = {**before, **changes}
-        if after["status"] != w.PENDING and after.get("settled_at") is None:
-            after["settled_at"] = _iso(self._now())
+        after = self.changed(before, changes)
         keys = [self.key(tenant, "tx"), self.key(tenant, "due")]
         args = [record_key(before), before["status"], before["attempts"], orjson.dumps(after)]
         args.append(_score(due))
         done = self.commands.run(self._settle, keys, args)[0]
         return after if done else None
+
+    def changed(self, before: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+        """The record `before` with `changes`, its settling time set when they finish it."""
+        after = {**before, **changes}
+        if after["status"] != w.PENDING and after.get("settled_at") is None:
+            after["settled_at"] = _iso(self._now())
+        return after
 
     def claim_rollback(self, table_id: str, transaction_id: str) -> bool:
         """Decide the debit's fate on its table: True when it is (now, or was already) to be

@@ -25,7 +25,6 @@ from typing import Any, Protocol
 
 from service.projections.wallet import (
     KEEP,
-    OPEN,
     SEAT_REQUEST,
     Due,
     WalletStore,
@@ -34,6 +33,7 @@ from service.projections.wallet import (
 )
 from service.projections.wallet_messages import Answer, WalletSchedule, call
 from service.projections.wallet_records import SettingsChanged, opened
+from service.projections.wallet_scripts import OPEN
 from service.rules import wallet as w
 
 log = logging.getLogger("guts.wallet")

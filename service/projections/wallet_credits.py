@@ -37,7 +37,6 @@ from service.projections.projection import Followed, HeldProjection
 from service.projections.wallet import WalletStore
 from service.rules import events as ev
 from service.rules import wallet as w
-from service.rules.times import iso
 
 _DERIVE = """
 local position = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
@@ -121,16 +120,13 @@ class WalletCredits:
     def _confirmed(self, tenant: str, paid: list[str]) -> list[tuple[str, int, str]]:
         """The confirmation of each of the debits `paid` still pending: its id, the attempts
         read, the confirmed record (its attempt counted, as a sender's confirmation counts)."""
-        if not paid:
-            return []
-        settled_at = iso(datetime.fromtimestamp(self.clock(), UTC))
         confirmed = []
-        for record in self.store.transactions(tenant, paid):
+        for record in self.store.transactions(tenant, paid) if paid else []:
             if record is not None and record["status"] == w.PENDING:
                 attempts = record["attempts"]
-                after = {**record, "status": w.CONFIRMED, "attempts": attempts + 1}
-                after["settled_at"] = settled_at
-                confirmed.append((record["transaction_id"], attempts, orjson.dumps(after).decode()))
+                changes = {"status": w.CONFIRMED, "attempts": attempts + 1}
+                after = orjson.dumps(self.store.changed(record, changes)).decode()
+                confirmed.append((record["transaction_id"], attempts, after))
         return confirmed
 
 
