@@ -41,7 +41,7 @@ from service.rules.limits import Allowance
 from service.rules.ruleset import resolve_ruleset
 from service.rules.state import TableState
 from service.rules.views import OPERATOR
-from service.tables import Prepare, Result, TableQuarantined, Tell
+from service.tables import Gate, Prepare, Result, TableQuarantined, Tell
 
 from . import facts
 from .access import (
@@ -105,10 +105,11 @@ class TableService(TableReads, MoneyUses, WebhookUses, WalletUses, ProtectionUse
         *,
         create: bool = False,
         fresh_key: bool = False,
+        gate: Gate | None = None,
     ) -> Outcome:
         """Run a game command for `caller`: another tenant's table is not found for them,
-        before anything else is looked at (an idempotent replay, If-Match). `fresh_key`: the
-        conditions' idempotency key was made for this request (see `Tables.execute`)."""
+        before anything else is looked at (an idempotent replay, If-Match). `fresh_key` (the
+        key was made for this request) and `gate` (what the append waits for): see `execute`."""
         try:
             result = self.tables.execute(
                 table_id,
@@ -121,6 +122,7 @@ class TableService(TableReads, MoneyUses, WebhookUses, WalletUses, ProtectionUse
                 guard=None if create else partial(require_tenant, caller),
                 quota=conditions.quota,
                 fresh_key=fresh_key,
+                gate=gate,
             )
         except TableQuarantined as error:
             hide_quarantined(caller, error)

@@ -8,14 +8,14 @@ A wallet-funded seat (or top-up), as docs/wallet.md draws it:
    limit): a seat the rules or the protections would refuse debits nothing;
 2. the debit is recorded, pending, before it is sent (its transaction id derived from the
    sender's Idempotency-Key, so a retried request is the same transaction);
-3. the wallet is called; `ok` appends the seat under the idempotency key
-   ``wallet:<transaction id>``, and that is all the request writes: the wallet's projection,
-   following the table, confirms the debit its seat carries; `insufficient_funds` and
-   `unknown_player` refuse the seat (409) and the debit; anything else is an unknown outcome:
-   the debit is rolled back (its key claimed on the table, so a late seat cannot land; the
-   rollback sent, and left to the wallet duty if the wallet does not take it) and the seat is
-   refused (502). A seat the rules refuse after the debit (someone took the seat meanwhile)
-   rolls the debit back too.
+3. the wallet is called, and the seat decided while it answers; `ok` lets the seat's append
+   through (a `Gate`), under the idempotency key ``wallet:<transaction id>``, and that is all
+   the request writes: the wallet's projection, following the table, confirms the debit its
+   seat carries; `insufficient_funds` and `unknown_player` refuse the seat (409) and the
+   debit; anything else is an unknown outcome: the debit is rolled back (its key claimed on
+   the table, so a late seat cannot land; the rollback sent, and left to the wallet duty if
+   the wallet does not take it) and the seat is refused (502). A seat the rules refuse after
+   the debit (someone took the seat meanwhile) rolls the debit back too.
 A sender that dies anywhere in this leaves a pending debit, which the wallet duty finishes
 (`workers.wallet_duty`) unless the projection confirmed it first: confirmed when its seat was
 appended, rolled back otherwise.
@@ -134,8 +134,6 @@ class WalletUses:
 
         def seating(state: TableState, found: Seating | None, verify: bool) -> Checked:
             require_tenant(caller, state)
-            if found is None:
-                return SeatPlayer(player_id, buy_in, seat), player_id, buy_in
             excluded, limits = self.seating_limits(state, player_id, paid_in=verify, seating=found)
             if verify:
                 now = self.tables.now()
@@ -143,7 +141,8 @@ class WalletUses:
             return SeatPlayer(player_id, buy_in, seat, excluded, "", limits), player_id, buy_in
 
         tell = facts.seated(self.issue_token)
-        return self._funded(caller, table_id, w.BUY_IN, seating, tell, conditions)
+        payer = (player_id, buy_in)
+        return self._funded(caller, table_id, w.BUY_IN, seating, tell, conditions, payer)
 
     def wallet_top_up(
         self,
@@ -176,21 +175,20 @@ class WalletUses:
         checked: Check,
         tell: Tell,
         conditions: Conditions,
+        payer: tuple[str, int] | None = None,
     ) -> Outcome:
         """A command paid by a debit of the tenant's wallet. `checked` says, of the table,
         the command, who pays and how many chips: first of who pays alone (no protections
-        given); then, given the payer's protections, refused as the rules and protections
-        would refuse it when asked to verify, before any money moves. The debit is recorded
-        in the round trip that reads the protections; withdrawn when they or the rules refuse
-        the command. A retry of a request that recorded it goes on where that one was."""
+        given; not asked when the request says it: `payer`, the player and their chips);
+        then, given the payer's protections, refused as the rules and protections would
+        refuse it when asked to verify, before any money moves. The debit is recorded in the
+        round trip that reads the protections; withdrawn when they or the rules refuse the
+        command. A retry of a request that recorded it goes on where that one was."""
         wallet, tenant = self._wallet(caller)
         till = _Till(wallet, tenant, {})
         table_id = checked_table_id(table_id)
         for _ in range(2):
-            try:
-                _, player_id, chips = self.tables.look(table_id, lambda s: checked(s, None, False))
-            except TableQuarantined as error:
-                hide_quarantined(caller, error)
+            player_id, chips = payer or self._payer(caller, table_id, checked)
             debit = self._debit_maker(tenant, reason, table_id, player_id, chips, conditions)
             carried = wallet.carry_debit(tenant, debit)
             found = self.seating(tenant, player_id, carried)
@@ -209,6 +207,14 @@ class WalletUses:
                 command, _, _ = checked(self._table(caller, table_id), found, False)
                 return self._debit_then_append(caller, till, resumed, command, tell, conditions)
         raise Contention("requests with this Idempotency-Key withdrew its debit twice; retry")
+
+    def _payer(self, caller: Caller, table_id: str, checked: Check) -> tuple[str, int]:
+        """Who pays for the command `checked` makes of the table, and how many chips."""
+        try:
+            _, player_id, chips = self.tables.look(table_id, lambda s: checked(s, None, False))
+        except TableQuarantined as error:
+            hide_quarantined(caller, error)
+        return player_id, chips
 
     def _verified(
         self,
@@ -284,30 +290,44 @@ class WalletUses:
         new: bool = False,
     ) -> Outcome:
         """Send the debit (unless a request before settled it, or appended its seat), then
-        append `command` under the debit's key; roll the debit back on anything but a
-        confirmation. `new`: this request recorded the debit, so nothing can be kept under its
-        key yet."""
+        append `command` under the debit's key once the wallet took it; roll the debit back on
+        anything but a confirmation. The command is decided while the wallet answers: its
+        append waits for the answer (a `Gate`). `new`: this request recorded the debit, so
+        nothing can be kept under its key yet."""
         wallet, tenant = till.wallet, till.tenant
         txid, table_id = record["transaction_id"], record["table_id"]
-        command = replace(command, transaction_id=txid)
-        keyed = replace(conditions, idempotency_key=wallet.seat_key(txid))
-        keyed = replace(keyed, request_hash=f"{wallet.seat_request}:{conditions.request_hash}")
+        key = wallet.seat_key(txid)
+        request = f"{wallet.seat_request}:{conditions.request_hash}"
         status = record["status"]
-        key, request = keyed.idempotency_key, keyed.request_hash
+        answered: Callable[[], str] = lambda: status  # noqa: E731 - (nothing sent)
         if status == w.PENDING and (new or not self._seated(table_id, key, request)):
-            status = wallet.debit(tenant, record, till.settings)
-        if status in (w.ROLLED_BACK, w.REFUSED):
-            raise _refusal(wallet.transaction(tenant, txid) or record)
+            answered = wallet.send_debit(tenant, record, till.settings)  # (all that follows,
+            # up to the append, is done while the wallet answers)
+        command = replace(command, transaction_id=txid)
+        keyed = replace(conditions, idempotency_key=key, request_hash=request)
+
+        def paid() -> None:  # (only a debit the wallet took pays for the command)
+            if answered() in (w.ROLLED_BACK, w.REFUSED):
+                raise _refusal(wallet.transaction(tenant, txid) or record)
+
         try:
-            outcome = self._command(caller, table_id, command, tell, keyed, fresh_key=new)
+            outcome = self._command(
+                caller, table_id, command, tell, keyed, fresh_key=new, gate=paid
+            )
         except IdempotencyReused as reused:  # a rollback claimed the debit first, or the
-            settled = wallet.transaction(tenant, txid) or record  # key came with another body
+            answered()  # key came with another body
+            settled = wallet.transaction(tenant, txid) or record
             if settled["status"] == w.ROLLED_BACK:
                 raise _refusal(settled) from reused
             raise
-        except GutsError:
-            wallet.roll_back(tenant, txid)  # refused by the rules after the debit
+        except (WalletRefused, WalletOutcomeUnknown):
+            raise  # (the gate's: the debit is settled)
+        except GutsError:  # refused by the rules, though verified before the debit was sent
+            if answered() == w.PENDING:
+                wallet.roll_back(tenant, txid)
             raise
+        finally:
+            answered()  # (read, whatever happened: a debit's answer is never left unread)
         facts = outcome.facts  # (the debit is confirmed by the wallet's projection, which
         # follows the seat: this request writes nothing after its append)
         if isinstance(facts, dict):

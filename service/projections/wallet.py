@@ -341,3 +341,27 @@ def _iso(epoch: float) -> str:
 
 def _score(due: Due) -> str:
     return "" if due is None else due if isinstance(due, str) else repr(due)
+
+
+class CarriedDebit:
+    """A debit's record (`record`, made with the tenant's `settings`) written by a round
+    trip of another store (`service.projections.protections.Carried`): `OPEN` among its
+    commands, sent whole (EVAL: a registered script there would cost a round trip of its
+    own to check that Redis has it, and a cluster's pipeline refuses EVALSHA); `replies`
+    its answer once that ran."""
+
+    def __init__(
+        self,
+        store: WalletStore,
+        tenant: str,
+        record: dict[str, Any],
+        due: float,
+        settings: dict[str, Any],
+    ) -> None:
+        self.record, self.settings = record, settings
+        keys, args = store.opening(tenant, record, due, settings)
+        self.commands = (("EVAL", OPEN, len(keys), *keys, *args),)
+        self.replies: list[Any] = []
+
+    def took(self, replies: list[Any]) -> None:
+        self.replies = replies

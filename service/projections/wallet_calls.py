@@ -1,8 +1,9 @@
 """The casino wallet's money movements, each call recorded before and after it is made: the
 application's port (`service.application.ports.WalletBook`) and the wallet duty's tool.
 
-- `debit`: send a pending debit; `ok` leaves it pending for its seat's append (then
-  `confirm`), a refusal settles it `refused`, anything else rolls it back.
+- `send_debit` (`debit`: and wait for its answer): send a pending debit; `ok` leaves it pending
+  for its seat's append (the wallet's projection confirms it), a refusal settles it `refused`,
+  anything else rolls it back.
 - `roll_back`: decide the debit's fate on its table (`WalletStore.claim_rollback`): its seat
   was appended, so it is confirmed; else it is `rolled_back` and a rollback transaction is
   recorded and sent, until the wallet takes it (200).
@@ -21,19 +22,21 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, Protocol
 
 from service.projections.wallet import (
     KEEP,
     SEAT_REQUEST,
+    CarriedDebit,
     Due,
     WalletStore,
     record_key,
     seat_key,
 )
-from service.projections.wallet_messages import Answer, WalletSchedule, call
+from service.projections.wallet_messages import Answer, WalletSchedule
+from service.projections.wallet_messages import send as send_call
 from service.projections.wallet_records import SettingsChanged, opened
-from service.projections.wallet_scripts import OPEN
 from service.rules import wallet as w
 
 log = logging.getLogger("guts.wallet")
@@ -46,7 +49,8 @@ Make = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class Send(Protocol):
-    """How a call is sent (`service.projections.wallet_messages.call`)."""
+    """How a call is sent (`service.projections.wallet_messages.send`): calling what it
+    returns waits for the answer."""
 
     def __call__(
         self,
@@ -57,7 +61,7 @@ class Send(Protocol):
         timeout_s: float,
         *,
         private_ok: bool = False,
-    ) -> Answer: ...
+    ) -> Callable[[], Answer]: ...
 
 
 Observe = Callable[[str, str, float], None]
@@ -76,7 +80,7 @@ class Wallet:
     seat_request = SEAT_REQUEST
 
     def __init__(
-        self, store: WalletStore, schedule: WalletSchedule | None = None, send: Send = call
+        self, store: WalletStore, schedule: WalletSchedule | None = None, send: Send = send_call
     ) -> None:
         self.store = store
         self.schedule = schedule or WalletSchedule()
@@ -176,20 +180,33 @@ class Wallet:
     def debit(
         self, tenant: str, record: dict[str, Any], settings: dict[str, Any] | None = None
     ) -> str:
-        """Send the debit (with the tenant's `settings`, when the caller has them); its status
-        after (pending: the wallet took it; append the seat, and nothing else: the wallet's
-        projection confirms the debit once it follows the seat, `WalletCredits`)."""
-        answer = self._call(tenant, "debit", record, _PAYLOAD, settings)
-        if answer.status == "ok":
-            return w.PENDING
-        if answer.status is not None:
-            refused = {"status": w.REFUSED, "answer": answer.status}
-            kept = self._change(tenant, record["transaction_id"], _attempted(refused, None))
-            return str(kept["status"])
-        unknown = _attempted({"problem": answer.problem}, KEEP)
-        self._change(tenant, record["transaction_id"], unknown)
-        log.warning("debit %s: unknown outcome (%s)", record["transaction_id"], answer.problem)
-        return self.roll_back(tenant, record["transaction_id"])
+        """Send the debit and wait for its answer (`send_debit`): its status after."""
+        return self.send_debit(tenant, record, settings)()
+
+    def send_debit(
+        self, tenant: str, record: dict[str, Any], settings: dict[str, Any] | None = None
+    ) -> Callable[[], str]:
+        """Send the debit (with the tenant's `settings`, when the caller has them). Calling what
+        is returned waits for the answer and gives the debit's status after: pending when the
+        wallet took it (append the seat, and nothing else: the wallet's projection confirms
+        the debit once it follows the seat, `WalletCredits`). The answer is read and recorded
+        once, however often it is called; the caller must call it, and works meanwhile."""
+        answered = self._send(tenant, "debit", record, _PAYLOAD, settings)
+
+        @cache
+        def status() -> str:
+            answer = answered()
+            if answer.status == "ok":
+                return w.PENDING
+            txid = record["transaction_id"]
+            if answer.status is not None:
+                refused = {"status": w.REFUSED, "answer": answer.status}
+                return str(self._change(tenant, txid, _attempted(refused, None))["status"])
+            self._change(tenant, txid, _attempted({"problem": answer.problem}, KEEP))
+            log.warning("debit %s: unknown outcome (%s)", txid, answer.problem)
+            return self.roll_back(tenant, txid)
+
+        return status
 
     def roll_back(self, tenant: str, transaction_id: str) -> str:
         """Roll the debit back unless its seat was appended; its status after."""
@@ -215,7 +232,7 @@ class Wallet:
         if record["status"] != w.PENDING:
             return
         fields = _ROLLBACK_PAYLOAD if record["kind"] == w.ROLLBACK else _PAYLOAD
-        answer = self._call(tenant, record["kind"], record, fields)
+        answer = self._send(tenant, record["kind"], record, fields)()
         key = record_key(record)
         if answer.status == "ok":
             self._change(tenant, key, _attempted({"status": w.CONFIRMED}, None))
@@ -278,23 +295,31 @@ class Wallet:
 
     # --- the records ----------------------------------------------------------------------------
 
-    def _call(
+    def _send(
         self,
         tenant: str,
         path: str,
         record: dict[str, Any],
         fields: tuple[str, ...],
         settings: dict[str, Any] | None = None,
-    ) -> Answer:
+    ) -> Callable[[], Answer]:
+        """The call sent; calling what is returned waits for its answer (observed once)."""
         settings = settings or self.store.settings(tenant)
         if settings is None:
-            return Answer(None, problem="the tenant has no wallet settings")
+            unset = Answer(None, problem="the tenant has no wallet settings")
+            return lambda: unset
         payload = {k: record[k] for k in fields}
         url, secret = settings["url"], settings["secret"]
         started = time.perf_counter()
         timeout_s, private_ok = self.schedule.timeout_s, self.store.private_ok
-        answer = self.send(url, path, secret, payload, timeout_s, private_ok=private_ok)
-        self.on_call(path, _outcome_of(answer), time.perf_counter() - started)
+        sent = self.send(url, path, secret, payload, timeout_s, private_ok=private_ok)
+
+        @cache
+        def answer() -> Answer:
+            answered = sent()
+            self.on_call(path, _outcome_of(answered), time.perf_counter() - started)
+            return answered
+
         return answer
 
     def _change(
@@ -350,27 +375,3 @@ def _attempted(changes: dict[str, Any], due: Due) -> Change:
         return {**changes, "attempts": record["attempts"] + 1}, due
 
     return change
-
-
-class CarriedDebit:
-    """A debit's record (`record`, made with the tenant's `settings`) written by a round
-    trip of another store (`service.projections.protections.Carried`): `OPEN` among its
-    commands, sent whole (EVAL: a registered script there would cost a round trip of its
-    own to check that Redis has it, and a cluster's pipeline refuses EVALSHA); `replies`
-    its answer once that ran."""
-
-    def __init__(
-        self,
-        store: WalletStore,
-        tenant: str,
-        record: dict[str, Any],
-        due: float,
-        settings: dict[str, Any],
-    ) -> None:
-        self.record, self.settings = record, settings
-        keys, args = store.opening(tenant, record, due, settings)
-        self.commands = (("EVAL", OPEN, len(keys), *keys, *args),)
-        self.replies: list[Any] = []
-
-    def took(self, replies: list[Any]) -> None:
-        self.replies = replies

@@ -36,6 +36,7 @@ import os
 import select
 import socket
 import ssl
+import threading
 import time
 from email.message import Message
 from typing import Any
@@ -96,6 +97,19 @@ class Connections:
         not at a public address, unless `private_ok`: PrivateAddress), HTTPException (an
         answer that is not HTTP) or ValueError (a URL that cannot be called, an answer body
         longer than `MAX_ANSWER_BYTES`)."""
+        return self.send(url, body, headers, timeout_s, private_ok).answer(read)
+
+    def send(
+        self,
+        url: str,
+        body: bytes,
+        headers: dict[str, str],
+        timeout_s: float,
+        private_ok: bool = False,
+    ) -> Posting:
+        """`post` in two steps: the request is sent now, its answer read by `Posting.answer`
+        (which the caller must call), so that the caller works while the other side answers.
+        Raises as `post` does for what fails before the answer."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("not an http(s) URL")
@@ -105,30 +119,16 @@ class Connections:
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         connection = self._take(kept, timeout_s) or self._new(origin, timeout_s)
         ticket, cut = WATCHER.watch(connection, timeout_s)
+        posting = Posting(self, kept, connection, ticket, cut, timeout_s)
         try:
             if connection.sock is None:  # (new: connected here, within the call's deadline)
                 tls = self._context() if parts.scheme == "https" else None
                 _connect(connection, private_ok, tls)
             connection.request("POST", target, body, headers)
-            answer = connection.getresponse()
-            data = answer.read(MAX_ANSWER_BYTES + 1) if read else b""
-            if read and (len(data) > MAX_ANSWER_BYTES or not _ended(answer)):
-                raise ValueError(f"an answer body longer than {MAX_ANSWER_BYTES} bytes")
         except BaseException as error:
-            connection.close()
-            if cut.is_set():
-                raise TimeoutError(f"no whole answer within {timeout_s:g} s") from error
+            posting.failed(error)
             raise
-        finally:
-            WATCHER.done(ticket)
-        if cut.is_set():  # (a body cut off reads as a short one)
-            connection.close()
-            raise TimeoutError(f"no whole answer within {timeout_s:g} s")
-        if answer.will_close or not read:
-            connection.close()
-        else:
-            self._put(kept, connection)
-        return answer.status, answer.headers, data
+        return posting
 
     def close(self) -> None:
         """Close every idle connection."""
@@ -152,7 +152,8 @@ class Connections:
             connection.close()
         return None
 
-    def _put(self, key: _Kept, connection: http.client.HTTPConnection) -> None:
+    def keep(self, key: _Kept, connection: http.client.HTTPConnection) -> None:
+        """Keep `connection`, idle, for the next call to its origin (`key`)."""
         kept = self._idle.setdefault(key, [])
         if len(kept) >= KEEP_PER_ORIGIN:
             connection.close()
@@ -176,6 +177,52 @@ class Connections:
         their descriptors are closed (which ends nothing for the parent: a connection ends with
         its last descriptor, and closing a TLS socket sends no goodbye)."""
         self.close()
+
+
+class Posting:
+    """A POST sent on `connection` (kept by `connections` under `kept` once answered), its
+    answer not read yet; watched until `timeout_s` has passed (`ticket`, `cut`)."""
+
+    def __init__(
+        self,
+        connections: Connections,
+        kept: _Kept,
+        connection: http.client.HTTPConnection,
+        ticket: int,
+        cut: threading.Event,
+        timeout_s: float,
+    ) -> None:
+        self.connections, self.kept, self.connection = connections, kept, connection
+        self.ticket, self.cut, self.timeout_s = ticket, cut, timeout_s
+
+    def answer(self, read: bool = True) -> tuple[int, Message, bytes]:
+        """The answer's status, headers and body (see `Connections.post`); call it once."""
+        connection = self.connection
+        try:
+            answer = connection.getresponse()
+            data = answer.read(MAX_ANSWER_BYTES + 1) if read else b""
+            if read and (len(data) > MAX_ANSWER_BYTES or not _ended(answer)):
+                raise ValueError(f"an answer body longer than {MAX_ANSWER_BYTES} bytes")
+        except BaseException as error:
+            self.failed(error)
+            raise
+        WATCHER.done(self.ticket)
+        if self.cut.is_set():  # (a body cut off reads as a short one)
+            connection.close()
+            raise TimeoutError(f"no whole answer within {self.timeout_s:g} s")
+        if answer.will_close or not read:
+            connection.close()
+        else:
+            self.connections.keep(self.kept, connection)
+        return answer.status, answer.headers, data
+
+    def failed(self, error: BaseException) -> None:
+        """The call failed (`error`): its connection is closed, never to be read again (its
+        answer may still come); a TimeoutError is raised from `error` when the watcher cut it."""
+        WATCHER.done(self.ticket)
+        self.connection.close()
+        if self.cut.is_set():
+            raise TimeoutError(f"no whole answer within {self.timeout_s:g} s") from error
 
 
 def _connect(

@@ -17,7 +17,9 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from http.client import HTTPException
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -128,6 +130,21 @@ def call(
     `problem` never holds the URL (its query may carry the casino's token). `sign_with`
     (`guts wallet-check` only) signs with another secret, or not at all (""). `private_ok`:
     the wallet may be at an address that is not public (`GUTS_ALLOW_PRIVATE_URLS`)."""
+    return send(url, path, secret, payload, timeout_s, sign_with, private_ok)()
+
+
+def send(
+    url: str,
+    path: str,
+    secret: str,
+    payload: dict[str, Any],
+    timeout_s: float,
+    sign_with: str | None = None,
+    private_ok: bool = False,
+) -> Callable[[], Answer]:
+    """`call` in two steps: the call is sent now; the function returned waits for its verified
+    answer (read once: the same answer each time it is called). The caller must call it: what
+    it does before is done while the wallet answers."""
     request_id = new_request_id()
     body = orjson.dumps({"request_id": request_id, **payload})
     signer = secret if sign_with is None else sign_with
@@ -135,18 +152,34 @@ def call(
     if not signer:
         headers = {"content-type": "application/json", "webhook-id": request_id}
     try:
-        status, answer_headers, answer_body = CONNECTIONS.post(
-            endpoint(url, path), body, headers, timeout_s, private_ok=private_ok
-        )
-    except (OSError, HTTPException, ValueError) as failed:  # timeouts, refused or dropped
-        # connections, answers not HTTP
-        return Answer(None, problem=type(failed).__name__, reached=False)
-    if status != 200:  # (a redirect too: never followed)
-        return Answer(None, problem=f"HTTP {status}")
-    why = verify_signature(secret, request_id, answer_headers, answer_body, time.time())
-    if why is not None:
-        return Answer(None, problem=why)
-    return parse_answer(answer_body)
+        posting = CONNECTIONS.send(endpoint(url, path), body, headers, timeout_s, private_ok)
+    except _FAILURES as failed:
+        unreached = _unreached(failed)
+        return lambda: unreached
+
+    @cache
+    def answer() -> Answer:
+        try:
+            status, answer_headers, answer_body = posting.answer()
+        except _FAILURES as failed:
+            return _unreached(failed)
+        if status != 200:  # (a redirect too: never followed)
+            return Answer(None, problem=f"HTTP {status}")
+        why = verify_signature(secret, request_id, answer_headers, answer_body, time.time())
+        if why is not None:
+            return Answer(None, problem=why)
+        return parse_answer(answer_body)
+
+    return answer
+
+
+_FAILURES = (OSError, HTTPException, ValueError)
+"""How a call fails without an answer: timeouts, refused or dropped connections, answers that
+are not HTTP."""
+
+
+def _unreached(failed: Exception) -> Answer:
+    return Answer(None, problem=type(failed).__name__, reached=False)
 
 
 def endpoint(url: str, path: str) -> str:

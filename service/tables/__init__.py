@@ -12,12 +12,13 @@ from .errors import (
     TableNotFound,
     TableQuarantined,
 )
-from .steps import Answer, Prepare, Result, Tell, tell_version, utc_now
+from .steps import Answer, Gate, Prepare, Result, Tell, tell_version, utc_now
 from .tables import Tables
 
 __all__ = [
     "Contention",
     "Answer",
+    "Gate",
     "IdempotencyReused",
     "LogUnreadable",
     "OutcomeUnknown",

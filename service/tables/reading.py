@@ -1,17 +1,19 @@
 """Reading a stored log back: decoded and checked to chain (`chained`), with any failure to
-read it as `LogUnreadable` (`readable`)."""
+read it as `LogUnreadable` (`readable`); and the answer kept for a request (`replayed`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from service.eventlog import decoding
 from service.eventlog.codec import GENESIS, decode_following, stored_hash
-from service.eventlog.store import CorruptLog, StoredEvent
+from service.eventlog.store import CorruptLog, Idempotency, StoredEvent
 from service.rules.errors import GutsError
 from service.rules.events import Event
 
-from .errors import LogUnreadable
+from .errors import IdempotencyReused, LogUnreadable
+from .steps import Answer, Effect, Result
 
 _T = TypeVar("_T")
 
@@ -43,3 +45,13 @@ def readable(table_id: str, decode: Callable[[], _T]) -> _T:
             f"the log of table {table_id!r} failed verification and cannot be loaded "
             f"({type(error).__name__}); it is quarantined until an operator repairs it"
         ) from error
+
+
+def replayed(table_id: str, seen: Idempotency, request_hash: str) -> Result:
+    """The answer kept for an earlier identical request (IdempotencyReused when the key
+    came with another request)."""
+    if seen.request_hash != request_hash:
+        raise IdempotencyReused("this Idempotency-Key was used with a different request")
+    kept, facts = decoding.replay(table_id, seen)
+    effect: Effect = "made" if kept == "made" else "changed"
+    return Result(Answer(effect, facts), replayed=True)

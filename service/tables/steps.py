@@ -25,6 +25,11 @@ up. Called again on each attempt, on the state that attempt decides on."""
 Guard = Callable[[TableState], None]
 """A check of who may act on the table, before anything else (an idempotent replay, a version
 precondition) could tell the caller something about it."""
+Gate = Callable[[], None]
+"""What a decided command waits for before it is appended, raising when it must not be (a
+wallet-funded seat's debit, sent before the seat is decided: its answer, so that the seat is
+decided while the wallet answers). Called before each append of the command: it must give the
+same outcome each time."""
 
 
 def utc_now() -> datetime:
@@ -78,6 +83,7 @@ class Submission:
     fresh_key: bool = False
     """The idempotency key was made for this request and never used before (so no answer can
     be kept under it: no look-up before deciding; the append still checks it atomically)."""
+    gate: Gate | None = None
 
 
 @dataclass

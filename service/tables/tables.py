@@ -4,11 +4,11 @@ This is the one module that joins the rules, the event store and the clock and r
 rules must not touch. `Tables.execute` runs a game command (`service.rules.decide`) in three
 named steps: load the table (`_load`: the cached state, or the store's), decide on it
 (`_decide`: the application's look-ups make the command, `decide(state, now, command)` says
-the events, and the caller's `Tell` says what to answer), and commit (`_commit`: the events,
-the new snapshot and the idempotency record appended in one conditional, atomic step, then
-the due index and the table list told). When another command won the race for the version,
-the command is decided again on the new state (bounded), unless the caller pinned a version
-with If-Match.
+the events, and the caller's `Tell` says what to answer), and commit (`_commit`: once the
+caller's `Gate`, if any, lets it pass, the events, the new snapshot and the idempotency record
+appended in one conditional, atomic step, then the due index and the table list told). When
+another command won the race for the version, the command is decided again on the new state
+(bounded), unless the caller pinned a version with If-Match.
 
 Every append also stores the table's next due moment (`service.rules.clock.next_due`); when the
 command changed it, the due index is told, by the append itself on one Redis, else right after
@@ -34,7 +34,6 @@ from typing import TypeVar
 
 import orjson
 
-from service.eventlog import decoding
 from service.eventlog.codec import (
     decode_current,
     encode_events,
@@ -70,12 +69,12 @@ from .errors import (
     TableNotFound,
 )
 from .held import Held
-from .reading import chained, readable
+from .reading import chained, readable, replayed
 from .steps import (
     Answer,
     Attempt,
     Decided,
-    Effect,
+    Gate,
     Guard,
     Loaded,
     Prepare,
@@ -198,6 +197,7 @@ class Tables(Upkeep, Held):
         guard: Guard | None = None,
         quota: Quota | None = None,
         fresh_key: bool = False,
+        gate: Gate | None = None,
     ) -> Result:
         """Decide and append `command` (a game command, or the application's `Prepare` of one
         on the loaded state), answered as `tell` says; see the module docstring. `guard` (not
@@ -206,7 +206,7 @@ class Tables(Upkeep, Held):
         so no answer is looked up under it first). A quarantined table, or one found unreadable
         now, is refused (TableQuarantined). A `quota` not counted yet is counted by the append
         (OverLimit, nothing written, when its counter is full); one that appends nothing is
-        left for the caller to count (`count_request`)."""
+        left for the caller to count (`count_request`). A `gate` is passed before the append."""
         if not create:
             self._refuse_held(table_id)
         if quota is not None and quota.counted:
@@ -222,6 +222,7 @@ class Tables(Upkeep, Held):
             guard,
             quota,
             fresh_key,
+            gate,
         )
         try:
             return self._run(submitted)
@@ -238,7 +239,7 @@ class Tables(Upkeep, Held):
         if sub.idempotency_key is not None and sub.guard is None:
             seen = self.store.find_idempotent(sub.table_id, sub.idempotency_key)
             if seen is not None:
-                return self._replay(sub.table_id, seen, sub.request_hash)
+                return replayed(sub.table_id, seen, sub.request_hash)
         # If-Match compares with the table's real version: no guessing from the cache then.
         fresh = sub.create or sub.if_match is not None
         attempt = Attempt(None if fresh else self.cache.take(sub.table_id))
@@ -263,7 +264,7 @@ class Tables(Upkeep, Held):
             if sub.idempotency_key is not None:  # the same request, sent twice at once, may
                 seen = self.store.find_idempotent(sub.table_id, sub.idempotency_key)  # have
                 if seen is not None:  # landed since the first look: its answer, not a "no"
-                    return self._replay(sub.table_id, seen, sub.request_hash)
+                    return replayed(sub.table_id, seen, sub.request_hash)
             raise
         return self._commit(sub, decided)
 
@@ -283,7 +284,7 @@ class Tables(Upkeep, Held):
             if first and sub.idempotency_key is not None and not sub.fresh_key:
                 seen = self.store.find_idempotent(sub.table_id, sub.idempotency_key)
                 if seen is not None:
-                    return self._replay(sub.table_id, seen, sub.request_hash)
+                    return replayed(sub.table_id, seen, sub.request_hash)
         if sub.if_match is not None and sub.if_match != state.version:
             raise PreconditionFailed(f"the table is at version {state.version}, not {sub.if_match}")
         return Loaded(current.version, state, head)
@@ -312,6 +313,8 @@ class Tables(Upkeep, Held):
         epoch = None if due is None else due.epoch
         record = self._record(sub, decided.answer)
         moved = due != decided.due_before or before == 0  # (the index is told)
+        if sub.gate is not None:
+            sub.gate()
         try:
             chain = Chain(decided.loaded.head, head)
             appended = self.store.append(
@@ -335,7 +338,7 @@ class Tables(Upkeep, Held):
             self._index(table_id, unconfirmed.version, epoch)  # is not cached; its due is
             raise  # indexed (if it survives, it must fire; if not, the entry is stale)
         if appended.replayed is not None:
-            return self._replay(table_id, appended.replayed, sub.request_hash)
+            return replayed(table_id, appended.replayed, sub.request_hash)
         if moved and not appended.due_indexed:
             self._index(table_id, appended.version, epoch)
         if before == 0:
@@ -386,15 +389,5 @@ class Tables(Upkeep, Held):
         if sub.idempotency_key is not None:
             seen = self.store.find_idempotent(sub.table_id, sub.idempotency_key)
             if seen is not None:
-                return self._replay(sub.table_id, seen, sub.request_hash)
+                return replayed(sub.table_id, seen, sub.request_hash)
         raise TableExists(f"table {sub.table_id!r} already exists")
-
-    @staticmethod
-    def _replay(table_id: str, seen: Idempotency, request_hash: str) -> Result:
-        """The answer kept for an earlier identical request (IdempotencyReused when the key
-        came with another request)."""
-        if seen.request_hash != request_hash:
-            raise IdempotencyReused("this Idempotency-Key was used with a different request")
-        kept, facts = decoding.replay(table_id, seen)
-        effect: Effect = "made" if kept == "made" else "changed"
-        return Result(Answer(effect, facts), replayed=True)

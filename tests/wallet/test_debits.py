@@ -5,6 +5,7 @@ seat; a retried request is the same transaction."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -185,6 +186,29 @@ def test_a_seat_the_rules_refuse_debits_nothing(wallet_api: Api, wallet: TestWal
     assert wallet.count("debit") == 1
 
 
+def test_a_seat_taken_while_the_wallet_answers_rolls_the_debit_back(
+    wallet_api: Api, wallet: TestWallet
+):
+    """The seat is decided while the wallet answers, and appended once it took the debit:
+    bob, seated meanwhile, moved the table on, so ann's seat is decided again, refused, and
+    her debit rolled back (the wallet had taken it)."""
+    connect(wallet_api, wallet)
+    table = wallet_api.table("three-card", seats=2)
+    wallet.fail("debit", "hold")
+    body = {"player_id": "ann", "buy_in": 30, "funding": "wallet", "seat": 0}
+    with ThreadPoolExecutor(1) as pool:
+        funded = pool.submit(Api(wallet_api.base).post, f"/v1/tables/{table}/players", body)
+        assert wallet.held.wait(20)
+        wallet_api.seat(table, "bob", 30, seat=0)
+        wallet.release.set()
+        answer = funded.result(20)
+    assert answer.status_code == 409 and "seat 0 is taken" in answer.text, answer.text
+    by_kind = {t["kind"]: t["status"] for t in transactions(wallet_api)}
+    assert by_kind == {"debit": "rolled_back", "rollback": "confirmed"}
+    assert wallet.effects["debit"] == 1 and wallet.balances["ann"] == PLAYERS["ann"]
+    assert _seated(wallet_api, table) == ["bob"]
+
+
 def test_a_debit_over_the_largest_json_safe_amount_is_422_and_sends_nothing(
     wallet_api: Api, wallet: TestWallet
 ):
@@ -274,6 +298,28 @@ def test_a_regulator_reads_a_tenants_transactions_naming_it(
     assert transactions(casino_a, tenant="casino-a") == mine
 
 
+def test_a_seat_at_another_tenants_table_is_not_found_and_debits_nothing(
+    casino_a: As, casino_b: As, wallet: TestWallet
+):
+    """As a table that does not exist: 404, no call to either wallet, no transaction kept
+    (casino B's debit is recorded with its protections' read, then withdrawn)."""
+    connect(casino_a, wallet)
+    theirs = TestWallet(balances=PLAYERS)
+    try:
+        connect(casino_b, theirs)
+        assert _seat(casino_b, casino_b.table("three-card"), "ann", 10).status_code == 201
+        before = list(theirs.calls), transactions(casino_b)
+        table = casino_a.table("three-card")
+        answer = _seat(casino_b, table, "bob", 10)
+        missing = _seat(casino_b, "no-such-table", "bob", 10)
+        assert answer.status_code == missing.status_code == 404, answer.text
+        assert answer.json()["title"] == missing.json()["title"]
+        assert (list(theirs.calls), transactions(casino_b)) == before
+        assert wallet.calls == [] and transactions(casino_a) == []
+    finally:
+        theirs.close()
+
+
 def _soon(**later: float) -> str:
     return (datetime.now(UTC) + timedelta(**later)).isoformat().replace("+00:00", "Z")
 
@@ -295,6 +341,7 @@ REFUSED_SEATS = {  # what makes the rules or the protections refuse ann a seat: 
     "timed_out": (409, "is excluded from play (or on a time-out)"),
     "cooling_down": (409, "reached their session limit"),
     "loss_limit_reached": (409, "has reached their loss limit of 0"),
+    "no_such_table": (404, "no table"),  # (no table is looked at before the debit is recorded)
 }
 
 
@@ -333,6 +380,8 @@ def test_a_seat_refused_by_the_rules_or_protections_sends_the_wallet_nothing(
         _protect(wallet_api, "ann", timeout_until=_soon(days=2))
     elif refusal == "loss_limit_reached":  # (a limit of 0: reached with nothing lost yet)
         _protect(wallet_api, "ann", loss_limit_24h=0)
+    elif refusal == "no_such_table":
+        table = "no-such-table"
     else:  # a session limit ann reached elsewhere keeps her from every seat for a while
         client = SERVED[wallet_api.base].extensions["guts"].redis
         LedgerStore(client).cool_down("default", "ann", _soon(hours=1))
@@ -340,7 +389,8 @@ def test_a_seat_refused_by_the_rules_or_protections_sends_the_wallet_nothing(
     status, saying = REFUSED_SEATS[refusal]
     assert answer.status_code == status and saying in answer.text, answer.text
     assert (wallet.calls, transactions(wallet_api)) == before
-    assert "ann" not in _seated(wallet_api, table) or refusal == "already_seated"
+    if refusal != "no_such_table":
+        assert "ann" not in _seated(wallet_api, table) or refusal == "already_seated"
 
 
 def test_a_top_up_refused_by_the_rules_sends_the_wallet_nothing(
