@@ -8,7 +8,9 @@ It starts `guts serve` (its own redis-server, the production wallet schedule: a 
 after 5 s, doubling, up to 1 h) and a local wallet that answers at once (the tests' wallet,
 `tests/wallet_server.py`, made not idempotent so that a credit paid twice would show).
 
-1. Seats: `--seats` plain seats and as many wallet-funded ones, interleaved, one at a time;
+1. Seats: `--seats` plain seats and as many wallet-funded ones, interleaved, one at a time
+   (in pairs, each kind first in every other pair: a seat made right after another finds the
+   dispatchers' followers at work on that one, and is slower for it);
    p50, p90 and p99 of each; and one wallet round trip, measured three ways: the p50 of a
    signed wallet call made from this process after each pair of seats (the machine as busy as
    the seats' debits find it: the dispatcher's followers react to each seat), the p50 of as
@@ -17,7 +19,8 @@ after 5 s, doubling, up to 1 h) and a local wallet that answers at once (the tes
    API's calls are; and how many connections the wallet accepted for the seats' debits. Goal:
    a wallet-funded seat costs one wallet round trip more than a plain seat (the debit: its
    record rides the round trip that reads the player's protections, which a plain seat makes
-   too, and the wallet's projection confirms it after the answer).
+   too; the seat is decided while the wallet answers; and the wallet's projection confirms
+   the debit after the seat's append).
 2. Credits: `--credits` wallet-funded seats on tables of 6, then the wallet goes down (nothing
    listens on its port) and every table is ended (a credit per seat); after `--down` seconds
    the wallet comes back, and the run waits until no credit is pending (or 5 minutes). Goal:
@@ -131,8 +134,10 @@ def seats(bench: Bench, wallet: TestWallet, count: int) -> None:
     _trip(wallet, "between-first")  # (this process's connection, kept: not counted below)
     connections = wallet.connections
     timed = bench.debits_timed()
+    pair = (("chips", plain), ("wallet", funded))
     for n in range(count):
-        for funding, times in (("chips", plain), ("wallet", funded)):
+        for funding, times in pair if n % 2 else pair[::-1]:  # (each kind first in half the
+            # pairs: a seat right after another meets the dispatchers at work on that one)
             if n and n % SEATS_PER_TABLE == 0:
                 tables[funding] = bench.table()
             times.append(bench.seat(tables[funding], f"s{funding}{n}", funding))
