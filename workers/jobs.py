@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from http.client import HTTPException
 from typing import Any
 
 import orjson
@@ -22,7 +21,7 @@ from service.audit.jobs import audit_key, load_record, report_key, save_record
 from service.audit.rebuild import audit_table
 from service.config import Settings
 from service.infrastructure import event_store, ledger_of, open_archive, store_client, wallet_of
-from service.projections.wallet_http import CONNECTIONS
+from service.projections.wallet_http import CONNECTIONS, FAILURES
 from service.projections.webhooks import Schedule, WebhookStore, sign
 from service.rules.errors import GutsError
 from service.rules.times import parse_iso
@@ -167,8 +166,8 @@ def _post(
         status, _, _ = CONNECTIONS.post(
             url, body, headers, timeout_s, read=False, private_ok=private_ok
         )
-    except (OSError, HTTPException, ValueError) as failed:  # timeouts, refused connections,
-        return None, type(failed).__name__  # answers not HTTP
+    except FAILURES as failed:  # timeouts, refused connections, answers not HTTP
+        return None, type(failed).__name__
     if 200 <= status < 300:
         return status, None
     if 300 <= status < 400:

@@ -58,6 +58,10 @@ KEEP_PER_ORIGIN = 16
 MAX_ANSWER_BYTES = 64 * 1024
 """The longest answer body read (a wallet's answer is a few dozen bytes of JSON)."""
 
+FAILURES = (OSError, http.client.HTTPException, ValueError)
+"""What a call with no answer raises (see `Connections.post`): a timeout, a refused or dropped
+connection, a host not at a public address, an answer that is not HTTP or is too long."""
+
 Origin = tuple[str, str, int]
 """scheme, host, port."""
 
@@ -209,7 +213,7 @@ class Posting:
         WATCHER.done(self.ticket)
         if self.cut.is_set():  # (a body cut off reads as a short one)
             connection.close()
-            raise TimeoutError(f"no whole answer within {self.timeout_s:g} s")
+            raise self._timed_out()
         if answer.will_close or not read:
             connection.close()
         else:
@@ -222,7 +226,10 @@ class Posting:
         WATCHER.done(self.ticket)
         self.connection.close()
         if self.cut.is_set():
-            raise TimeoutError(f"no whole answer within {self.timeout_s:g} s") from error
+            raise self._timed_out() from error
+
+    def _timed_out(self) -> TimeoutError:
+        return TimeoutError(f"no whole answer within {self.timeout_s:g} s")
 
 
 def _connect(

@@ -20,13 +20,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from http.client import HTTPException
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-from service.projections.wallet_http import CONNECTIONS
+from service.projections.wallet_http import CONNECTIONS, FAILURES
 from service.projections.webhook_messages import check_url, sign
 from service.rules.errors import InvalidCommand
 
@@ -153,7 +152,7 @@ def send(
         headers = {"content-type": "application/json", "webhook-id": request_id}
     try:
         posting = CONNECTIONS.send(endpoint(url, path), body, headers, timeout_s, private_ok)
-    except _FAILURES as failed:
+    except FAILURES as failed:
         unreached = _unreached(failed)
         return lambda: unreached
 
@@ -161,7 +160,7 @@ def send(
     def answer() -> Answer:
         try:
             status, answer_headers, answer_body = posting.answer()
-        except _FAILURES as failed:
+        except FAILURES as failed:
             return _unreached(failed)
         if status != 200:  # (a redirect too: never followed)
             return Answer(None, problem=f"HTTP {status}")
@@ -171,11 +170,6 @@ def send(
         return parse_answer(answer_body)
 
     return answer
-
-
-_FAILURES = (OSError, HTTPException, ValueError)
-"""How a call fails without an answer: timeouts, refused or dropped connections, answers that
-are not HTTP."""
 
 
 def _unreached(failed: Exception) -> Answer:
