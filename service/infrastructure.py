@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import redis
-from limits.storage import RedisClusterStorage, RedisStorage, Storage
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
@@ -45,6 +44,9 @@ from service.projections.wallet_messages import WalletSchedule
 from service.projections.webhooks import WebhookStore
 from service.tables import Tables
 from service.tables.state_cache import StateCache, inherited
+
+if TYPE_CHECKING:
+    from limits.storage import Storage
 
 CONNECTIONS = 32
 """Connections a process opens to Redis at most (per node of a cluster)."""
@@ -107,6 +109,8 @@ def rate_limit_storage(settings: Settings) -> Storage:
     its cluster storage, from every node the settings name, failing fast as the API's client
     does (a stalled master's counters refused unsent, not waited on; a command unanswered
     within ``GUTS_REDIS_TIMEOUT_S`` fails); `service.api.rate_limits` says what then."""
+    from limits.storage import RedisClusterStorage, RedisStorage  # (the API's alone)
+
     url = _required(settings.redis_url)
     prefix = f"{settings.key_prefix}:limits"
     if not settings.redis_cluster:

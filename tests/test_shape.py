@@ -57,3 +57,24 @@ def test_a_method_of_61_lines_is_named_and_a_function_of_60_is_not():
 
     source = function("fits", 60) + "class Table:\n" + function("too_long", 61, "    ")
     assert long_functions(source) == [("too_long", 62, 61)]
+
+
+def test_the_background_processes_import_none_of_the_webs_libraries():
+    """`guts dispatch` and `guts worker` start a process each, many times a day (a supervisor's
+    restarts) and some 150 times a test run; importing is most of what a start costs (about
+    0.3 CPU-s). gevent, `limits` and psutil serve the web workers (their sockets, the rate
+    limits) and the embedded PostgreSQL: imported where they are used, they cost a dispatcher
+    nothing (importing `workers.dispatcher` took 0.83x the CPU, 2026-12-07)."""
+    import subprocess
+    import sys
+
+    for entry in ("workers.dispatcher", "workers.worker"):
+        code = (
+            f"import sys, {entry}; "
+            "print(sorted({m.partition('.')[0] for m in sys.modules} & "
+            "{'gevent', 'limits', 'psutil', 'flask', 'marshmallow', 'werkzeug'}))"
+        )
+        run = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+        )
+        assert run.stdout.strip() == "[]", f"{entry} imports {run.stdout.strip()}"

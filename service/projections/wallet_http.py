@@ -36,20 +36,24 @@ import os
 import select
 import socket
 import ssl
+import sys
 import threading
 import time
 from email.message import Message
 from typing import Any
 from urllib.parse import urlsplit
 
-from gevent.monkey import get_original  # type: ignore[import-untyped]
-
 from service.projections.deadlines import WATCHER
 from service.projections.webhook_messages import public
 
-_POLL: Any = get_original("select", "poll")
+_POLL: Any = (
+    select.poll
+    if "gevent.monkey" not in sys.modules
+    else sys.modules["gevent.monkey"].get_original("select", "poll")
+)
 """`select.poll` as the system has it: where gevent patched the module (`guts serve`'s
-workers), its poll does not look at a descriptor without waiting for its loop."""
+workers patch it before anything of ours is imported), its poll does not look at a
+descriptor without waiting for its loop."""
 
 KEEP_IDLE_S = 1.0
 """How long an idle connection is kept for the next call (seconds)."""
