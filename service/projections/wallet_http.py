@@ -15,8 +15,9 @@ A call ends within its timeout, whatever the other side does: the socket's timeo
 read, not the call, so an answer sent a byte at a time (or one without end) would hold its
 caller for as long as it dripped; the wallet duty's callers, held so, finished no other
 tenant's transactions. A watcher shuts the call's socket down once the timeout has passed
-(`service.projections.deadlines`), and an answer's body longer than `MAX_ANSWER_BYTES` is not
-read (both: a failed call). The webhooks' deliveries use the same client (`workers.jobs`).
+(`service.projections.deadlines`), a host name is looked up for at most the timeout
+(`_addresses`), and an answer's body longer than `MAX_ANSWER_BYTES` is not read (each: a
+failed call). The webhooks' deliveries use the same client (`workers.jobs`).
 
 A casino names the URLs the service calls, so no call goes to an address that is not public
 (loopback, a private network, link-local such as a cloud's metadata service, ...) unless the
@@ -40,6 +41,7 @@ import sys
 import threading
 import time
 from email.message import Message
+from ipaddress import ip_address
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -256,7 +258,7 @@ def _socket(host: str, port: int, timeout: float | None, private_ok: bool) -> so
     """A TCP connection to `host`, made to one of the addresses it resolves to (tried in
     order, as `socket.create_connection` tries them); unless `private_ok`, once each of them
     is found public (PrivateAddress if one is not)."""
-    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    found = _addresses(host, port, timeout)
     if not private_ok and not all(public(str(address[0])) for *_, address in found):
         raise PrivateAddress(
             "the URL's host is not at a public address (GUTS_ALLOW_PRIVATE_URLS allows it)"
@@ -273,6 +275,37 @@ def _socket(host: str, port: int, timeout: float | None, private_ok: bool) -> so
             sock.close()
             failed = error
     raise failed
+
+
+def _addresses(host: str, port: int, timeout: float | None) -> list[Any]:
+    """`socket.getaddrinfo` of `host`, within `timeout`: the system's resolver cannot be
+    interrupted, and a name server that does not answer held a call (and the wallet duty's
+    calls of every tenant behind it) for as long as the resolver's own timeouts and attempts
+    (resolv.conf's; 5 s and 2 attempts by default). A name is looked up in a thread of its
+    own, left to end alone when the time is up (TimeoutError); an address needs no lookup."""
+    try:
+        ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    found: list[Any] = []
+    failed: list[BaseException] = []
+    done = threading.Event()
+
+    def look_up() -> None:
+        try:
+            found.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except BaseException as error:  # (read by the caller, when it still waits)
+            failed.append(error)
+        done.set()
+
+    threading.Thread(target=look_up, name="http-lookup", daemon=True).start()
+    if not done.wait(timeout):
+        raise TimeoutError(f"no address for the host within {timeout:g} s")
+    if failed:
+        raise failed[0]
+    return found
 
 
 def _ended(answer: http.client.HTTPResponse) -> bool:

@@ -1,4 +1,5 @@
-"""A wallet or a webhook receiver that answers a byte at a time (or never ends its answer).
+"""A wallet or a webhook receiver that answers a byte at a time (or never ends its answer), or
+whose host name a name server never answers for.
 
 The socket's timeout bounds each read, not the call: such an answer held its caller for as long
 as it dripped. The wallet duty's callers, held so, finished no transaction of any tenant (the
@@ -8,11 +9,16 @@ held the worker until RQ ended the job. Each call now ends within its timeout, a
 
 from __future__ import annotations
 
+import os
+import random
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +133,44 @@ def test_a_pass_claims_no_more_of_a_tenants_transactions_than_it_has_callers(
     assert len(pending) > CALLERS
     with ThreadPoolExecutor(CALLERS) as pool:
         assert finish_due(wallet_of(wallet_api), pool) == CALLERS
+
+
+SILENT_LOOKUP = """
+import time
+from service.projections.wallet_messages import call
+started = time.monotonic()
+answer = call("http://wallet.example.test:8080/w", "credit", "whsec_a2V5", {}, 1.0, private_ok=True)
+print(answer.problem, answer.reached, round(time.monotonic() - started, 2))
+"""
+
+
+def test_a_host_whose_name_server_never_answers_fails_the_call_within_its_timeout(
+    tmp_path: Path,
+) -> None:
+    """The system's resolver cannot be interrupted: a wallet's host name that no name server
+    answered for held the call for the resolver's own timeout (here 8 s; 8.01 s before), and
+    the wallet duty's calls of every tenant with it. The call is run in a process whose
+    /etc/resolv.conf names a name server that reads every query and answers none (a mount
+    namespace of its own: root only); it fails within its timeout of 1 s."""
+    if os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"]).returncode != 0:
+        pytest.skip("needs root and unshare(1) to give a process its own /etc/resolv.conf")
+    address = f"127.53.{random.randrange(256)}.{random.randrange(1, 255)}"
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind((address, 53))  # (read by nobody: every query waits for the resolver's timeout)
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text(f"nameserver {address}\noptions timeout:8 attempts:1\n")
+    script = f'mount --bind {resolv} /etc/resolv.conf && exec {sys.executable} -c "$0"'
+    try:
+        run = subprocess.run(
+            ["unshare", "-m", "sh", "-c", script, SILENT_LOOKUP],
+            cwd=Path(__file__).resolve().parents[2],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        silent.close()
+    assert run.returncode == 0, run.stderr
+    problem, reached, took = run.stdout.split()
+    assert (problem, reached) == ("TimeoutError", "False")
+    assert float(took) < 4, f"the call took {took} s: held by the resolver"
