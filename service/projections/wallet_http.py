@@ -40,6 +40,8 @@ import ssl
 import sys
 import threading
 import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from email.message import Message
 from ipaddress import ip_address
 from typing import Any
@@ -258,11 +260,16 @@ def _socket(host: str, port: int, timeout: float | None, private_ok: bool) -> so
     """A TCP connection to `host`, made to one of the addresses it resolves to (tried in
     order, as `socket.create_connection` tries them); unless `private_ok`, once each of them
     is found public (PrivateAddress if one is not)."""
+    started = time.monotonic()
     found = _addresses(host, port, timeout)
     if not private_ok and not all(public(str(address[0])) for *_, address in found):
         raise PrivateAddress(
             "the URL's host is not at a public address (GUTS_ALLOW_PRIVATE_URLS allows it)"
         )
+    if timeout is not None:  # (the connect gets what the lookup left of the call's time)
+        timeout -= time.monotonic() - started
+        if timeout <= 0:
+            raise TimeoutError("no connection within the call's timeout")
     failed = OSError(f"no address of {host} to connect to")
     for family, kind, proto, _, address in found:
         sock = socket.socket(family, kind, proto)
@@ -289,23 +296,19 @@ def _addresses(host: str, port: int, timeout: float | None) -> list[Any]:
         pass
     else:
         return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    found: list[Any] = []
-    failed: list[BaseException] = []
-    done = threading.Event()
+    found: Future[list[Any]] = Future()
 
     def look_up() -> None:
         try:
-            found.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
-        except BaseException as error:  # (read by the caller, when it still waits)
-            failed.append(error)
-        done.set()
+            found.set_result(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except BaseException as error:  # (raised by `result`, when the caller still waits)
+            found.set_exception(error)
 
     threading.Thread(target=look_up, name="http-lookup", daemon=True).start()
-    if not done.wait(timeout):
-        raise TimeoutError(f"no address for the host within {timeout:g} s")
-    if failed:
-        raise failed[0]
-    return found
+    try:
+        return found.result(timeout)
+    except FutureTimeout:
+        raise TimeoutError(f"no address for the host within {timeout:g} s") from None
 
 
 def _ended(answer: http.client.HTTPResponse) -> bool:
