@@ -130,6 +130,7 @@ def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
         log_level=args.log_level,
         redis_wait_s=args.redis_wait,
         dispatchers=args.dispatchers,
+        guts=main,
     )
 
 

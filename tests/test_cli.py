@@ -181,6 +181,7 @@ def test_serve_runs_everything_stops_on_sigterm_and_keeps_tables(
     assert redis_port != 6379
     redis_pid = _redis_pid(redis_port)
     assert "GUTS_OPERATOR_KEYS is not set" not in first.output()
+    _assert_forks_set_up_as_new_processes(first, data_dir)
 
     assert first.terminate() == 0, first.output()
     assert not _alive(redis_pid), "the embedded redis-server outlived guts serve"
@@ -200,6 +201,26 @@ def test_serve_runs_everything_stops_on_sigterm_and_keeps_tables(
     for served in serve:
         output = served.output()
         assert OPERATOR_KEY not in output and AUDITOR_KEY not in output, "a key was printed"
+
+
+def _assert_forks_set_up_as_new_processes(served: Served, data_dir: Path) -> None:
+    """`guts serve`'s worker and dispatchers are forks of it (service/processes/forked.py),
+    set up as the new processes they were: named for what they run, each in a process group
+    of its own, stdin from /dev/null, none of its descriptors but stdout and stderr (its lock
+    on the data directory above all)."""
+    parent = served.process.pid
+    forks = _child_pids(parent, "worker") + _child_pids(parent, "dispatcher")
+    assert len(forks) == 3, served.output()
+    lock = data_dir / "redis" / "guts.lock"
+    held_by_serve = {os.readlink(fd) for fd in Path(f"/proc/{parent}/fd").iterdir()}
+    assert str(lock) in held_by_serve  # (what a fork must not keep)
+    for pid in forks:
+        assert _name(pid) in ("guts worker", "guts dispatch")
+        assert os.getpgid(pid) == pid
+        assert os.readlink(f"/proc/{pid}/fd/0") == os.devnull
+        held = {os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}
+        assert str(lock) not in held, (pid, held)
+        assert held - held_by_serve, "a fork holds nothing of its own (connections)"
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--workers", "0"), ("--dispatchers", "-1")])
@@ -361,11 +382,11 @@ def test_serve_workers_share_what_they_store_so_commands_do_not_conflict(
 
 # --- supervision: a child of `guts serve` that dies is started again -----------------------
 
-SERVE_CHILDREN = {  # each child of `guts serve` -> what its command line holds
-    "gunicorn": ("-m", "gunicorn"),
-    "worker": ("service.cli", "worker"),
-    "dispatcher": ("service.cli", "dispatch"),
-    "redis": ("redis-server",),  # the embedded one (it rewrites its command line)
+SERVE_CHILDREN = {  # each child of `guts serve` -> its name, or what its command line holds
+    "gunicorn": "-m gunicorn",
+    "worker": "guts worker",  # (forks of `guts serve`: their command line is its own, their
+    "dispatcher": "guts dispatch",  # name, /proc/PID/comm, what they run)
+    "redis": "redis-server",  # the embedded one (it rewrites its command line)
 }
 BACK_WITHIN_S = 5.0
 CLOSED_WITHIN_S = 10.0
@@ -387,11 +408,22 @@ def _processes() -> Iterator[tuple[int, int, int, list[str]]]:
 
 
 def _child_pids(parent: int, child: str) -> list[int]:
-    """The pids of `parent`'s children whose command line holds SERVE_CHILDREN[child]."""
-    wanted = " ".join(SERVE_CHILDREN[child])
+    """The pids of `parent`'s children named SERVE_CHILDREN[child], or whose command line
+    holds it."""
+    wanted = SERVE_CHILDREN[child]
     return [
-        pid for pid, ppid, _, argv in _processes() if ppid == parent and wanted in " ".join(argv)
+        pid
+        for pid, ppid, _, argv in _processes()
+        if ppid == parent and (wanted in " ".join(argv) or _name(pid) == wanted)
     ]
+
+
+def _name(pid: int) -> str | None:
+    """The process's name (/proc/PID/comm), None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
 
 
 def _eventually(predicate: Any, within_s: float) -> Any:
@@ -616,10 +648,13 @@ def test_serve_killed_with_minus_9_leaves_no_postgres_after_the_next_clean_stop(
     pid_file = data / "postgres" / "postmaster.pid"
     postmaster = int(pid_file.read_text().split()[0])
     redis_pid = _redis_pid(first.redis_port())
+    forks = _child_pids(first.process.pid, "worker") + _child_pids(first.process.pid, "dispatcher")
     try:
         first.process.kill()
         first.process.wait(STOP_TIMEOUT_S)
         assert psutil.pid_exists(postmaster)  # (what this test is about: it outlives a kill)
+        forks_gone = lambda: not any(_alive(pid) for pid in forks)  # noqa: E731
+        assert forks and _eventually(forks_gone, 30), "a fork outlived guts serve's kill -9"
         # The embedded Redis does not: it outlived every kill -9, holding the append-only
         # file the next guts serve on the same data started another Redis on.
         redis_gone = lambda: not _alive(redis_pid)  # noqa: E731

@@ -8,6 +8,7 @@ import itertools
 import logging
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -239,3 +240,49 @@ def test_an_embedded_server_that_dies_is_restarted_with_the_backoff(
         assert lines[1] == "the embedded Redis restarted"
         assert server.running and client.get("kept") == b"yes"  # on its port, with its data
         client.close()
+
+
+_FORKS = """
+import os, signal, sys, time
+from service.processes.forked import Forked
+
+signal.signal(signal.SIGTERM, lambda *_: None)  # (the parent's handler: not the fork's)
+
+def fails() -> int:
+    raise ValueError("the entry failed")
+
+def sleeps() -> int:
+    time.sleep(60)
+    return 0
+
+def tells() -> int:
+    print(os.environ.get("ONLY"), os.environ.get("HOME"), open("/proc/self/comm").read().strip())
+    return 5
+
+print("fails", Forked(fails, {}, "fork-a").wait(10))
+print("exits", Forked(lambda: sys.exit(4), {}, "fork-b").wait(10))
+asleep = Forked(sleeps, {}, "fork-c")
+print("polled", asleep.poll())
+asleep.send_signal(signal.SIGTERM)
+print("terminated", asleep.wait(10))
+told = Forked(tells, {"ONLY": "this"}, "a-name-longer-than-fifteen")
+print("told", told.wait(10))
+"""
+
+
+def test_a_forked_child_exits_with_its_entry_s_code_and_is_set_up_as_a_new_process() -> None:
+    """service/processes/forked.py, in a process of its own (a fork of pytest's, which runs
+    threads, could inherit a lock held by one of them)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FORKS], capture_output=True, text=True, timeout=60, check=True
+    )
+    lines = done.stdout.splitlines()
+    assert lines == [
+        "fails 1",
+        "exits 4",
+        "polled None",
+        f"terminated {-signal.SIGTERM}",  # (SIGTERM's default: the parent's handler is not kept)
+        "this None a-name-longer-t",  # (its environment alone; the kernel keeps 15 bytes)
+        "told 5",
+    ], done.stderr
+    assert "ValueError: the entry failed" in done.stderr

@@ -1,6 +1,7 @@
 """``guts serve``: Redis (embedded unless ``REDIS_URL`` is set), then gunicorn, an RQ worker
-(audits) and a deadline dispatcher under the supervisor, which restarts any of them that dies
-(the embedded Redis too, on its port, with its append-only file), until SIGTERM or SIGINT.
+(audits) and deadline dispatchers (forks of this process) under the supervisor, which
+restarts any of them that dies (the embedded Redis too, on its port, with its append-only
+file), until SIGTERM or SIGINT.
 
 A ``REDIS_URL`` that does not answer at the start is waited for, everything running (the API
 answers 503 meanwhile), up to ``redis_wait_s``; then ``guts serve`` stops it all and exits 1
@@ -11,6 +12,7 @@ takes (503s, and each process reconnects when it is back).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import logging
@@ -20,7 +22,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -55,10 +57,12 @@ def serve(
     log_level: str = "info",
     redis_wait_s: float = 60.0,
     dispatchers: int,
+    guts: GutsMain | None = None,
 ) -> int:
     """Run Redis (unless REDIS_URL is set) and the children of :func:`serve_children`,
     restarting any that dies, until a signal (or until a REDIS_URL that never answered has
-    been waited for `redis_wait_s`; 0 waits for ever)."""
+    been waited for `redis_wait_s`; 0 waits for ever). `guts`: the ``guts`` command's main,
+    run by the worker and dispatchers in forks (without it, each is a new process)."""
     _warn_without_operators(settings)
     stop = StopSignal()
     stop.install()
@@ -73,9 +77,8 @@ def serve(
             metrics_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="guts-metrics-"))
             if stop.signum is not None:
                 return 0
-            specs = serve_children(
-                host, port, workers, redis_url, metrics_dir, log_level, database_url, dispatchers
-            )
+            children = (host, port, workers, redis_url, metrics_dir, log_level, database_url)
+            specs = forking(serve_children(*children, dispatchers), guts)
             servers = [
                 ServerSpec(name, server)
                 for name, server in (("Redis", embedded), ("PostgreSQL", postgres))
@@ -200,6 +203,30 @@ def serve_children(
             for n in range(1, dispatchers + 1)
         ),
     ]
+
+
+GutsMain = Callable[[Sequence[str]], int]
+"""The ``guts`` command's main (``service.cli.main``): its arguments -> its exit code."""
+
+
+def forking(specs: Sequence[ChildSpec], guts: GutsMain | None) -> list[ChildSpec]:
+    """`specs`, where each that runs a ``guts`` command runs it as `guts(args)` in a fork of
+    this process (named ``guts worker``, ``guts dispatch``), its code imported here first:
+    once, not at each child's start and restart. All of `specs` as they are without `guts`."""
+    if guts is None:
+        return list(specs)
+    import workers.dispatcher  # noqa: F401 - (what the forks run: imported before they are)
+    import workers.worker  # noqa: F401
+
+    prefix = _guts()
+    forked = []
+    for spec in specs:
+        args = spec.argv[len(prefix) :]
+        if spec.argv[: len(prefix)] == prefix:
+            entry = functools.partial(guts, list(args))
+            spec = dataclasses.replace(spec, entry=entry, title=f"guts {args[0]}")
+        forked.append(spec)
+    return forked
 
 
 def _guts(*args: str) -> tuple[str, ...]:

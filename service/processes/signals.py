@@ -1,6 +1,7 @@
 """The process side of supervision: the stop signal the supervisor waits for, how a child's
 exit is described, reaping a child and what it left in its process group, and a new child's
-death signal when its parent dies (``service.processes.supervisor`` uses them)."""
+death signal when its parent dies and its name (``service.processes.supervisor`` and
+``service.processes.forked`` use them)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import contextlib
 import ctypes
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from types import FrameType
+from typing import Protocol
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_NAME = 15
 
 
 def describe_exit(returncode: int) -> str:
@@ -62,7 +64,24 @@ class StopSignal:
             self.signum = signum
 
 
-def reap(process: subprocess.Popen[bytes]) -> int | None:
+class ChildProcess(Protocol):
+    """What the supervisor uses of a child: :class:`subprocess.Popen`'s, which
+    ``service.processes.forked.Forked`` answers too."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, signum: int) -> None: ...
+
+
+def reap(process: ChildProcess) -> int | None:
     """`process`'s exit code once it has exited (minus the signal that killed it), else None.
 
     What it left in its process group is killed before it is reaped: until then its pid,
@@ -98,3 +117,10 @@ def die_with_parent() -> None:
     """In a new child, before exec: get SIGTERM when the parent dies (Linux only)."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def set_name(name: str) -> None:
+    """Name this process `name` in /proc/PID/comm (what ``ps -o comm``, ``top`` and ``pgrep``
+    show; the kernel keeps 15 bytes) on Linux; elsewhere nothing."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]))

@@ -1,7 +1,8 @@
 """Keep a few child processes and embedded servers running until a signal, after gunicorn's
 ``Arbiter``: the one restart mechanism of ``guts serve``.
 
-The parent starts each child (a :class:`ChildSpec`), reaps one that dies and starts a
+The parent starts each child (a :class:`ChildSpec`: a program, or a fork of this process
+that runs a function, ``service.processes.forked``), reaps one that dies and starts a
 replacement after a delay that doubles with each quick death (:class:`Backoff`), and stops
 them all only when SIGTERM or SIGINT comes (:class:`StopSignal`): SIGTERM to each, a wait,
 then SIGKILL to the process groups of those still running.
@@ -37,7 +38,8 @@ from typing import Protocol
 
 from service.pacing import HEARTBEAT_ENV, Backoff, Heartbeat
 
-from .signals import StopSignal, describe_exit, die_with_parent, reap
+from .forked import Forked
+from .signals import ChildProcess, StopSignal, describe_exit, die_with_parent, reap
 
 __all__ = [
     "HEARTBEAT_ENV",
@@ -65,6 +67,11 @@ class ChildSpec:
     hang_s: float | None = None
     """When set, the child beats a :class:`Heartbeat` (the file named by ``HEARTBEAT_ENV`` in
     its environment) at least this often, and one that stops is killed and replaced."""
+    entry: Callable[[], int] | None = field(default=None, hash=False, compare=False)
+    """When set, the child is a fork of this process that runs ``entry()`` (a
+    :class:`Forked`, named `title`), where `argv` says what it runs without running it: the
+    code is imported once, here, for every child and restart."""
+    title: str = ""
 
 
 class Restartable(Protocol):
@@ -93,7 +100,7 @@ class _Child:
     def __init__(self, spec: ChildSpec, heartbeat: Path | None) -> None:
         self.spec = spec
         self.heartbeat = heartbeat
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: ChildProcess | None = None
         self.started_at = 0.0
         self.failures = 0
         self.restart_at: float | None = None
@@ -291,12 +298,16 @@ class Supervisor:
             child.heartbeat.touch()
             env[HEARTBEAT_ENV] = str(child.heartbeat)
         try:
-            child.process = subprocess.Popen(
-                list(spec.argv),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                process_group=0,
-                preexec_fn=die_with_parent,  # safe: this process starts no threads
+            child.process = (
+                subprocess.Popen(
+                    list(spec.argv),
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    process_group=0,
+                    preexec_fn=die_with_parent,  # safe: this process starts no threads
+                )
+                if spec.entry is None
+                else Forked(spec.entry, env, spec.title or spec.name)
             )
         except OSError as error:
             self._schedule_restart(child, f"could not start ({error})", self.clock(), 0.0)

@@ -59,20 +59,27 @@ def _tree(root: int) -> list[int]:
 
 
 def _cpu_s(pids: list[int]) -> dict[str, float]:
-    """CPU seconds each kind of process has used (named by its command line)."""
+    """CPU seconds each kind of process has used (by :func:`_role`)."""
     used: dict[str, float] = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            name = _role(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+            name = _role(pid)
         except OSError:
             continue
         used[name] = used.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / TICKS
     return used
 
 
-def _role(cmdline: str) -> str:
-    for word in ("gunicorn", "dispatch", "worker", "serve"):
+def _role(pid: int) -> str:
+    """What the process is, by its name (`guts serve`'s forks: ``guts dispatch``, ``guts
+    worker``), else by its command line."""
+    name = Path(f"/proc/{pid}/comm").read_text().strip()
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    for word in ("dispatch", "worker"):
+        if name == f"guts {word}":
+            return word
+    for word in ("gunicorn", "serve"):
         if word in cmdline:
             return word
     return "other"
@@ -98,7 +105,7 @@ def _booted(nodes: list[Served], web: int) -> list[int]:
         names = []
         for pid in pids:
             try:
-                names.append(_role(Path(f"/proc/{pid}/cmdline").read_text()))
+                names.append(_role(pid))
             except OSError:
                 continue  # (gone)
         if names.count("gunicorn") >= len(nodes) * (web + 1):
