@@ -132,7 +132,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     run (the 4 workers 179, the ~200 processes the tests start 150, Chromium 83, Redis 24,
     PostgreSQL 16), a floor of 263 s on 2 cores: the suite is bound by its CPU now. Later that
     day, 3,519 tests: 339 s with 4 workers (552 CPU-s busy, 124 core-s idle), 350 s with 6 (665
-    CPU-s busy, 37 idle): more workers fill the idle seconds with more CPU of their own."""
+    CPU-s busy, 37 idle): more workers fill the idle seconds with more CPU of their own.
+    2026-12-07 again, a host about twice as slow, 3,522 tests, 4 workers: 624 s (1,164 CPU-s
+    busy) before `guts serve` forked its worker and dispatchers, 524 s (954) after."""
     return (os.cpu_count() or 1) + 2
 
 
