@@ -53,20 +53,14 @@ class Forked:
     def poll(self) -> int | None:
         """The exit code (minus the signal that killed it) once it has exited, else None."""
         if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                return self.returncode
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
+            self._reap(os.WNOHANG)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         """Its exit code once it exits; :class:`subprocess.TimeoutExpired` after `timeout`."""
         if timeout is None:
-            if self.returncode is None:
-                _, status = os.waitpid(self.pid, 0)
-                self.returncode = os.waitstatus_to_exitcode(status)
+            while self.returncode is None:
+                self._reap(0)
             return self.returncode
         deadline = time.monotonic() + timeout
         while (code := self.poll()) is None:
@@ -75,6 +69,15 @@ class Forked:
                 raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
             time.sleep(min(_WAIT_STEP_S, left))
         return code
+
+    def _reap(self, options: int) -> None:
+        try:
+            pid, status = os.waitpid(self.pid, options)
+        except ChildProcessError:  # reaped by someone else: its code is lost (0, as Popen)
+            self.returncode = 0
+            return
+        if pid:
+            self.returncode = os.waitstatus_to_exitcode(status)
 
     def send_signal(self, signum: int) -> None:
         """Send `signum` to the child (unless it has been reaped: its pid may be another's)."""
