@@ -12,9 +12,9 @@ takes (503s, and each process reconnects when it is back).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
 import functools
+import importlib
 import logging
 import os
 import re
@@ -47,6 +47,10 @@ REDIS_PROBE_S = 1.0
 log = logging.getLogger("guts.serve")
 
 
+GutsMain = Callable[[Sequence[str]], int]
+"""The ``guts`` command's main (``service.cli.main``): its arguments -> its exit code."""
+
+
 def serve(
     settings: Settings,
     *,
@@ -61,8 +65,7 @@ def serve(
 ) -> int:
     """Run Redis (unless REDIS_URL is set) and the children of :func:`serve_children`,
     restarting any that dies, until a signal (or until a REDIS_URL that never answered has
-    been waited for `redis_wait_s`; 0 waits for ever). `guts`: the ``guts`` command's main,
-    run by the worker and dispatchers in forks (without it, each is a new process)."""
+    been waited for `redis_wait_s`; 0 waits for ever). `guts`: as `serve_children` takes it."""
     _warn_without_operators(settings)
     stop = StopSignal()
     stop.install()
@@ -77,8 +80,10 @@ def serve(
             metrics_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="guts-metrics-"))
             if stop.signum is not None:
                 return 0
-            children = (host, port, workers, redis_url, metrics_dir, log_level, database_url)
-            specs = forking(serve_children(*children, dispatchers), guts)
+            specs = serve_children(
+                host, port, workers, redis_url, metrics_dir, log_level, database_url,
+                dispatchers, guts,
+            )  # fmt: skip
             servers = [
                 ServerSpec(name, server)
                 for name, server in (("Redis", embedded), ("PostgreSQL", postgres))
@@ -182,6 +187,7 @@ def serve_children(
     log_level: str,
     database_url: str | None,
     dispatchers: int,
+    guts: GutsMain | None = None,
 ) -> list[ChildSpec]:
     """What `guts serve` runs, all on `redis_url` (and the archive at `database_url`) and
     logging at `log_level`: gunicorn (metrics in multiprocess mode), one `guts worker`
@@ -189,44 +195,32 @@ def serve_children(
     follows the logs for the projections and the archive). Two by default (GUTS_DISPATCHERS):
     they share the clock's work safely (each claims what is due with a short lease), so one
     killed leaves the other acting on deadlines while it restarts; none on an API node whose
-    service runs its dispatchers elsewhere. One line per child."""
+    service runs its dispatchers elsewhere. One line per child. Given `guts` (the ``guts``
+    command's main), the worker and the dispatchers are forks of this process that run it
+    (named ``guts worker``, ``guts dispatch``), their code imported here first: once, not at
+    each start and restart; without, each is a new ``python -m service.cli``."""
     env = {**os.environ, "REDIS_URL": redis_url, "GUTS_LOG_LEVEL": log_level}
     if database_url:
         env["GUTS_DATABASE_URL"] = database_url
     web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": metrics_dir}
     level = ("--log-level", log_level)
+    if guts is not None:  # (what the forks run, imported before they are)
+        for module in ("workers.dispatcher", "workers.worker"):
+            importlib.import_module(module)  # (`import workers...` would bind the parameter)
+
+    def child(name: str, args: tuple[str, ...], hang_s: float) -> ChildSpec:
+        entry = None if guts is None else functools.partial(guts, list(args))
+        title = f"guts {args[0]}"
+        return ChildSpec(name, _guts(*args), env, hang_s=hang_s, entry=entry, title=title)
+
     return [
         ChildSpec("gunicorn", tuple(gunicorn_command(host, port, workers, log_level)), web_env),
-        ChildSpec("worker", _guts("worker", *level), env, hang_s=WORKER_HANG_S),
+        child("worker", ("worker", *level), WORKER_HANG_S),
         *(
-            ChildSpec(f"dispatcher-{n}", _guts("dispatch", *level), env, hang_s=DISPATCHER_HANG_S)
+            child(f"dispatcher-{n}", ("dispatch", *level), DISPATCHER_HANG_S)
             for n in range(1, dispatchers + 1)
         ),
     ]
-
-
-GutsMain = Callable[[Sequence[str]], int]
-"""The ``guts`` command's main (``service.cli.main``): its arguments -> its exit code."""
-
-
-def forking(specs: Sequence[ChildSpec], guts: GutsMain | None) -> list[ChildSpec]:
-    """`specs`, where each that runs a ``guts`` command runs it as `guts(args)` in a fork of
-    this process (named ``guts worker``, ``guts dispatch``), its code imported here first:
-    once, not at each child's start and restart. All of `specs` as they are without `guts`."""
-    if guts is None:
-        return list(specs)
-    import workers.dispatcher  # noqa: F401 - (what the forks run: imported before they are)
-    import workers.worker  # noqa: F401
-
-    prefix = _guts()
-    forked = []
-    for spec in specs:
-        args = spec.argv[len(prefix) :]
-        if spec.argv[: len(prefix)] == prefix:
-            entry = functools.partial(guts, list(args))
-            spec = dataclasses.replace(spec, entry=entry, title=f"guts {args[0]}")
-        forked.append(spec)
-    return forked
 
 
 def _guts(*args: str) -> tuple[str, ...]:
