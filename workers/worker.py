@@ -2,18 +2,26 @@
 
 Deadlines are the dispatcher's (``workers.dispatcher``), so the worker runs without RQ's
 scheduler. Stopping is RQ's own: the first SIGTERM or SIGINT is a warm shutdown (the job in
-flight finishes), a second one within the job is a cold shutdown.
+flight finishes), a second one within the job is a cold shutdown. An idle worker stops by an
+exception that RQ's signal handler raises wherever the worker happens to be; where that is
+inside code that catches every exception (a log line being written: `logging` prints the
+error and carries on), the stop would be lost, and the worker would go on waiting for jobs
+(or for a Redis that is gone) until killed. `BeatingWorker` remembers the signal and stops
+at its next heartbeat, which RQ's loop calls each time round.
 """
 
 from __future__ import annotations
 
 import socket
 import uuid
+from types import FrameType
 
 from redis import Redis
 from redis.client import Pipeline
 from rq import Queue, Worker
+from rq.exceptions import StopRequested
 from rq.job import Job
+from rq.worker import WorkerStatus
 
 from service.pacing import Heartbeat
 
@@ -33,9 +41,15 @@ one in a job every 30 s (RQ's job monitoring interval)."""
 
 class BeatingWorker(Worker):
     """RQ's worker, whose own heartbeat (its public ``heartbeat`` method, called from its
-    loop) also beats the supervisor's (``service.processes.supervisor.Heartbeat``)."""
+    loop) also beats the supervisor's (``service.processes.supervisor.Heartbeat``), and
+    ends an idle worker that a stop signal reached (see the module's doc)."""
 
     beats: Heartbeat | None = None
+    stop_signalled = False
+
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stop_signalled = True  # (before RQ raises, and someone may swallow it)
+        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
 
     def execute_job(self, job: Job, queue: Queue) -> None:
         """Run `job` in a process of its own, as RQ does, forked from a worker that holds
@@ -44,6 +58,8 @@ class BeatingWorker(Worker):
         super().execute_job(job, queue)
 
     def heartbeat(self, timeout: int | None = None, pipeline: Pipeline | None = None) -> None:
+        if self.stop_signalled and self.get_state() != WorkerStatus.BUSY:
+            raise StopRequested  # (a job in flight is RQ's warm shutdown: it finishes first)
         if self.beats is not None:
             self.beats.beat()
         super().heartbeat(timeout, pipeline)
