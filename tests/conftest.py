@@ -134,7 +134,11 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     day, 3,519 tests: 339 s with 4 workers (552 CPU-s busy, 124 core-s idle), 350 s with 6 (665
     CPU-s busy, 37 idle): more workers fill the idle seconds with more CPU of their own.
     2026-12-07 again, a host about twice as slow, 3,522 tests, 4 workers: 624 s (1,164 CPU-s
-    busy) before `guts serve` forked its worker and dispatchers, 524 s (954) after."""
+    busy) before `guts serve` forked its worker and dispatchers, 524 s (954) after. On a host
+    like 2026-12-07's first, 4 workers, alternating runs: 337 s and 325 s (531 and 493 CPU-s
+    busy) before the browser tests ran Chromium's headless shell and the clock-bound modules
+    started early (tests/schedule.py), 289 s and 297 s (436 and 472) after; 6 workers took as
+    long as 4 (294 s) with 524 CPU-s busy."""
     return (os.cpu_count() or 1) + 2
 
 
