@@ -27,13 +27,12 @@ Every subcommand but ``verify`` logs JSON lines on stderr (``service.logs``) at 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -301,78 +300,45 @@ def _work_until_stopped(
     from service.processes.serve import redis_answers
     from workers.worker import run_worker
 
-    stops = {signal.SIGTERM, signal.SIGINT}
-    originals = {signum: signal.getsignal(signum) for signum in stops}
+    originals = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
     stop = StopSignal()
     beats = Heartbeat(os.environ.get(HEARTBEAT_ENV), every_s=0.0)  # (a beat each attempt)
     failures = 0
-    with _caught_signals() as caught:
-        try:
-            while True:
-                for signum, handler in originals.items():  # RQ's handlers: a warm shutdown
-                    signal.signal(signum, handler)
-                started = time.monotonic()
-                beats.beat()
-                try:
-                    run_worker(redis_url, log_level=log_level, beats=beats)
-                    trouble = None  # (RQ's loop returned: stopped, or it quit and logged why)
-                except redis.RedisError as error:  # (away, failing over, refusing writes)
-                    if not redis_away(error):
-                        raise
-                    trouble = f"{type(error).__name__}: {error}"
-                finally:
-                    stop.install()  # ours while we wait
-                if stop.signum is not None or caught() & stops:
-                    return 0
-                if trouble is None and not redis_answers(redis_url):
-                    trouble = "Redis does not answer"
-                failures = backoff.failures_after(failures, time.monotonic() - started)
-                delay = backoff.delay(failures)
-                where = redact_url(redis_url)
-                if trouble is None:
-                    said = f"RQ's worker quit (Redis at {where} answers); starting it again"
-                else:
-                    said = f"worker lost Redis at {where} ({trouble}); trying again"
-                log.warning("%s in %.1f s", said, delay, extra={"retry_s": delay})
-                if stop.wait(delay):
-                    return 0
-        except StopRequested:  # a signal that came while RQ's handler was still in place
-            return 0
-        finally:
-            for signum, handler in originals.items():
-                signal.signal(signum, handler)
-
-
-@contextlib.contextmanager
-def _caught_signals() -> Iterator[Callable[[], set[int]]]:
-    """Yield a function that says which signals this process has caught since, whoever's
-    Python handler took them (RQ's stops the worker, and may then fail on a Redis that is
-    gone): Python writes each one's number to the wakeup fd. Processes forked meanwhile
-    (RQ's work horses, which RQ itself stops with SIGTERM) drop the fd."""
-    read, write = os.pipe()
-    os.set_blocking(read, False)
-    os.set_blocking(write, False)
-    previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
-    os.register_at_fork(after_in_child=_drop_wakeup_fd)
-    seen: set[int] = set()
-
-    def caught() -> set[int]:
-        with contextlib.suppress(BlockingIOError):
-            while data := os.read(read, 512):
-                seen.update(data)
-        return seen
-
     try:
-        yield caught
+        while True:
+            for signum, handler in originals.items():  # RQ's handlers: a warm shutdown
+                signal.signal(signum, handler)
+            started = time.monotonic()
+            beats.beat()
+            stopped = False
+            try:
+                stopped = run_worker(redis_url, log_level=log_level, beats=beats)
+                trouble = None  # (RQ's loop returned: stopped, or it quit and logged why)
+            except redis.RedisError as error:  # (away, failing over, refusing writes)
+                if not redis_away(error):
+                    raise
+                trouble = f"{type(error).__name__}: {error}"
+            finally:
+                stop.install()  # ours while we wait
+            if stopped or stop.signum is not None:
+                return 0
+            if trouble is None and not redis_answers(redis_url):
+                trouble = "Redis does not answer"
+            failures = backoff.failures_after(failures, time.monotonic() - started)
+            delay = backoff.delay(failures)
+            where = redact_url(redis_url)
+            if trouble is None:
+                said = f"RQ's worker quit (Redis at {where} answers); starting it again"
+            else:
+                said = f"worker lost Redis at {where} ({trouble}); trying again"
+            log.warning("%s in %.1f s", said, delay, extra={"retry_s": delay})
+            if stop.wait(delay):
+                return 0
+    except StopRequested:  # a signal that came while RQ's handler was still in place
+        return 0
     finally:
-        signal.set_wakeup_fd(previous)
-        os.close(read)
-        os.close(write)
-
-
-def _drop_wakeup_fd() -> None:
-    with contextlib.suppress(ValueError):  # forked from a thread other than the main one
-        signal.set_wakeup_fd(-1)
+        for signum, handler in originals.items():
+            signal.signal(signum, handler)
 
 
 if __name__ == "__main__":

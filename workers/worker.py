@@ -16,7 +16,7 @@ import socket
 import uuid
 from types import FrameType
 
-from redis import Redis
+from redis import Redis, RedisError
 from redis.client import Pipeline
 from rq import Queue, Worker
 from rq.exceptions import StopRequested
@@ -67,7 +67,7 @@ class BeatingWorker(Worker):
 
 def build_worker(
     connection: Redis, *, name: str | None = None, beats: Heartbeat | None = None
-) -> Worker:
+) -> BeatingWorker:
     """An RQ worker listening on every queue in `QUEUES`, most urgent first."""
     worker = BeatingWorker(
         list(QUEUES),
@@ -89,11 +89,16 @@ def run_worker(
 ) -> bool:
     """Run a worker against `redis_url` until it is stopped (with `burst`, run the jobs that
     are queued and return), logging at `log_level` (through the handlers the entry point set
-    up: RQ adds its own only where there are none), beating `beats`. Returns whether the
-    worker ran any job."""
+    up: RQ adds its own only where there are none), beating `beats`. Returns whether a stop
+    signal (SIGTERM, SIGINT) ended it; a worker stopped so whose Redis is gone returns too,
+    its death unrecorded there (its key expires with its TTL)."""
     connection = Redis.from_url(redis_url)
+    worker = build_worker(connection, beats=beats)  # (connects at its first command)
     try:
-        worker = build_worker(connection, beats=beats)
-        return worker.work(burst=burst, logging_level=log_level.upper())
+        worker.work(burst=burst, logging_level=log_level.upper())
+    except RedisError:
+        if not worker.stop_signalled:
+            raise
     finally:
         connection.close()
+    return worker.stop_signalled
