@@ -109,6 +109,11 @@ def _serve(settings: Settings, config: pytest.Config) -> Iterator[str]:
     if config.getoption("--plain-requests"):
         settings = dataclasses.replace(settings, shortcuts_off=SHORTCUTS)
     app = create_app(settings)
+    # werkzeug's server closes every connection (`Connection: close`): a request is a new
+    # connection and a new thread. Keeping connections open cannot be added to it: after each
+    # response it reads, for 10 ms, whatever the client sends next and throws it away (so that
+    # an unread body cannot be taken for a request), and on a kept connection that is the next
+    # request (tried 2026-12-07: the client waited for its answer forever).
     server = make_server("127.0.0.1", 0, app, threaded=True)
     SERVED[f"http://127.0.0.1:{server.server_port}"] = app
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -138,7 +138,12 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     like 2026-12-07's first, 4 workers, alternating runs: 337 s and 325 s (531 and 493 CPU-s
     busy) before the browser tests ran Chromium's headless shell and the clock-bound modules
     started early (tests/schedule.py), 289 s and 297 s (436 and 472) after; 6 workers took as
-    long as 4 (294 s) with 524 CPU-s busy."""
+    long as 4 (294 s) with 524 CPU-s busy. 2026-12-07, later, another host, 3,523 tests, runs
+    one after the other: 4 workers 313.0 s and 313.3 s (500 and 503 CPU-s busy, 117 and 116
+    core-s idle), 5 workers 271.1, 315.6 and 316.3 s (461, 560 and 554 busy; 66-76 idle), 6
+    workers 319.0 s (604 busy, 31 idle): a fifth worker fills idle seconds with as much CPU
+    again in most runs, so 4 stays. (Not the workers' own servers: one worker's Redis, cluster
+    and API servers, idle, cost 0.26 CPU-s in 30 s.)"""
     return (os.cpu_count() or 1) + 2
 
 
