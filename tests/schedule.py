@@ -88,8 +88,9 @@ LONGEST: dict[str, dict[str, float]] = {
     # ends on short tests that idle workers take from the busy ones. (Tried, 2026-12-07: the
     # unlisted modules of many short busy tests, tests/api, rules, eventlog and the spec's
     # fuzzing, after the other unlisted ones, so that every run ends on them: 344 s against
-    # 313 s, 559 CPU-s busy against 500, and the idle seconds moved to the middle of the run,
-    # where these modules then wait together. Not kept.) Their time, that run:
+    # 313 s, 559 CPU-s busy against 500; more idle seconds in the middle of the run, where the
+    # modules that wait then ran together, and about as many at the end. Not kept.) Their time, that
+    # run:
     "tests/test_quarantine.py": {"*": 77},
     "tests/test_replication.py": {"*": 38},
     "tests/wallet/test_debits.py": {"*": 35},
