@@ -25,17 +25,15 @@ from types import TracebackType
 import redis
 
 from service.processes.redis_server import find_redis_server, free_port
+from tests.waiting import eventually
 
 SLOTS = 16384
 
 
 def until(done: Callable[[], bool], what: str, within_s: float = 30, every_s: float = 0.02) -> None:
-    """Wait for `done` (looked at every `every_s`), failing with `what` after `within_s`."""
-    deadline = time.monotonic() + within_s
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within_s} s: {what}")
-        time.sleep(every_s)
+    """Wait for `done` (looked at every `every_s`), failing with `what` after `within_s`: the
+    cluster tests' `eventually` (tests/waiting.py), with the bound and the look they share."""
+    eventually(done, within_s, what, every_s=every_s)
 
 
 class _Exited(Exception):

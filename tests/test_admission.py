@@ -9,13 +9,10 @@ import time
 import pytest
 
 from service.api.admission import Admission, FifoGate
+from tests.waiting import eventually
 
-
-def _until(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+BOUND_S = 10.0  # a bound on a busy machine, not a timing
+EVERY_S = 0.001  # (threads of this process: they get there within a switch or two)
 
 
 def test_a_place_that_comes_free_goes_to_the_longest_waiter():
@@ -27,10 +24,10 @@ def test_a_place_that_comes_free_goes_to_the_longest_waiter():
         thread = threading.Thread(target=lambda n=n: served.append((n, gate.enter())))
         thread.start()
         threads.append(thread)
-        _until(lambda n=n: gate.waiting == n + 1)
+        eventually(lambda n=n: gate.waiting == n + 1, BOUND_S, f"{n + 1} waiting", every_s=EVERY_S)
     for n in range(5):
         gate.leave(holding)  # a newcomer now would wait behind everyone already waiting
-        _until(lambda n=n: len(served) == n + 1)
+        eventually(lambda n=n: len(served) == n + 1, BOUND_S, f"{n + 1} served", every_s=EVERY_S)
         holding = served[-1][1]
     gate.leave(holding)
     for thread in threads:
@@ -45,7 +42,7 @@ def test_at_once_holders_enter_without_waiting_and_the_next_waits():
     entered = threading.Event()
     thread = threading.Thread(target=lambda: (gate.enter(), entered.set()))
     thread.start()
-    _until(lambda: gate.waiting == 1)
+    eventually(lambda: gate.waiting == 1, BOUND_S, "one waiting", every_s=EVERY_S)
     assert not entered.is_set()
     gate.leave(first)
     thread.join(timeout=10)
@@ -68,7 +65,7 @@ def test_holders_in_past_their_patience_let_the_longest_waiter_in_beside_them():
         )
         thread.start()
         threads.append(thread)
-        _until(lambda n=n: gate.waiting == n + 1)
+        eventually(lambda n=n: gate.waiting == n + 1, BOUND_S, f"{n + 1} waiting", every_s=EVERY_S)
     for thread in threads:
         thread.join(timeout=10)
     assert [n for n, *_ in served] == [0, 1]  # both in, first come first
@@ -116,7 +113,7 @@ def test_the_body_is_read_before_waiting_for_a_place():
     environ = {"PATH_INFO": "/v1/tables", "CONTENT_LENGTH": "3", "wsgi.input": Input()}
     thread = threading.Thread(target=lambda: answers.append(admitted(environ, lambda *a: None)))
     thread.start()
-    _until(lambda: admitted.gate.waiting == 1)
+    eventually(lambda: admitted.gate.waiting == 1, BOUND_S, "one waiting", every_s=EVERY_S)
     assert read.is_set() and not answers  # read while it waits: a slow sender holds no place
     admitted.gate.leave(taken)
     thread.join(timeout=10)

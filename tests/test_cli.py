@@ -30,6 +30,7 @@ import requests
 
 from service.processes.redis_server import free_port
 from service.processes.supervisor import STOP_TIMEOUT_S as CHILDREN_STOP_S
+from tests.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[1]
 OPERATOR_KEY = "cli-test-operator-key"
@@ -254,14 +255,16 @@ def test_serve_runs_as_many_dispatchers_as_asked(
     def listening() -> bool:
         return "listening on" in served.output()
 
-    assert _eventually(listening, START_TIMEOUT_S), served.output()
+    eventually(listening, START_TIMEOUT_S, "guts serve listening", detail=served.output)
     assert len(_child_pids(served.process.pid, "dispatcher")) == dispatchers
     assert len(_child_pids(served.process.pid, "worker")) == 1
     ready = requests.get(served.base + "/readyz", timeout=5)
     dispatcher = ready.json()["checks"]["dispatcher"]
     if dispatchers:
-        assert _eventually(
-            lambda: requests.get(served.base + "/readyz", timeout=5).status_code == 200, 30
+        eventually(
+            lambda: requests.get(served.base + "/readyz", timeout=5).status_code == 200,
+            30,
+            "/readyz 200 once its dispatcher beats",
         )
     else:
         assert ready.status_code == 503 and dispatcher["ok"] is False, ready.text
@@ -426,16 +429,6 @@ def _name(pid: int) -> str | None:
         return None
 
 
-def _eventually(predicate: Any, within_s: float) -> Any:
-    """The first true value of `predicate()` within `within_s`, else that last value."""
-    deadline = time.monotonic() + within_s
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
-
-
 class Load(threading.Thread):
     """Asks /healthz again and again until stopped; keeps (time, answered 200) of each, and
     what each other answer was (`failures`: its time, status and body, or the error)."""
@@ -477,7 +470,7 @@ def test_serve_restarts_a_killed_child_and_hands_still_close_by_themselves(
     load = Load(served.base)
     load.start()
     try:
-        assert _eventually(lambda: load.answered_since(0), START_TIMEOUT_S)
+        eventually(lambda: load.answered_since(0), START_TIMEOUT_S, "/healthz answering")
         os.kill(killed, signal.SIGKILL)
         killed_at = time.monotonic()
 
@@ -485,11 +478,11 @@ def test_serve_restarts_a_killed_child_and_hands_still_close_by_themselves(
             now = _child_pids(served.process.pid, child)
             return killed not in now and len(now) == len(running)
 
-        assert _eventually(replaced, BACK_WITHIN_S), (
-            f"{child} not back in {BACK_WITHIN_S} s:\n{served.output()}"
-        )
+        eventually(replaced, BACK_WITHIN_S, f"{child} back", detail=served.output)
         restarted = time.monotonic()
-        assert _eventually(lambda: load.answered_since(restarted), START_TIMEOUT_S)
+        eventually(
+            lambda: load.answered_since(restarted), START_TIMEOUT_S, "/healthz answering again"
+        )
     finally:
         load.stopped.set()
         load.join()
@@ -518,7 +511,7 @@ def test_serve_restarts_a_killed_child_and_hands_still_close_by_themselves(
         hand = served.call("GET", f"/v1/tables/{table}").json()["hand"]
         return hand is None or hand["phase"] == "showdown"
 
-    assert _eventually(closed, CLOSED_WITHIN_S), f"hand still open:\n{served.output()}"
+    eventually(closed, CLOSED_WITHIN_S, "the hand closed", detail=served.output)
     events = served.call("GET", f"/v1/tables/{table}/events?limit=1000").json()["events"]
     outs = [e["data"] for e in events if e["type"] == "decision_made"]
     assert [(o["decision"], o["by"]) for o in outs] == [("out", "platform")] * 3
@@ -548,7 +541,7 @@ def test_deadlines_fire_within_a_second_while_dispatchers_are_killed_with_minus_
         if round_ % 2 == 1:  # every other round, one dispatcher dies before the deadlines
             # One fault at a time: the dispatcher killed last time is back, and dispatching.
             back = lambda: served.output().count("dispatcher started") == 2 + kills  # noqa: B023, E731
-            assert _eventually(back, START_TIMEOUT_S), served.output()
+            eventually(back, START_TIMEOUT_S, "the killed dispatcher back", detail=served.output)
             time.sleep(rng.uniform(0.0, 0.8))  # a random moment before the deadlines
             os.kill(rng.choice(_child_pids(served.process.pid, "dispatcher")), signal.SIGKILL)
             kills += 1
@@ -565,7 +558,7 @@ def test_deadlines_fire_within_a_second_while_dispatchers_are_killed_with_minus_
     assert max(lateness) < LATE_AT_MOST_S, ordered[-5:]
     # (the supervisor says so once it notices: the last kill may be a moment ago)
     said = lambda: served.output().count("was killed by SIGKILL") == kills  # noqa: E731
-    assert _eventually(said, START_TIMEOUT_S), served.output()
+    eventually(said, START_TIMEOUT_S, "every kill logged", detail=served.output)
     assert served.terminate() == 0, served.output()
 
 
@@ -593,8 +586,7 @@ def _platform_lateness(served: Served, table: str) -> list[float]:
         outs = [e["data"] for e in events if e["type"] == "decision_made"]
         return events if len(outs) == 2 else []
 
-    events = _eventually(decided, CLOSED_WITHIN_S)
-    assert events, f"table {table}: deadline not acted on in {CLOSED_WITHIN_S} s"
+    events = eventually(decided, CLOSED_WITHIN_S, f"table {table}: its deadline acted on")
     (deal,) = [e["data"] for e in events if e["type"] == "hand_dealt"]
     outs = [e["data"] for e in events if e["type"] == "decision_made"]
     assert {o["by"] for o in outs} == {"platform"}
@@ -622,14 +614,14 @@ def test_serve_restarts_its_embedded_postgres_killed_with_minus_9(
     postmaster = int((data / "postgres" / "postmaster.pid").read_text().split()[0])
     os.kill(postmaster, signal.SIGKILL)
     restarted = lambda: "the embedded PostgreSQL restarted" in served.output()  # noqa: E731
-    assert _eventually(restarted, 30), served.output()
+    eventually(restarted, 30, "the embedded PostgreSQL restarted", detail=served.output)
     _play_hand(served, table, tokens)
 
     def both() -> bool:
         answer = listed()
         return answer.status_code == 200 and len(answer.json()["hands"]) == 2
 
-    assert _eventually(both, 30), listed().text
+    eventually(both, 30, "both hands listed", detail=lambda: listed().text)
     assert served.terminate() == 0, served.output()
 
 
@@ -654,18 +646,19 @@ def test_serve_killed_with_minus_9_leaves_no_postgres_after_the_next_clean_stop(
         first.process.wait(STOP_TIMEOUT_S)
         assert psutil.pid_exists(postmaster)  # (what this test is about: it outlives a kill)
         forks_gone = lambda: not any(_alive(pid) for pid in forks)  # noqa: E731
-        assert forks and _eventually(forks_gone, 30), "a fork outlived guts serve's kill -9"
+        assert forks
+        eventually(forks_gone, 30, "every fork gone after guts serve's kill -9")
         # The embedded Redis does not: it outlived every kill -9, holding the append-only
         # file the next guts serve on the same data started another Redis on.
         redis_gone = lambda: not _alive(redis_pid)  # noqa: E731
-        assert _eventually(redis_gone, 30), "the embedded redis-server outlived a kill -9"
+        eventually(redis_gone, 30, "the embedded redis-server gone after a kill -9")
         second = Served(data, tmp_path, env)
         serve.append(second)
         second.wait_healthy()
         assert int(pid_file.read_text().split()[0]) == postmaster  # taken over
         assert second.terminate() == 0, second.output()
         gone = lambda: not psutil.pid_exists(postmaster)  # noqa: E731
-        assert _eventually(gone, 30), f"PostgreSQL {postmaster} outlived the clean stop"
+        eventually(gone, 30, f"PostgreSQL {postmaster} gone after the clean stop")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(postmaster, signal.SIGKILL)
@@ -739,17 +732,18 @@ def test_worker_alone_starts_rq_again_when_it_quits_while_redis_answers(tmp_path
         try:
             audits = Queue(AUDITS_QUEUE, connection=client, serializer=SERIALIZER)
 
-            def runs(job: Any) -> bool:
-                return _eventually(lambda: job.get_status(refresh=True) == "finished", 60)
+            def run(job: Any) -> None:
+                finished = lambda: job.get_status(refresh=True) == "finished"  # noqa: E731
+                eventually(finished, 60, "the job run", detail=stderr_path.read_text)
 
-            assert runs(audits.enqueue("os.getpid")), stderr_path.read_text()
+            run(audits.enqueue("os.getpid"))
             other = Queue(WEBHOOKS_QUEUE, connection=client, serializer=SERIALIZER).key
             client.set(other, "not a list")  # (its next wait for a job is refused)
-            assert runs(audits.enqueue("os.getpid")), stderr_path.read_text()  # (one wait on)
-            said = _eventually(lambda: "RQ's worker quit" in stderr_path.read_text(), 30)
-            assert said, stderr_path.read_text()
+            run(audits.enqueue("os.getpid"))  # (one wait on)
+            gave_up = lambda: "RQ's worker quit" in stderr_path.read_text()  # noqa: E731
+            eventually(gave_up, 30, "RQ's worker quit", detail=stderr_path.read_text)
             client.delete(other)
-            assert runs(audits.enqueue("os.getpid")), stderr_path.read_text()
+            run(audits.enqueue("os.getpid"))
             assert worker.poll() is None, stderr_path.read_text()
             worker.send_signal(signal.SIGTERM)
             assert worker.wait(STOP_TIMEOUT_S) == 0, stderr_path.read_text()
@@ -769,18 +763,22 @@ def test_worker_alone_waits_for_redis_and_works_once_it_is_back(tmp_path: Path) 
     port = free_port()
     stderr_path = tmp_path / "worker.err"
     with _worker_alone(f"redis://127.0.0.1:{port}/0", stderr_path) as worker:
-        said = _eventually(lambda: "worker lost Redis" in stderr_path.read_text(), 30)
-        assert said, stderr_path.read_text()
+        said = lambda: "worker lost Redis" in stderr_path.read_text()  # noqa: E731
+        eventually(said, 30, "the worker said it lost Redis", detail=stderr_path.read_text)
         for outage in ("before Redis ever ran", "after Redis went away"):
             with RedisServer(port=port, data_dir=tmp_path / "redis") as server:
                 client = redis.Redis.from_url(server.url)
                 try:
                     audits = Queue(AUDITS_QUEUE, connection=client, serializer=SERIALIZER)
                     job = audits.enqueue("os.getpid")
-                    ran = _eventually(lambda: job.get_status(refresh=True) == "finished", 60)  # noqa: B023
+                    eventually(
+                        lambda: job.get_status(refresh=True) == "finished",  # noqa: B023
+                        60,
+                        f"a job run {outage}",
+                        detail=stderr_path.read_text,
+                    )
                 finally:
                     client.close()
-                assert ran, f"no job ran {outage}:\n{stderr_path.read_text()}"
                 assert worker.poll() is None, stderr_path.read_text()
         # Redis is gone again: the worker is waiting for it, or RQ retries inside its loop.
         worker.send_signal(signal.SIGTERM)
@@ -803,13 +801,13 @@ def test_worker_alone_on_a_replica_waits_and_works_once_it_is_promoted(tmp_path:
             client.replicaof("127.0.0.1", str(master.port))
             with _worker_alone(replica.url, stderr_path) as worker:
                 said = lambda: "ReadOnlyError" in stderr_path.read_text()  # noqa: E731
-                assert _eventually(said, 30), stderr_path.read_text()
+                eventually(said, 30, "the ReadOnlyError logged", detail=stderr_path.read_text)
                 assert worker.poll() is None, stderr_path.read_text()
                 client.replicaof("NO", "ONE")  # promoted
                 audits = Queue(AUDITS_QUEUE, connection=client, serializer=SERIALIZER)
                 job = audits.enqueue("os.getpid")
-                ran = _eventually(lambda: job.get_status(refresh=True) == "finished", 60)
-                assert ran, stderr_path.read_text()
+                finished = lambda: job.get_status(refresh=True) == "finished"  # noqa: E731
+                eventually(finished, 60, "the job run", detail=stderr_path.read_text)
                 worker.send_signal(signal.SIGTERM)
                 assert worker.wait(STOP_TIMEOUT_S) == 0, stderr_path.read_text()
         finally:
@@ -825,7 +823,7 @@ def test_serve_stopped_just_after_a_restart_still_exits_0(
     (killed,) = _child_pids(served.process.pid, "worker")
     os.kill(killed, signal.SIGKILL)
     replaced = lambda: _child_pids(served.process.pid, "worker") not in ([], [killed])  # noqa: E731
-    assert _eventually(replaced, BACK_WITHIN_S), served.output()
+    eventually(replaced, BACK_WITHIN_S, "the killed worker replaced", detail=served.output)
     assert served.terminate() == 0, served.output()  # however far the new worker had got
 
 
@@ -840,7 +838,7 @@ def test_serve_started_before_its_redis_answers_503_then_works_once_redis_is_up(
     served = Served(tmp_path / "data", tmp_path, _env(REDIS_URL=f"redis://127.0.0.1:{port}/0"))
     serve.append(served)
     degraded = lambda: _status(served.base + "/healthz") == 503  # noqa: E731
-    assert _eventually(degraded, START_TIMEOUT_S), served.output()
+    eventually(degraded, START_TIMEOUT_S, "/healthz 503", detail=served.output)
     assert "does not answer yet" in served.output() and "waits for it" in served.output()
     with RedisServer(port=port, data_dir=tmp_path / "redis"):
         assert served.wait_healthy()["checks"]["redis"]["ok"] is True
@@ -930,8 +928,8 @@ def test_streams_cut_by_a_killed_worker_resume_without_a_gap(
             os.kill(worker, signal.SIGKILL)
         for seat in (1, 2):  # the table moves on meanwhile
             body = {"player_id": f"p{seat}", "buy_in": 9}
-            answer = _eventually(lambda b=body: _post_ok(served, table, b), within_s=30)
-            assert answer, served.output()
+            seated = lambda b=body: _post_ok(served, table, b)  # noqa: E731
+            eventually(seated, 30, f"{body['player_id']} seated", detail=served.output)
         cut = 0
         for stream in streams:
             try:  # up to version 4, or until the connection broke

@@ -9,13 +9,10 @@ import time
 import pytest
 
 from service.projections.lease import Lease, run_while_holding
+from tests.waiting import eventually
 
-
-def _wait_until(predicate, within_s: float = 10.0) -> None:
-    deadline = time.monotonic() + within_s
-    while not predicate():
-        assert time.monotonic() < deadline, "not within the deadline"
-        time.sleep(0.01)
+BOUND_S = 10.0  # a bound on a busy machine, not a timing
+EVERY_S = 0.01  # (in time to renew a lease of 1 s once half of it is gone)
 
 
 def test_one_holder_at_a_time_until_it_releases_or_its_lease_expires(redis_client):
@@ -27,7 +24,8 @@ def test_one_holder_at_a_time_until_it_releases_or_its_lease_expires(redis_clien
     assert not b.hold()
     a.release()
     assert b.hold() and not a.hold()
-    _wait_until(lambda: not redis_client.exists(b.key))  # b did not renew it: it expired
+    expired = lambda: not redis_client.exists(b.key)  # noqa: E731
+    eventually(expired, BOUND_S, "b's lease expired (b did not renew it)", every_s=EVERY_S)
     assert a.hold() and not b.hold()
 
 
@@ -37,7 +35,9 @@ def test_a_renewed_lease_outlives_its_time_to_live(redis_client):
     assert a.hold()
     taken = time.monotonic()
     while time.monotonic() - taken < 2.5:  # well past its time to live
-        _wait_until(lambda: redis_client.pttl(a.key) < 500)  # half of it gone
+        eventually(
+            lambda: redis_client.pttl(a.key) < 500, BOUND_S, "half of it gone", every_s=EVERY_S
+        )
         assert a.hold()
         assert redis_client.pttl(a.key) > 500  # renewed: a whole time to live again
         assert not b.hold()
@@ -86,19 +86,25 @@ def test_a_runner_stopped_cleanly_hands_the_duty_over_at_once(redis_client):
             kwargs={"renew_s": 0.05},
         )
         runners[name].start()
-        deadline = time.monotonic() + 5
-        while name == "a" and duty.active != {"a"}:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        if name == "a":
+            eventually(lambda: duty.active == {"a"}, 5, "a doing the duty", every_s=EVERY_S)
     try:
-        _wait_until(lambda: leases["b"].looks >= 5)  # b has looked at the lease several times
+        eventually(
+            lambda: leases["b"].looks >= 5,
+            BOUND_S,
+            "b looked at the lease 5 times",
+            every_s=EVERY_S,
+        )
         assert duty.active == {"a"}
         stops["a"].set()
         runners["a"].join(5)
-        deadline = time.monotonic() + 2  # well inside the 30 s the lease would last
-        while duty.active != {"b"}:
-            assert time.monotonic() < deadline, duty.active
-            time.sleep(0.01)
+        eventually(  # well inside the 30 s the lease would last
+            lambda: duty.active == {"b"},
+            2,
+            "b doing the duty",
+            every_s=EVERY_S,
+            detail=lambda: duty.active,
+        )
     finally:
         for name in stops:
             stops[name].set()

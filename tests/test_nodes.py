@@ -23,6 +23,7 @@ import redis
 import requests
 
 from tests.test_cli import AUDITOR_KEY, OPERATOR_KEY, Served, _env
+from tests.waiting import eventually
 
 TABLES, PLAYERS, BUY_IN, CLIENTS, COMMANDS = 4, 3, 1000, 8, 60
 
@@ -83,17 +84,21 @@ def test_two_nodes_lose_no_update_conserve_chips_and_audit_ok(
         assert stacks + pools == PLAYERS * BUY_IN + chips_added[table]
 
     versions = {t: _call(a, "GET", f"/v1/tables/{t}").json()["version"] for t in tables}
-    _eventually(lambda: _archived(clean_archive) == versions, 30)
+    eventually(
+        lambda: _archived(clean_archive) == versions, 30, "every table archived", every_s=0.1
+    )
     for table, node in zip(tables, itertools.cycle(two_nodes), strict=False):
         started = _call(node, "POST", f"/v1/tables/{table}/audit", key=AUDITOR_KEY)
         assert started.status_code == 202, started.text
         other = b if node is a else a
         path = f"/v1/audits/{started.json()['audit_id']}"
-        done = _eventually(
+        done = eventually(
             lambda p=path, o=other: (
                 (r := _call(o, "GET", p, key=AUDITOR_KEY).json())["status"] == "finished" and r
             ),
             30,
+            f"the audit of {table} finished",
+            every_s=0.1,
         )
         assert done["result"]["ok"], done["result"]
         assert done["result"]["events_checked"] == versions[table]
@@ -176,13 +181,3 @@ def _archived(url: str) -> dict[str, int]:
     for table_id, position, count, highest in rows:
         assert count == position == highest, (table_id, position, count, highest)
     return {table_id: position for table_id, position, _, _ in rows}
-
-
-def _eventually(predicate: Any, within_s: float) -> Any:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"not within {within_s} s")

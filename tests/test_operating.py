@@ -29,10 +29,10 @@ from tests.test_cli import (
     Served,
     _child_pids,
     _env,
-    _eventually,
     _processes,
     _status,
 )
+from tests.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[1]
 LIMIT_REQUEST_LINE = (
@@ -139,7 +139,7 @@ def test_requests_gunicorn_refuses_are_problem_json_that_names_the_limit(
         for line in _lines(served.stderr_path.read_text())
         if line.get("request_id") == problem["request_id"]
     ]
-    assert _eventually(logged, 5), served.output()
+    eventually(logged, 5, "the request logged with its id", detail=served.output)
 
 
 def test_a_request_line_at_the_limit_reaches_the_app(served: Served) -> None:
@@ -188,9 +188,7 @@ def test_metrics_under_gunicorn_show_each_workers_process_and_the_pools(served: 
         memory = re.findall(r'^process_resident_memory_bytes\{pid="(\d+)"\} (\S+)$', text, re.M)
         return (text, memory) if {int(pid) for pid, _ in memory} >= set(workers) else None
 
-    found = _eventually(sampled, 30)
-    assert found, f"not every worker of {workers} in the process metrics"
-    text, memory = found
+    text, memory = eventually(sampled, 30, f"every worker of {workers} in the process metrics")
     assert all(float(value) > 1_000_000 for _, value in memory)
     assert re.search(r"^guts_open_streams \d", text, re.M), text
     assert re.search(r'^guts_redis_pool_connections\{state="in_use"\} \d', text, re.M), text
@@ -238,7 +236,8 @@ def test_every_line_serve_logs_is_one_json_object_in_one_format(
     assert _raw(running.port, REFUSED["request line of 20 KB"][0])[0] == 414
     (worker,) = _child_pids(running.process.pid, "worker")  # the supervisor's lines too
     os.kill(worker, signal.SIGKILL)
-    assert _eventually(lambda: "worker restarted" in running.output(), START_TIMEOUT_S)
+    restarted = lambda: "worker restarted" in running.output()  # noqa: E731
+    eventually(restarted, START_TIMEOUT_S, "the worker restarted", detail=running.output)
     assert running.terminate() == 0, running.output()
 
     entries = _log_lines(running)
@@ -290,7 +289,7 @@ def test_worker_and_dispatcher_run_alone_log_the_same_way(
         )  # fmt: skip
     try:
         started = lambda: "dispatcher started" in stderr_path.read_text()  # noqa: E731
-        assert _eventually(started, START_TIMEOUT_S), stderr_path.read_text()
+        eventually(started, START_TIMEOUT_S, "the dispatcher started", detail=stderr_path.read_text)
         dispatcher.send_signal(signal.SIGTERM)
         assert dispatcher.wait(STOP_TIMEOUT_S) == 0, stderr_path.read_text()
     finally:
@@ -336,12 +335,14 @@ def test_redis_going_away_after_the_start_is_waited_out_past_redis_wait(
         created = running.call("POST", "/v1/tables", {"preset": "three-card"})
         assert created.status_code == 201, created.text
     degraded = lambda: _status(running.base + "/healthz") == 503  # noqa: E731
-    assert _eventually(degraded, START_TIMEOUT_S), running.output()
+    eventually(degraded, START_TIMEOUT_S, "/healthz 503", detail=running.output)
     # A dispatcher's fourth failure in a row comes after waits of 0.5, 1 and 2 s (the second
     # "in 2.0 s": service.pacing.REDIS_AWAY): 3.5 times --redis-wait, room for a wrong give-up
     # to have happened.
     fourth = lambda: running.output().count("trying again in 2.0 s") >= 2  # noqa: E731
-    assert _eventually(fourth, START_TIMEOUT_S), running.output()
+    eventually(
+        fourth, START_TIMEOUT_S, "a dispatcher's fourth failure in a row", detail=running.output
+    )
     assert running.process.poll() is None, running.output()
     with RedisServer(port=port, data_dir=tmp_path / "redis", appendonly=True):
         running.wait_healthy()

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import statistics
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,10 +42,12 @@ from service.projections.lease import Lease, run_while_holding
 from service.projections.ledger import LedgerStore
 from service.projections.webhooks import WebhookStore
 from service.rules.times import parse_iso
+from tests.waiting import eventually
 from workers.dispatcher import DispatchTimes, build_archiver, build_dispatcher, build_follower
 
 PREFIX = "guts"
 KEY = "deal-once"
+EVERY_S = 0.1  # (each look is a request or a read of the projections)
 """The Idempotency-Key the corrupt table was dealt with (its idempotency record)."""
 LATENESS: dict[str, list[float]] = {}
 
@@ -226,16 +227,6 @@ def _hand(
     return table, tokens, parse_iso(dealt.json()["deadline"]).timestamp()
 
 
-def _wait(condition: Callable[[], Any], within_s: float, what: str) -> Any:
-    until = time.monotonic() + within_s
-    while True:
-        found = condition()
-        if found:
-            return found
-        assert time.monotonic() < until, f"{what} within {within_s} s"
-        time.sleep(0.1)
-
-
 def _closed_at(api: Any, table: str) -> float | None:
     """When the dispatcher made seat 0's decision for it (epoch s), if it has (None also
     while the API still refuses the table: its view of the quarantine is refreshed apart from
@@ -268,10 +259,11 @@ def test_one_corrupt_value_sets_aside_its_table_and_nothing_else(
     ledger = LedgerStore(redis_client, prefix=PREFIX)
     projections = (ledger, running.hooks, running.archive)
     version = api.get(f"/v1/tables/{bad}").json()["version"]
-    _wait(  # projected (the positions and book to corrupt are there, and written no more)
+    eventually(  # projected (the positions and book to corrupt are there, and written no more)
         lambda: all(p.positions([("default", bad)]) == [version] for p in projections),
         5,
         "followed",
+        every_s=EVERY_S,
     )
     case.corrupt(redis_client, bad)
     others = [_hand(api, timeout_s=1 + i % 2) for i in range(4)]
@@ -282,7 +274,9 @@ def test_one_corrupt_value_sets_aside_its_table_and_nothing_else(
 
     lateness = []
     for table, _, deadline in others:
-        closed = _wait(lambda t=table: _closed_at(api, t), 8, f"the deadline of {table} fired")
+        closed = eventually(
+            lambda t=table: _closed_at(api, t), 8, f"the deadline of {table} fired", every_s=EVERY_S
+        )
         lateness.append(closed - deadline)
     LATENESS[case.name] = lateness
     p99 = statistics.quantiles(lateness, n=100, method="inclusive")[98]
@@ -298,7 +292,7 @@ def test_one_corrupt_value_sets_aside_its_table_and_nothing_else(
             keys = [("default", table)]
             return all(p.positions(keys) == [view["version"]] for p in projections)
 
-        _wait(projected, 5, f"{table} resolved and projected")
+        eventually(projected, 5, f"{table} resolved and projected", every_s=EVERY_S)
     delivered = {
         d["table_id"]
         for d in running.hooks.deliveries("default", hook.json()["webhook_id"], 0, 100)[0]
@@ -306,8 +300,11 @@ def test_one_corrupt_value_sets_aside_its_table_and_nothing_else(
     assert {table for table, _, _ in others} <= delivered
 
     if case.quarantines:
-        health = _wait(
-            lambda: (h := api.get("/healthz").json())["quarantined"] and h, 5, "quarantined"
+        health = eventually(
+            lambda: (h := api.get("/healthz").json())["quarantined"] and h,
+            5,
+            "quarantined",
+            every_s=EVERY_S,
         )
         assert [entry["table_id"] for entry in health["quarantined"]] == [bad]
         _refused(api.get(f"/v1/tables/{bad}"))
@@ -342,19 +339,30 @@ def test_a_table_still_corrupt_goes_back_into_quarantine_and_one_repaired_is_rel
     thread = threading.Thread(target=dispatcher.run, args=(stop,), daemon=True)
     thread.start()
     try:
-        first = _wait(lambda: api.get("/healthz").json()["quarantined"], 5, "quarantined")
+        first = eventually(
+            lambda: api.get("/healthz").json()["quarantined"], 5, "quarantined", every_s=EVERY_S
+        )
         assert [e["table_id"] for e in first] == [bad] and first[0]["what"] == "meta field due"
 
         def again() -> bool:
             (entry,) = api.get("/healthz").json()["quarantined"]
             return bool(entry["at"] > first[0]["at"])
 
-        _wait(again, 5, "retried and quarantined again")
+        eventually(again, 5, "retried and quarantined again", every_s=EVERY_S)
         _refused(api.get(f"/v1/tables/{bad}"))
         redis_client.hset(_meta(bad), "due", f"{deadline:.3f}")  # repaired as it was written
-        _wait(lambda: api.get("/healthz").json()["quarantined"] == [], 5, "released")
-        _wait(lambda: _closed_at(api, bad), 5, "its deadline fired once released")
-        _wait(lambda: api.get(f"/v1/tables/{bad}").status_code == 200, 2, "served again")
+        eventually(
+            lambda: api.get("/healthz").json()["quarantined"] == [], 5, "released", every_s=EVERY_S
+        )
+        eventually(
+            lambda: _closed_at(api, bad), 5, "its deadline fired once released", every_s=EVERY_S
+        )
+        eventually(
+            lambda: api.get(f"/v1/tables/{bad}").status_code == 200,
+            2,
+            "served again",
+            every_s=EVERY_S,
+        )
     finally:
         stop.set()
         thread.join(10)
@@ -390,5 +398,7 @@ def test_guts_release_releases_only_a_repaired_table(
     redis_client.hset(_meta(bad), "snapshot_version", written)  # repaired
     assert cli.main(["release", "--", bad, "no-such-table"]) == 0
     assert api.get("/healthz").json()["quarantined"] == []
-    _wait(lambda: api.get(f"/v1/tables/{bad}").status_code == 200, 2, "served again")
+    eventually(
+        lambda: api.get(f"/v1/tables/{bad}").status_code == 200, 2, "served again", every_s=EVERY_S
+    )
     assert DueIndex(redis_client).due_at(bad) == pytest.approx(deadline, abs=0.001)

@@ -10,8 +10,7 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,8 +19,11 @@ import requests
 
 from tests.sse import Stream, seconds_to_keep_alive
 from tests.test_cli import OPERATOR_KEY, Served, _child_pids, _env, _processes
+from tests.waiting import eventually
 
 CAPACITY = 6
+WITHIN_S = 40.0  # a bound on a busy machine, not a timing
+EVERY_S = 0.2  # (each look is a request to the node)
 
 HOLD_A_STREAM = """
 import socket, sys, time
@@ -61,15 +63,6 @@ def _open_streams(node: Served) -> float:
     return float(found.group(1))
 
 
-def _eventually(check: Callable[[], bool], within_s: float = 40.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.2)
-    return check()
-
-
 def _stream(node: Served, table: str) -> Stream:
     return Stream.open(node.base, f"/v1/tables/{table}/stream", token=OPERATOR_KEY, after=0)
 
@@ -91,7 +84,9 @@ def _fill(node: Served, table: str, already: int = 0) -> list[Stream]:
     assert [s.response.status_code for s in streams] == [200] * len(streams)
     for stream in streams:
         assert stream.next() is not None  # ": connected": the server holds it
-    assert _eventually(lambda: _open_streams(node) == CAPACITY)
+    eventually(
+        lambda: _open_streams(node) == CAPACITY, WITHIN_S, "every place taken", every_s=EVERY_S
+    )
     return streams
 
 
@@ -108,14 +103,19 @@ def test_past_the_capacity_a_stream_is_refused_and_commands_are_served(node: Ser
         assert _open_streams(node) == CAPACITY
 
         streams.pop().close()  # a client closes its stream: its place comes free
-        assert _eventually(lambda: _open_streams(node) == CAPACITY - 1)
+        eventually(
+            lambda: _open_streams(node) == CAPACITY - 1,
+            WITHIN_S,
+            "the closed stream's place free",
+            every_s=EVERY_S,
+        )
         streams.append(_stream(node, table))
         assert streams[-1].response.status_code == 200
         _assert_refused(node, table)
     finally:
         for stream in streams:
             stream.close()
-    assert _eventually(lambda: _open_streams(node) == 0)
+    eventually(lambda: _open_streams(node) == 0, WITHIN_S, "every place free", every_s=EVERY_S)
 
 
 def test_a_killed_client_or_worker_gives_its_streams_places_back(node: Served) -> None:
@@ -137,16 +137,22 @@ def test_a_killed_client_or_worker_gives_its_streams_places_back(node: Served) -
         for n in range(3):  # (events for the server to write)
             body = {"player_id": f"p{n}", "buy_in": 9}
             assert node.call("POST", f"/v1/tables/{table}/players", body).status_code == 201
-        assert _eventually(lambda: _open_streams(node) == CAPACITY - 1)
+        eventually(
+            lambda: _open_streams(node) == CAPACITY - 1,
+            WITHIN_S,
+            "the killed client's place free",
+            every_s=EVERY_S,
+        )
         streams.append(_stream(node, table))
         assert streams[-1].response.status_code == 200
 
         (api,) = _child_pids(node.process.pid, "gunicorn")
         for worker in [pid for pid, ppid, _, _ in _processes() if ppid == api]:
             os.kill(worker, signal.SIGKILL)  # every worker holding streams dies
-        assert _eventually(lambda: _gauge_or_none(node) == 0)
-        again = _eventually(lambda: _opens(node, table, streams))
-        assert again and len(streams) == CAPACITY * 2, "the dead workers' places stayed taken"
+        eventually(lambda: _gauge_or_none(node) == 0, WITHIN_S, "the gauge at 0", every_s=EVERY_S)
+        again = lambda: _opens(node, table, streams)  # noqa: E731
+        eventually(again, WITHIN_S, "the dead workers' places given back", every_s=EVERY_S)
+        assert len(streams) == CAPACITY * 2
     finally:
         holder.kill()
         holder.wait()

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from service.processes.supervisor import (
     Supervisor,
     describe_exit,
 )
+from tests.waiting import eventually
 
 BOUND_S = 10.0  # for things that must happen soon; never a measure of speed
 
@@ -33,14 +33,15 @@ def _python(code: str, name: str) -> ChildSpec:
     return ChildSpec(name, (sys.executable, "-c", code), dict(os.environ))
 
 
-def _eventually(predicate: Callable[[], bool], then: Callable[[], None] = lambda: None) -> bool:
-    deadline = time.monotonic() + BOUND_S
-    while time.monotonic() < deadline:
-        then()
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
+def _ticking(supervisor: Supervisor, found: Callable[[], bool]) -> Callable[[], bool]:
+    """`found`, asked each time after a tick of the supervisor (which notices its children's
+    ends and acts on them)."""
+
+    def ticked() -> bool:
+        supervisor.tick()
+        return found()
+
+    return ticked
 
 
 def _alive(pid: int) -> bool:
@@ -121,7 +122,7 @@ def supervised() -> Iterator[Callable[..., tuple[Supervisor, Clock, list[str]]]]
 def test_a_child_that_exits_is_restarted_after_a_delay_that_doubles(supervised) -> None:
     supervisor, clock, lines = supervised(_python("raise SystemExit(3)", "quitter"))
     first = supervisor.pids()["quitter"]
-    assert _eventually(lambda: bool(lines), supervisor.tick)
+    eventually(_ticking(supervisor, lambda: bool(lines)), BOUND_S, "the exit logged")
     assert lines == [
         f"quitter (pid {first}) exited with code 3 after 0.0 s; restarting it in 0.5 s"
     ]
@@ -133,7 +134,7 @@ def test_a_child_that_exits_is_restarted_after_a_delay_that_doubles(supervised) 
     second = supervisor.pids()["quitter"]
     assert second is not None and second != first
     assert lines[1] == f"quitter restarted (pid {second})"
-    assert _eventually(lambda: len(lines) == 3, supervisor.tick)
+    eventually(_ticking(supervisor, lambda: len(lines) == 3), BOUND_S, "the next exit logged")
     assert lines[2].endswith("exited with code 3 after 0.0 s; restarting it in 1.0 s")
 
 
@@ -142,7 +143,7 @@ def test_a_killed_child_is_restarted_and_the_others_are_left_alone(supervised) -
     supervisor, clock, lines = supervised(_python(sleep, "victim"), _python(sleep, "bystander"))
     before = supervisor.pids()
     os.kill(before["victim"], signal.SIGKILL)
-    assert _eventually(lambda: bool(lines), supervisor.tick)
+    eventually(_ticking(supervisor, lambda: bool(lines)), BOUND_S, "the kill logged")
     assert lines == [
         f"victim (pid {before['victim']}) was killed by SIGKILL after 0.0 s; restarting it in 0.5 s"
     ]
@@ -164,12 +165,16 @@ def test_what_a_dead_child_left_in_its_process_group_is_killed(supervised, tmp_p
         "time.sleep(60)\n"
     )
     supervisor, _, lines = supervised(_python(code, "parent"))
-    assert _eventually(lambda: pid_file.exists() and pid_file.read_text() != "")
+    eventually(
+        lambda: pid_file.exists() and pid_file.read_text() != "",
+        BOUND_S,
+        "the grandchild's pid written",
+    )
     grandchild = int(pid_file.read_text())
     assert _alive(grandchild)
     os.kill(supervisor.pids()["parent"], signal.SIGKILL)  # the grandchild is left behind
-    assert _eventually(lambda: bool(lines), supervisor.tick)
-    assert _eventually(lambda: not _alive(grandchild))
+    eventually(_ticking(supervisor, lambda: bool(lines)), BOUND_S, "the kill logged")
+    eventually(lambda: not _alive(grandchild), BOUND_S, "the grandchild killed")
 
 
 def _beating(name: str, hang_s: float, beats: bool) -> ChildSpec:
@@ -198,7 +203,9 @@ def test_a_child_whose_heartbeat_stops_is_killed_as_hung_and_replaced(supervised
     supervisor.tick()
     assert lines == [] and _alive(first)  # still within its hang_s
     clock.now += 2.0
-    assert _eventually(lambda: len(lines) >= 2, supervisor.tick)
+    eventually(
+        _ticking(supervisor, lambda: len(lines) >= 2), BOUND_S, "the hang and the kill logged"
+    )
     assert lines[0] == f"stuck (pid {first}) hung: no heartbeat for 31.0 s; killing it"
     assert lines[1].startswith(f"stuck (pid {first}) was killed by SIGKILL after 31.0 s")
     assert not _alive(first)
@@ -213,7 +220,7 @@ def test_a_child_that_beats_is_left_alone_however_long_it_runs(supervised) -> No
     beat = _beat_of(supervisor, "busy")
     for _ in range(5):  # five times its hang_s, each step after a beat the supervisor saw
         seen = beat.stat().st_mtime_ns
-        assert _eventually(lambda: beat.stat().st_mtime_ns != seen)  # noqa: B023
+        eventually(lambda: beat.stat().st_mtime_ns != seen, BOUND_S, "a beat")  # noqa: B023
         supervisor.tick()
         clock.now += 0.9
         supervisor.tick()
@@ -233,7 +240,7 @@ def test_an_embedded_server_that_dies_is_restarted_with_the_backoff(
         assert lines == []
         assert server.pid is not None
         os.kill(server.pid, signal.SIGKILL)
-        assert _eventually(lambda: bool(lines), supervisor.tick)
+        eventually(_ticking(supervisor, lambda: bool(lines)), BOUND_S, "the death logged")
         assert lines == ["the embedded Redis died; restarting it in 0.5 s"]
         clock.now += 0.5
         supervisor.tick()

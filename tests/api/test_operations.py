@@ -28,20 +28,10 @@ from service.logs import StderrLines
 from service.processes.redis_server import free_port
 from tests.apiclient import Api, follow_webhooks
 from tests.metrics import Samples, samples
+from tests.waiting import eventually
 from workers.dispatcher import build_archiver, build_dispatcher
 
 DEADLINE_S = 15.0
-
-
-def _until(predicate: Callable[[], Any], within_s: float = DEADLINE_S) -> Any:
-    """The first true value of `predicate()` within `within_s` (else fails)."""
-    deadline = time.monotonic() + within_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "not within the deadline"
-        time.sleep(0.05)
 
 
 class Dispatching:
@@ -130,7 +120,7 @@ def test_ready_only_while_a_dispatcher_beats_its_heartbeat(api: Api, dispatching
         assert body["checks"]["postgres"]["ok"] is True
     stop = dispatching.dispatcher()
     dispatching.archiving()
-    ready = _until(lambda: (r := _ready(api)).status_code == 200 and r)
+    ready = eventually(lambda: (r := _ready(api)).status_code == 200 and r, DEADLINE_S, "ready")
     body = ready.json()
     assert body["status"] == "ok" and body["quarantined"] == []
     assert set(body["checks"]) == {"redis", "postgres", "dispatcher", "archive"}
@@ -139,7 +129,7 @@ def test_ready_only_while_a_dispatcher_beats_its_heartbeat(api: Api, dispatching
     assert 0 <= body["checks"]["dispatcher"]["last_beat_s"] <= 5
     assert _ready(api, "/healthz").json()["checks"].keys() == body["checks"].keys()
     stop.set()  # a dispatcher that stops says so: no longer counted
-    _until(lambda: _ready(api).status_code == 503)
+    eventually(lambda: _ready(api).status_code == 503, DEADLINE_S, "not ready")
     assert _ready(api).json()["checks"]["dispatcher"]["ok"] is False
 
 
@@ -148,7 +138,7 @@ def test_not_ready_while_postgresql_is_down(
 ):
     dispatching.dispatcher()
     dispatching.archiving()
-    _until(lambda: _ready(api).status_code == 200)
+    eventually(lambda: _ready(api).status_code == 200, DEADLINE_S, "ready")
     closed = f"postgresql://guts@127.0.0.1:{free_port()}/guts"
     broken = serve_with(database_url=closed)
     answer = _ready(broken)
@@ -340,7 +330,7 @@ def test_vitals_that_do_not_read_back_neither_fail_metrics_nor_stop_the_clock(
     assert dealt.status_code == 201, dealt.text
     # The dispatcher closes the hand at its deadline; its lateness is counted afresh.
     counted = lambda: _samples(api).get("guts_due_lateness_seconds_count", [({}, 0)])  # noqa: E731
-    _until(lambda: counted()[0][1] >= 1)
+    eventually(lambda: counted()[0][1] >= 1, DEADLINE_S, "a deadline's lateness counted")
     hand = api.get(f"/v1/tables/{table}").json()["hand"]
     assert hand is None or hand.get("phase") != "declaring", hand
     dispatching.archiver.sweep()
@@ -375,13 +365,19 @@ def test_a_shared_key_of_another_type_is_built_again_and_stops_no_dispatcher(
 
     early = dealt_table()  # (its due is left out of the index, and indexed again below)
     stop = dispatching.dispatcher()
-    _until(lambda: client.type(key) in (b"zset", b"hash", b"none"))
+    eventually(
+        lambda: client.type(key) in (b"zset", b"hash", b"none"), DEADLINE_S, f"{key} built again"
+    )
     tables = [early, dealt_table()]
     # The dispatcher runs on: it closes both hands at their deadlines, and lists every table.
     for table in tables:
         hand = lambda t=table: api.get(f"/v1/tables/{t}").json()["hand"] or {}  # noqa: E731
-        _until(lambda h=hand: h().get("phase") != "declaring")
-    page = _until(lambda: api.get("/v1/tables").json())
+        eventually(
+            lambda h=hand: h().get("phase") != "declaring",
+            DEADLINE_S,
+            f"the hand at {table} closed",
+        )
+    page = eventually(lambda: api.get("/v1/tables").json(), DEADLINE_S, "the tables listed")
     assert {listed, *tables} <= {t["table_id"] for t in page["tables"]}
     assert not stop.is_set() and all(thread.is_alive() for thread in dispatching.threads)
 
@@ -409,7 +405,7 @@ def test_metrics_show_the_process_streams_lateness_lag_backlog_and_pools(
         assert stream.status_code == 200
         # The dispatcher closes the hand at its deadline (1 s), counting how late it was.
         closed = lambda: _samples(api).get("guts_due_lateness_seconds_count", [({}, 0)])  # noqa: E731
-        _until(lambda: closed()[0][1] >= 1)
+        eventually(lambda: closed()[0][1] >= 1, DEADLINE_S, "a deadline's lateness counted")
         samples = _samples(api)
         assert _one(samples, "guts_open_streams") == 1
     finally:
@@ -429,4 +425,6 @@ def test_metrics_show_the_process_streams_lateness_lag_backlog_and_pools(
     assert _one(samples, "process_cpu_seconds_total") > 0
     assert _one(samples, "process_open_fds") > 0
     assert "python_info" in samples
-    _until(lambda: _one(_samples(api), "guts_open_streams") == 0)  # the stream closed
+    eventually(
+        lambda: _one(_samples(api), "guts_open_streams") == 0, DEADLINE_S, "the stream closed"
+    )

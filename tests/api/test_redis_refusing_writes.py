@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,11 @@ import redis
 from service.config import Settings
 from service.processes.redis_server import find_redis_server, free_port
 from tests.apiclient import Api
+from tests.waiting import eventually
 from workers.clock import build_dispatcher
 
 KEY = {"Idempotency-Key": "made-while-redis-refused"}
+WITHIN_S = 15.0  # a bound on a busy machine, not a timing
 
 
 class RefusingRedis:
@@ -43,7 +44,12 @@ class RefusingRedis:
                    "--maxmemory-policy", "noeviction"]  # fmt: skip
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
         self.client = redis.Redis.from_url(self.url)
-        _until(lambda: _answers(self.client), "the test's redis-server answers")
+        eventually(
+            self.client.ping,
+            WITHIN_S,
+            "the test's redis-server answers",
+            tolerate=(redis.ConnectionError,),
+        )
 
     def refuse(self) -> None:
         if self.why == "out of memory":
@@ -60,13 +66,18 @@ class RefusingRedis:
             self._snapshot("ok")
 
     def _snapshot(self, status: str) -> None:
-        _until(lambda: not self.client.info("persistence")["rdb_bgsave_in_progress"], "idle")
+        eventually(
+            lambda: not self.client.info("persistence")["rdb_bgsave_in_progress"],
+            WITHIN_S,
+            "no snapshot under way",
+        )
         self.client.bgsave()
-        _until(
+        eventually(
             lambda: (
                 self.client.info("persistence")["rdb_last_bgsave_status"] == status
                 and not self.client.info("persistence")["rdb_bgsave_in_progress"]
             ),
+            WITHIN_S,
             f"a snapshot that ends {status}",
         )
 
@@ -74,21 +85,6 @@ class RefusingRedis:
         self.client.close()
         self.process.kill()
         self.process.wait(10)
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
-
-
-def _until(condition: Callable[[], Any], what: str, within_s: float = 15.0) -> Any:
-    deadline = time.monotonic() + within_s
-    while not (found := condition()):
-        assert time.monotonic() < deadline, f"not within {within_s} s: {what}"
-        time.sleep(0.05)
-    return found
 
 
 @pytest.fixture(params=["out of memory", "cannot persist"])
@@ -142,8 +138,9 @@ def test_a_redis_refusing_writes_is_waited_out_and_sets_no_table_aside(
         said = "OutOfMemoryError" if refusing.why == "out of memory" else "MISCONF"
         assert not check["ok"] and said in check["error"], check
         # The dispatcher meets the refusal (its heartbeat, the deadline) and waits.
-        _until(
+        eventually(
             lambda: any("Redis cannot serve" in r.getMessage() for r in caplog.records),
+            WITHIN_S,
             "the dispatcher waits for Redis",
         )
         assert thread.is_alive()
@@ -154,17 +151,20 @@ def test_a_redis_refusing_writes_is_waited_out_and_sets_no_table_aside(
 
         refusing.accept()
         # The deadline that fell due meanwhile is acted on; the same requests now succeed.
-        _until(
+        eventually(
             lambda: (
                 api.get(f"/v1/tables/{dealt}").json()["hand"] is None
                 or api.get(f"/v1/tables/{dealt}").json()["hand"]["phase"] != "declaring"
             ),
+            WITHIN_S,
             "the deadline acted on",
         )
         made = api.post("/v1/tables", {"preset": "three-card"}, headers=KEY)
         assert made.status_code == 201, made.text
         assert api.post(f"/v1/tables/{waiting}/deal").status_code == 201
-        _until(lambda: api.get("/readyz", token=None).status_code == 200, "ready again")
+        eventually(
+            lambda: api.get("/readyz", token=None).status_code == 200, WITHIN_S, "ready again"
+        )
         assert thread.is_alive() and dispatcher.index.quarantined() == {}
         assert api.get("/healthz", token=None).json()["quarantined"] == []
     finally:
@@ -199,12 +199,13 @@ def test_a_redis_busy_with_someones_script_is_waited_out(
         )
         script.start()
         busy = redis.Redis.from_url(server.url)
-        _until(lambda: _is_busy(busy), "Redis answers BUSY")
+        eventually(lambda: _is_busy(busy), WITHIN_S, "Redis answers BUSY")
         answer = api.post("/v1/tables", {"preset": "three-card"}, headers=KEY)
         assert answer.status_code == 503, answer.text
         assert answer.json()["title"] == "Unavailable"
-        _until(
+        eventually(
             lambda: any("Redis cannot serve" in r.getMessage() for r in caplog.records),
+            WITHIN_S,
             "the dispatcher waits for Redis",
         )
         assert thread.is_alive()
@@ -218,7 +219,7 @@ def test_a_redis_busy_with_someones_script_is_waited_out(
             assert answer.status_code == 200, answer.text
             return bool((answer.json()["hand"] or {}).get("phase") != "declaring")
 
-        _until(acted_on, "the deadline acted on")
+        eventually(acted_on, WITHIN_S, "the deadline acted on")
         assert api.post("/v1/tables", {"preset": "three-card"}, headers=KEY).status_code == 201
         assert thread.is_alive() and dispatcher.index.quarantined() == {}
     finally:

@@ -12,9 +12,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -26,6 +25,9 @@ from service.eventlog.redis_store import RedisEventStore
 from service.projections.ledger import LedgerStore
 from service.tables import Tables
 from tests.playing import new_table, play
+from tests.waiting import eventually
+
+UNREACHABLE = (psycopg.OperationalError, redis.RedisError)  # a store killed or restarting: not yet
 
 
 def _dispatch(redis_url: str, database_url: str, log: Path) -> subprocess.Popen[bytes]:
@@ -41,19 +43,6 @@ def _dispatch(redis_url: str, database_url: str, log: Path) -> subprocess.Popen[
         return subprocess.Popen(
             [sys.executable, "-m", "service.cli", "dispatch"], env=env, stdout=out, stderr=out
         )
-
-
-def _eventually(predicate: Callable[[], Any], within_s: float, what: str) -> Any:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            found = predicate()
-        except (psycopg.OperationalError, redis.RedisError):
-            found = None
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"not within {within_s} s: {what}")
 
 
 def _archived(url: str) -> dict[str, tuple[int, int, int, int]]:
@@ -121,12 +110,13 @@ def test_an_archiver_killed_mid_batch_loses_nothing_and_archives_nothing_twice(
             if before == total:
                 break
             # Killed as soon as it has archived more (in the middle of the next batches).
-            _eventually(
+            eventually(
                 lambda b=before: (
                     sum(_check_consistent(redis_client, store, empty_archive).values()) > b
                 ),
                 30,
                 "the archiver archived something",
+                tolerate=UNREACHABLE,
             )
         finally:
             process.send_signal(signal.SIGKILL)
@@ -138,10 +128,11 @@ def test_an_archiver_killed_mid_batch_loses_nothing_and_archives_nothing_twice(
     # kills left untrimmed (a kill between a commit and its trim).
     process = _dispatch(redis_url, empty_archive, tmp_path / "dispatch.log")
     try:
-        _eventually(
+        eventually(
             lambda: all(redis_client.xlen(store.events_key(t)) < 30 for t in logs),
             30,
             "every stream trimmed",
+            tolerate=UNREACHABLE,
         )
     finally:
         process.send_signal(signal.SIGKILL)
@@ -208,36 +199,55 @@ def test_postgres_killed_while_hands_are_played_loses_nothing(
     try:
         try:
             _check_consistent(redis_client, store, url)
-            _eventually(lambda: len(_archived(url)) == 3, 30, "every table archived")
+            eventually(
+                lambda: len(_archived(url)) == 3, 30, "every table archived", tolerate=UNREACHABLE
+            )
             postmaster = int((data / "postmaster.pid").read_text().split()[0])
             os.kill(postmaster, signal.SIGKILL)
             # The archiver has found PostgreSQL gone (a batch under way when it died failed:
             # no trim of its is still to come).
-            _eventually(lambda: _outages(log) >= 1, 30, "the archiver saw PostgreSQL go")
+            eventually(
+                lambda: _outages(log) >= 1,
+                30,
+                "the archiver saw PostgreSQL go",
+                tolerate=UNREACHABLE,
+            )
             held = {t: store.trimmed(t) for t in ("k0", "k1", "k2")}
             versions = {t: store.load(t).version for t in held}
             # Hands go on in Redis while the archiver tries twice more, and trims nothing.
-            _eventually(lambda: _outages(log) >= 3, 30, "the archiver tried again")
-            _eventually(lambda: _played_on(store, versions, 20), 30, "hands went on")
+            eventually(
+                lambda: _outages(log) >= 3, 30, "the archiver tried again", tolerate=UNREACHABLE
+            )
+            eventually(
+                lambda: _played_on(store, versions, 20), 30, "hands went on", tolerate=UNREACHABLE
+            )
             assert {t: store.trimmed(t) for t in held} == held
-            _eventually(lambda: not server.running, 30, "the killed postmaster gone")
+            eventually(
+                lambda: not server.running, 30, "the killed postmaster gone", tolerate=UNREACHABLE
+            )
             server.restart()  # started again, on the same data, at the same URL
             versions = {t: store.load(t).version for t in held}
-            _eventually(lambda: _played_on(store, versions, 20), 30, "hands went on after")
+            eventually(
+                lambda: _played_on(store, versions, 20),
+                30,
+                "hands went on after",
+                tolerate=UNREACHABLE,
+            )
         finally:
             stop.set()
             player.join()
         assert failures == []
         versions = {f"k{n}": store.load(f"k{n}").version for n in range(3)}
-        _eventually(  # (10 s here on a quiet machine; over 60 s twice on a loaded one)
+        eventually(  # (10 s here on a quiet machine; over 60 s twice on a loaded one)
             lambda: _check_consistent(redis_client, store, url) == versions,
             120,
             "the archiver caught up after PostgreSQL came back",
+            tolerate=UNREACHABLE,
         )
         # Trimming resumed (each batch trims Redis after its commit: an archive that caught up
         # may be read a moment before its last trim).
         trims = lambda: all(store.trimmed(t) > held[t] for t in held)  # noqa: E731
-        _eventually(trims, 30, "trimming resumed")
+        eventually(trims, 30, "trimming resumed", tolerate=UNREACHABLE)
     finally:
         dispatcher.kill()
         dispatcher.wait()

@@ -21,17 +21,10 @@ from tests.chaos import checker
 from tests.chaos.receiver import Receiver
 from tests.chaos.topology import AUDITOR_KEY, OPERATOR_KEY, Topology
 from tests.chaos.workload import History
+from tests.waiting import holds_within
 
 WAIT_S = 90.0
-
-
-def _poll(done: Callable[[], bool], seconds: float = WAIT_S, every: float = 0.5) -> bool:
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(every)
-    return True
+EVERY_S = 0.5  # (each look is a request through the API, or a query of the archive)
 
 
 def _redis_log(client: RedisCluster, table: str) -> dict[int, bytes]:
@@ -106,7 +99,7 @@ def _audit(topology: Topology, table: str) -> dict[str, Any] | None:
         found.update(_api(topology, "GET", f"/v1/audits/{audit_id}", AUDITOR_KEY))
         return found.get("status") == "finished"
 
-    return found.get("result") if _poll(finished) else None
+    return found.get("result") if holds_within(finished, WAIT_S, every_s=EVERY_S) else None
 
 
 def read_back(
@@ -119,7 +112,8 @@ def read_back(
     try:
         for table in tables:
             version = _redis_version(client, table)
-            if not _poll(functools.partial(_archived, topology.database_url, table, version)):
+            archived = functools.partial(_archived, topology.database_url, table, version)
+            if not holds_within(archived, WAIT_S, every_s=EVERY_S):
                 observed.behind[table] = f"the archive did not reach version {version}"
             observed.redis[table] = _redis_log(client, table)
             observed.archive[table] = _archive(topology.database_url, table)

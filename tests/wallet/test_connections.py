@@ -12,13 +12,13 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
 from typing import Any
 
 import pytest
 
 from service.projections.wallet_http import CONNECTIONS
 from service.projections.wallet_messages import call, endpoint
+from tests.waiting import eventually
 from tests.wallet.conftest import PLAYERS
 from tests.wallet_server import TestWallet
 
@@ -48,10 +48,8 @@ def test_calls_to_a_wallet_share_one_connection(signed: TestWallet):
 def test_a_connection_the_wallet_closed_is_not_used_again(signed: TestWallet):
     assert _credit(signed, 1).status == "ok"
     signed.hang_up()
-    deadline = time.monotonic() + 10
-    while signed.open:  # (its end seen at the wallet: it went out long before)
-        assert time.monotonic() < deadline, "the wallet did not hang up"
-        time.sleep(0.01)
+    # (its end seen at the wallet: it went out long before)
+    eventually(lambda: not signed.open, 10, "the wallet hung up", every_s=0.01)
     assert _credit(signed, 2).status == "ok"  # (not an unknown outcome: a new connection)
     assert signed.connections == 2
 

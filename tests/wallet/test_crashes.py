@@ -20,10 +20,10 @@ import redis
 import requests
 
 from tests.apiclient import OPERATOR, Api
+from tests.waiting import eventually
 from tests.wallet.conftest import PLAYERS, connect, transactions
 from tests.wallet.test_credits import _append_seat, _funded, _pending_debit
 from tests.wallet_server import TestWallet
-from tests.workers.test_worker_processes import _wait_for
 
 FAST_ENV = {
     "GUTS_FOLLOW_LEASE_S": "2",
@@ -97,7 +97,7 @@ def _api_process(start: Start) -> tuple[subprocess.Popen, str]:
         except requests.RequestException:
             return False
 
-    assert _wait_for(up, 30), "the API process did not start"
+    eventually(up, 30, "the API process up")
     return process, base
 
 
@@ -147,10 +147,15 @@ def test_an_api_process_killed_after_its_debit_reached_the_wallet(
     table, process = _seat_held_by_the_wallet(wallet_api, wallet, start)
     _kill(process)  # the debit is with the wallet, which has not answered
     wallet.release.set()  # it takes the debit now: nobody hears it
-    assert _wait_for(lambda: wallet.effects["debit"] == 1, 10)
+    eventually(lambda: wallet.effects["debit"] == 1, 10, "the debit taken by the wallet")
     start()
     start()  # two dispatchers race on the pending debit
-    assert _wait_for(_rolled_back(wallet_api), 30), transactions(wallet_api)
+    eventually(
+        _rolled_back(wallet_api),
+        30,
+        "the debit rolled back",
+        detail=lambda: transactions(wallet_api),
+    )
     assert wallet.balances["ann"] == PLAYERS["ann"] and wallet.effects["rollback"] == 1
     assert _no_seat(wallet_api, table)
 
@@ -163,7 +168,7 @@ def test_an_api_process_killed_after_the_wallet_confirmed_before_the_seat(
     pauser.execute_command("CLIENT", "PAUSE", 20_000, "WRITE")  # the API cannot append now
     try:
         wallet.release.set()  # the wallet takes the debit and answers ok
-        assert _wait_for(lambda: wallet.effects["debit"] == 1, 10)
+        eventually(lambda: wallet.effects["debit"] == 1, 10, "the debit taken by the wallet")
         _kill(process)  # with the confirmation in hand, its append not done
     finally:
         pauser.execute_command("CLIENT", "UNPAUSE")  # (Redis may still run what it was sent)
@@ -173,7 +178,7 @@ def test_an_api_process_killed_after_the_wallet_confirmed_before_the_seat(
     def finished() -> bool:
         return all(t["status"] != "pending" for t in transactions(wallet_api))
 
-    assert _wait_for(finished, 30), transactions(wallet_api)
+    eventually(finished, 30, "no transaction pending", detail=lambda: transactions(wallet_api))
     debit = next(t for t in transactions(wallet_api) if t["kind"] == "debit")
     seats = wallet_api.get(f"/v1/tables/{table}").json()["seats"]
     if debit["status"] == "confirmed":  # the append reached Redis before the process died
@@ -196,7 +201,7 @@ def test_a_debit_pending_after_its_seat_was_appended_is_confirmed_by_a_dispatche
     def confirmed() -> bool:
         return [t["status"] for t in transactions(wallet_api)] == ["confirmed"]
 
-    assert _wait_for(confirmed, 30), transactions(wallet_api)
+    eventually(confirmed, 30, "the debit confirmed", detail=lambda: transactions(wallet_api))
     assert wallet.count("rollback") == 0 and wallet.balances["ann"] == PLAYERS["ann"] - 3000
     seats = wallet_api.get(f"/v1/tables/{table}").json()["seats"]
     assert [s["player_id"] for s in seats] == ["ann"]
@@ -215,7 +220,7 @@ def test_a_dispatcher_killed_during_a_credits_retries(
     def retried() -> bool:
         return any(t["kind"] == "credit" and t["attempts"] >= 2 for t in transactions(wallet_api))
 
-    assert _wait_for(retried, 30), transactions(wallet_api)
+    eventually(retried, 30, "the credit tried twice", detail=lambda: transactions(wallet_api))
     _kill(first)
     del wallet.always["credit"]
     start()
@@ -226,5 +231,5 @@ def test_a_dispatcher_killed_during_a_credits_retries(
             "confirmed"
         ]
 
-    assert _wait_for(confirmed, 30), transactions(wallet_api)
+    eventually(confirmed, 30, "the credit confirmed", detail=lambda: transactions(wallet_api))
     assert wallet.effects["credit"] == 1 and wallet.balances["ann"] == PLAYERS["ann"]

@@ -24,6 +24,7 @@ from service.rules.times import parse_iso
 from service.tables import Tables
 from tests.apiclient import Api
 from tests.tampering import unloadable
+from tests.waiting import eventually
 from workers.dispatcher import Dispatcher, DispatchTimes
 
 
@@ -195,10 +196,8 @@ def test_a_last_moment_declaration_races_the_dispatcher_and_exactly_one_is_recor
     running.start()
     declaring.start()
     declaring.join()
-    until = time.monotonic() + 10
-    while api.get(f"/v1/tables/{table}").json()["hand"]["phase"] == "declaring":
-        assert time.monotonic() < until, "the hand did not close"
-        time.sleep(0.02)
+    hand = lambda: api.get(f"/v1/tables/{table}").json()["hand"]  # noqa: E731
+    eventually(lambda: hand()["phase"] != "declaring", 10, "the hand closed", every_s=0.02)
     stop.set()
     running.join()
     recorded = _decisions(api, table, 0)
@@ -295,16 +294,12 @@ def test_a_dispatcher_waiting_out_a_long_poll_acts_on_a_due_recorded_meanwhile(
     running = threading.Thread(target=dispatcher.run, args=(stop,))
     running.start()
     try:
-        until = time.monotonic() + 10
-        while dispatcher.sleep_s() > 60:  # until it has looked: it then waits for the deadline
-            assert time.monotonic() < until, "the dispatcher never looked at the index"
-            time.sleep(0.01)
+        looked = lambda: dispatcher.sleep_s() <= 60  # noqa: E731 - it then waits for the deadline
+        eventually(looked, 10, "the dispatcher looked at the index", every_s=0.01)
         for token in tokens:
             api.post(f"/v1/tables/{table}/declare", {"decision": "in"}, token=token)
-        until = time.monotonic() + 10
-        while api.get(f"/v1/tables/{table}").json()["hand"] is not None:
-            assert time.monotonic() < until, "the due recorded meanwhile was not acted on"
-            time.sleep(0.02)
+        resolved = lambda: api.get(f"/v1/tables/{table}").json()["hand"] is None  # noqa: E731
+        eventually(resolved, 10, "the due recorded meanwhile acted on", every_s=0.02)
     finally:
         stop.set()
         dispatcher.index.client.rpush(dispatcher.index.wake_key, 1)  # end the wait under way
@@ -438,11 +433,11 @@ def test_a_backlog_of_stale_entries_does_not_delay_live_deadlines(
     try:
         for table, _, dealt in live:
             deadline = parse_iso(dealt["deadline"])
-            until = time.monotonic() + 10
-            while not _decisions(api, table, 0):
-                assert time.monotonic() < until, "a live hand did not close"
-                time.sleep(0.02)
-            closed = parse_iso(_decisions(api, table, 0)[0]["data"]["at"])
+            decided = lambda t=table: _decisions(api, t, 0)  # noqa: E731
+            (decision, *_) = eventually(
+                decided, 10, f"the live hand at {table} closed", every_s=0.02
+            )
+            closed = parse_iso(decision["data"]["at"])
             assert deadline <= closed < deadline + timedelta(seconds=1)
     finally:
         stop.set()

@@ -15,7 +15,8 @@ from service.eventlog.redis_store import RedisEventStore
 from service.projections.ledger import LedgerStore
 from service.rules import ledger
 from tests.apiclient import Api
-from tests.workers.test_worker_processes import Start, _wait_for, start  # noqa: F401 - fixture
+from tests.waiting import eventually
+from tests.workers.test_worker_processes import Start, start  # noqa: F401 - fixture
 
 
 def _play(api: Api, hands: int) -> str:
@@ -64,7 +65,7 @@ def test_a_dispatcher_killed_with_minus_9_mid_projection_leaves_every_entry_once
     projection = LedgerStore(redis_client)
     versions = [store.load(t).version for t in tables]
     keys = [("default", t) for t in tables]
-    assert _wait_for(lambda: projection.positions(keys) == versions, 20)
+    eventually(lambda: projection.positions(keys) == versions, 20, "every table projected")
     for table in tables:
         stored = projection.table_entries("default", table)[1]
         assert stored == _derived(store, table)
@@ -80,11 +81,11 @@ def test_of_two_dispatchers_one_follows_and_the_other_takes_over_when_it_is_kill
 ):
     lease = b"guts:{%lease}:followers"
     first = start("dispatch", redis_url)
-    assert _wait_for(lambda: redis_client.exists(lease), 20)
+    eventually(lambda: redis_client.exists(lease), 20, "the lease taken")
     holder = redis_client.get(lease)
     start("dispatch", redis_url)
     second_log = tmp_path / "dispatch-1.log"
-    assert _wait_for(lambda: b"dispatcher started" in second_log.read_bytes(), 20)
+    eventually(lambda: b"dispatcher started" in second_log.read_bytes(), 20, "the second started")
     store = RedisEventStore(redis_client)
     projection = LedgerStore(redis_client)
 
@@ -93,7 +94,7 @@ def test_of_two_dispatchers_one_follows_and_the_other_takes_over_when_it_is_kill
         return projection.positions([("default", t) for t in tables]) == versions
 
     tables = [_play(api, hands=2)]
-    assert _wait_for(lambda: caught_up(tables), 20)
+    eventually(lambda: caught_up(tables), 20, "the ledger caught up")
     # The first renews the lease every 0.4 s, as often as the second looks at it: three
     # renewals since the second started, and the second has looked at least twice.
     assert _renewed(redis_client, lease, times=3, holder=holder)
@@ -101,7 +102,9 @@ def test_of_two_dispatchers_one_follows_and_the_other_takes_over_when_it_is_kill
     first.send_signal(signal.SIGKILL)
     first.wait()
     tables.append(_play(api, hands=2))
-    assert _wait_for(lambda: caught_up(tables), 20)  # the second, once the lease expired
+    eventually(
+        lambda: caught_up(tables), 20, "the ledger caught up by the second (the lease expired)"
+    )
     assert redis_client.get(lease) not in (None, holder)
     for table in tables:
         stored = projection.table_entries("default", table)[1]

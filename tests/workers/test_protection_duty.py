@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -28,11 +28,13 @@ from service.rules.limits import Limits
 from service.rules.times import iso, parse_iso
 from service.tables import Tables
 from tests.apiclient import Api
-from tests.test_nodes import _eventually
+from tests.waiting import eventually
 from tests.workers.test_deadlines import Clock
 from workers.dispatcher import Dispatcher
 
 LIMITS = "/v1/players/{}/limits"
+WITHIN_S = 30.0  # a bound on a busy machine, not a timing
+EVERY_S = 0.1  # (each look is a request)
 
 
 def _limits(api: Api, player: str, **body: Any) -> dict[str, Any]:
@@ -45,10 +47,6 @@ def _limits(api: Api, player: str, **body: Any) -> dict[str, Any]:
 
 def _events(api: Api, table: str) -> list[dict[str, Any]]:
     return list(api.get(f"/v1/tables/{table}/events?limit=1000").json()["events"])
-
-
-def _wait_for(found: Callable[[], Any], within_s: float = 30.0) -> Any:
-    return _eventually(found, within_s)
 
 
 def _typed(api: Api, table: str, kind: str) -> list[dict[str, Any]]:
@@ -95,14 +93,23 @@ def test_a_dispatcher_makes_the_reality_check_and_ends_the_session_at_its_limit(
     api.seat(table, "bob")
     since = parse_iso(_seated_at(api, table, "alice"))
     clock.past(iso(since + timedelta(minutes=1)))
-    (check,) = _wait_for(lambda: _typed(api, table, "reality_check"))
+    (check,) = eventually(
+        lambda: _typed(api, table, "reality_check"),
+        WITHIN_S,
+        "the reality check made",
+        every_s=EVERY_S,
+    )
     assert check["data"]["minutes_played"] == 1 and check["data"]["net_result"] == 0
     answer = api.post(f"/v1/tables/{table}/players/0/reality-check", {"continue": True})
     assert answer.status_code == 200 and answer.json()["reality_check_pending"] is False
     clock.past(iso(since + timedelta(minutes=3)))
-    (ended,) = _wait_for(lambda: _typed(api, table, "session_ended"))
+    (ended,) = eventually(
+        lambda: _typed(api, table, "session_ended"), WITHIN_S, "the session ended", every_s=EVERY_S
+    )
     assert ended["data"]["reason"] == "session_limit"
-    (left,) = _wait_for(lambda: _typed(api, table, "player_left"))
+    (left,) = eventually(
+        lambda: _typed(api, table, "player_left"), WITHIN_S, "alice's seat left", every_s=EVERY_S
+    )
     assert left["data"]["seat"] == 0 and left["data"]["cash_out"] == 100
 
 
@@ -116,7 +123,9 @@ def test_a_session_limit_keeps_the_player_from_every_seat_of_the_tenant_for_24_h
     since = parse_iso(_seated_at(api, table, "alice"))
     assert api.get(LIMITS.format("alice")).json()["cool_down_until"] is None
     clock.past(iso(since + timedelta(minutes=2)))
-    _wait_for(lambda: _typed(api, table, "player_left"))
+    eventually(
+        lambda: _typed(api, table, "player_left"), WITHIN_S, "alice's seat left", every_s=EVERY_S
+    )
     until = iso(since + timedelta(minutes=2, hours=24))
     # Both the player's limits and the session's end say until when they cannot sit.
     assert api.get(LIMITS.format("alice")).json()["cool_down_until"] == until
@@ -147,9 +156,17 @@ def test_a_check_or_a_time_out_at_one_seat_never_holds_up_another_tables_deadlin
     since = parse_iso(_seated_at(api, checked, "alice"))
     latest = max(since + timedelta(minutes=1), parse_iso(dealt["deadline"]))
     clock.past(iso(latest))
-    _wait_for(lambda: _typed(api, checked, "reality_check"))
-    closed = _wait_for(
-        lambda: [e for e in _typed(api, other, "decision_made") if e["data"]["by"] == "platform"]
+    eventually(
+        lambda: _typed(api, checked, "reality_check"),
+        WITHIN_S,
+        "the reality check made",
+        every_s=EVERY_S,
+    )
+    closed = eventually(
+        lambda: [e for e in _typed(api, other, "decision_made") if e["data"]["by"] == "platform"],
+        WITHIN_S,
+        "the other table's deadline acted on",
+        every_s=EVERY_S,
     )
     assert {e["data"]["seat"] for e in closed} == {0, 1}  # the other table's deadline acted on
     assert [e["data"]["reason"] for e in _typed(api, checked, "session_ended")] == ["timeout"]
@@ -235,7 +252,7 @@ def test_the_duty_waits_out_an_unreachable_redis_with_a_warning_and_no_traceback
     caplog.set_level("WARNING", logger="guts.protection")
     thread = threading.Thread(target=run_protection_duty, args=(usecases, stop), daemon=True)
     thread.start()
-    _wait_for(lambda: caplog.records, within_s=10)
+    eventually(lambda: caplog.records, 10, "a warning logged", every_s=EVERY_S)
     stop.set()
     thread.join(15)
     assert not thread.is_alive()

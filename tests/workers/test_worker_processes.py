@@ -18,6 +18,7 @@ import pytest
 from service.processes.redis_server import RedisServer
 from service.rules.times import parse_iso
 from tests.apiclient import Api, _serve, _settings
+from tests.waiting import eventually
 
 Start = Callable[..., subprocess.Popen]
 
@@ -49,15 +50,6 @@ def start(tmp_path: Path) -> Iterator[Start]:
                 process.wait()
 
 
-def _wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _platform_outs(api: Api, table: str) -> list[dict]:
     events = api.get(f"/v1/tables/{table}/events?limit=1000").json()["events"]
     return [e["data"] for e in events if e["data"].get("by") == "platform"]
@@ -72,7 +64,8 @@ def _silent_hand(api: Api, timeout_s: int = 1) -> tuple[str, dict]:
 
 def _closed_in_time(api: Api, hands: list[tuple[str, dict]], within_s: float) -> None:
     for table, dealt in hands:
-        assert _wait_for(lambda t=table: len(_platform_outs(api, t)) == 3, within_s), table
+        outs = lambda t=table: len(_platform_outs(api, t)) == 3  # noqa: E731
+        eventually(outs, within_s, f"every seat at {table} made out by the platform")
         closed = parse_iso(_platform_outs(api, table)[0]["at"])
         assert closed >= parse_iso(dealt["deadline"])  # never early
 
@@ -99,7 +92,9 @@ def test_a_table_claimed_by_a_dispatcher_that_died_comes_due_again(
     assert DueIndex(redis_client).claim(time.time(), lease_s=2.0, limit=10) == [table]
     lease_end = time.time() + 2.0
     start("dispatch", redis_url)
-    assert _wait_for(lambda: len(_platform_outs(api, table)) == 3, 20)
+    eventually(
+        lambda: len(_platform_outs(api, table)) == 3, 20, "every seat made out by the platform"
+    )
     outs = _platform_outs(api, table)
     assert sorted(o["seat"] for o in outs) == [0, 1, 2]
     assert parse_iso(outs[0]["at"]).timestamp() >= lease_end - 0.1
