@@ -122,28 +122,10 @@ def cluster_client(_session_cluster_client: Any) -> Any:
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto` (pyproject.toml): two workers more than the cores. Many tests wait on servers
-    they started (Redis, PostgreSQL, gunicorn, a browser) or on the real clock, so a core is
-    often idle: on 2 cores the suite took 225 s with 3 workers, 286 s with 2 (2026-11-26, 2,242
-    tests); with 3,308 tests (2026-12-03), 306 s with 4 workers and 292 s with 5 (a browser
-    test's page then timed out once), where 3 took 360 s (before the dispatchers waited on the
-    due index instead of polling it); the processes' CPU, as process accounting counted it,
-    was 466 and 479 CPU-s (2 cores give at most 2 a second). With 3,481 tests (2026-12-07, a
-    quiet machine, 4 workers): 338 s and 352 s; process accounting counted 526 CPU-s in one
-    run (the 4 workers 179, the ~200 processes the tests start 150, Chromium 83, Redis 24,
-    PostgreSQL 16), a floor of 263 s on 2 cores: the suite is bound by its CPU now. Later that
-    day, 3,519 tests: 339 s with 4 workers (552 CPU-s busy, 124 core-s idle), 350 s with 6 (665
-    CPU-s busy, 37 idle): more workers fill the idle seconds with more CPU of their own.
-    2026-12-07 again, a host about twice as slow, 3,522 tests, 4 workers: 624 s (1,164 CPU-s
-    busy) before `guts serve` forked its worker and dispatchers, 524 s (954) after. On a host
-    like 2026-12-07's first, 4 workers, alternating runs: 337 s and 325 s (531 and 493 CPU-s
-    busy) before the browser tests ran Chromium's headless shell and the clock-bound modules
-    started early (tests/schedule.py), 289 s and 297 s (436 and 472) after; 6 workers took as
-    long as 4 (294 s) with 524 CPU-s busy. 2026-12-07, later, another host, 3,523 tests, runs
-    one after the other: 4 workers 313.0 s and 313.3 s (500 and 503 CPU-s busy, 117 and 116
-    core-s idle), 5 workers 271.1, 315.6 and 316.3 s (461, 560 and 554 busy; 66-76 idle), 6
-    workers 319.0 s (604 busy, 31 idle): a fifth worker fills idle seconds with as much CPU
-    again in most runs, so 4 stays. (Not the workers' own servers: one worker's Redis, cluster
-    and API servers, idle, cost 0.26 CPU-s in 30 s.)"""
+    they started (Redis, PostgreSQL, gunicorn, a browser) or on the real clock, so with one
+    worker per core a core is often idle; a fifth worker on 2 cores mostly fills those idle
+    seconds with as much CPU of its own again (its collection, servers and module fixtures),
+    so 4 stays. The measurements behind the count: docs/benchmarks.md, "The test suite"."""
     return (os.cpu_count() or 1) + 2
 
 
