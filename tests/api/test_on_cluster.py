@@ -18,6 +18,7 @@ from service.config import Settings
 # module that plays through a server (test_bodies and test_observability run in-process or
 # without Redis; the rest of test_stream tampers with the plain Redis).
 from tests.api.test_authorization import *  # noqa: F403
+from tests.api.test_authorization import Kept
 from tests.api.test_betting import *  # noqa: F403
 from tests.api.test_client_seeds import *  # noqa: F403
 from tests.api.test_commands import *  # noqa: F403
@@ -104,6 +105,20 @@ def redis_client(cluster_client: Any, redis_url: str) -> Any:
     queues.flushall()
     queues.close()
     return cluster_client
+
+
+@pytest.fixture
+def kept(redis_cluster: Any, redis_url: str) -> Iterator[Any]:
+    """The authorization matrix's Redis (see `Kept`): every master, and the queues' Redis."""
+    import redis
+
+    nodes = [redis.Redis(port=port) for port in redis_cluster.master_ports]
+    nodes.append(redis.Redis.from_url(redis_url))
+    try:
+        yield Kept(nodes)
+    finally:
+        for node in nodes:
+            node.close()
 
 
 def test_the_server_here_keeps_its_tables_on_every_master(api: Api, redis_cluster: Any) -> None:
