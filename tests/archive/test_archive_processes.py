@@ -6,6 +6,7 @@ audit is ok."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -27,7 +28,8 @@ from service.tables import Tables
 from tests.playing import new_table, play
 from tests.waiting import eventually
 
-UNREACHABLE = (psycopg.OperationalError, redis.RedisError)  # a store killed or restarting: not yet
+_until = functools.partial(eventually, tolerate=(psycopg.OperationalError, redis.RedisError))
+"""`eventually`, a store killed or restarting meaning "not yet" (every wait here meets one)."""
 
 
 def _dispatch(redis_url: str, database_url: str, log: Path) -> subprocess.Popen[bytes]:
@@ -110,13 +112,12 @@ def test_an_archiver_killed_mid_batch_loses_nothing_and_archives_nothing_twice(
             if before == total:
                 break
             # Killed as soon as it has archived more (in the middle of the next batches).
-            eventually(
+            _until(
                 lambda b=before: (
                     sum(_check_consistent(redis_client, store, empty_archive).values()) > b
                 ),
                 30,
                 "the archiver archived something",
-                tolerate=UNREACHABLE,
             )
         finally:
             process.send_signal(signal.SIGKILL)
@@ -128,11 +129,10 @@ def test_an_archiver_killed_mid_batch_loses_nothing_and_archives_nothing_twice(
     # kills left untrimmed (a kill between a commit and its trim).
     process = _dispatch(redis_url, empty_archive, tmp_path / "dispatch.log")
     try:
-        eventually(
+        _until(
             lambda: all(redis_client.xlen(store.events_key(t)) < 30 for t in logs),
             30,
             "every stream trimmed",
-            tolerate=UNREACHABLE,
         )
     finally:
         process.send_signal(signal.SIGKILL)
@@ -199,55 +199,36 @@ def test_postgres_killed_while_hands_are_played_loses_nothing(
     try:
         try:
             _check_consistent(redis_client, store, url)
-            eventually(
-                lambda: len(_archived(url)) == 3, 30, "every table archived", tolerate=UNREACHABLE
-            )
+            _until(lambda: len(_archived(url)) == 3, 30, "every table archived")
             postmaster = int((data / "postmaster.pid").read_text().split()[0])
             os.kill(postmaster, signal.SIGKILL)
             # The archiver has found PostgreSQL gone (a batch under way when it died failed:
             # no trim of its is still to come).
-            eventually(
-                lambda: _outages(log) >= 1,
-                30,
-                "the archiver saw PostgreSQL go",
-                tolerate=UNREACHABLE,
-            )
+            _until(lambda: _outages(log) >= 1, 30, "the archiver saw PostgreSQL go")
             held = {t: store.trimmed(t) for t in ("k0", "k1", "k2")}
             versions = {t: store.load(t).version for t in held}
             # Hands go on in Redis while the archiver tries twice more, and trims nothing.
-            eventually(
-                lambda: _outages(log) >= 3, 30, "the archiver tried again", tolerate=UNREACHABLE
-            )
-            eventually(
-                lambda: _played_on(store, versions, 20), 30, "hands went on", tolerate=UNREACHABLE
-            )
+            _until(lambda: _outages(log) >= 3, 30, "the archiver tried again")
+            _until(lambda: _played_on(store, versions, 20), 30, "hands went on")
             assert {t: store.trimmed(t) for t in held} == held
-            eventually(
-                lambda: not server.running, 30, "the killed postmaster gone", tolerate=UNREACHABLE
-            )
+            _until(lambda: not server.running, 30, "the killed postmaster gone")
             server.restart()  # started again, on the same data, at the same URL
             versions = {t: store.load(t).version for t in held}
-            eventually(
-                lambda: _played_on(store, versions, 20),
-                30,
-                "hands went on after",
-                tolerate=UNREACHABLE,
-            )
+            _until(lambda: _played_on(store, versions, 20), 30, "hands went on after")
         finally:
             stop.set()
             player.join()
         assert failures == []
         versions = {f"k{n}": store.load(f"k{n}").version for n in range(3)}
-        eventually(  # (10 s here on a quiet machine; over 60 s twice on a loaded one)
+        _until(  # (10 s here on a quiet machine; over 60 s twice on a loaded one)
             lambda: _check_consistent(redis_client, store, url) == versions,
             120,
             "the archiver caught up after PostgreSQL came back",
-            tolerate=UNREACHABLE,
         )
         # Trimming resumed (each batch trims Redis after its commit: an archive that caught up
         # may be read a moment before its last trim).
         trims = lambda: all(store.trimmed(t) > held[t] for t in held)  # noqa: E731
-        eventually(trims, 30, "trimming resumed", tolerate=UNREACHABLE)
+        _until(trims, 30, "trimming resumed")
     finally:
         dispatcher.kill()
         dispatcher.wait()
